@@ -1,0 +1,1 @@
+"""AuK: instruction-driven speech and audio editing (DiT, VAE, sampler, pipeline)."""

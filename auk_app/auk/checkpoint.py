@@ -1,0 +1,368 @@
+"""Reading AuK checkpoints in the two directory layouts a user will have on disk.
+
+* Upstream release (``tencent/AuK``, ``tencent/AuK-Flash``): ``config.yaml`` (OmegaConf
+  style, with ``${...}`` references), ``auk_base.safetensors`` or ``auk_flash.safetensors``,
+  and ``vae.safetensors``. The variant is Flash iff ``model.name == "AuK-Flash"``, as upstream
+  decides; a name that contradicts the weight file is refused.
+* vLLM-Omni assembled directory: ``config.json`` with ``dit``, ``vae``, ``variant``,
+  ``flash_t_grid`` and ``defaults`` sections, ``auk.safetensors`` and ``vae.safetensors``.
+
+Both DiT files hold the backbone under ``transformer.`` plus the text-fusion tensors
+``layer_weights`` [layers] and ``layer_scale`` [1], which go to the text conditioner. An
+optional ``text_encoder`` section (``{"kind": "minilm"}``) selects the conditioner; without
+it the text encoder is Qwen2.5-Omni-3B, as in every release. Weights are read with
+safetensors only, and every mismatch raises one CheckpointError naming file and keys.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+import yaml
+
+from auk_app.auk.dit import AuKTransformer, dit_state_dict
+from auk_app.auk.vae import AuKVAE
+from auk_app.errors import CheckpointError
+from auk_app.weights import check_state_dict, read_safetensors
+
+# The sway = -1, nfe = 4 grid evaluated in torch float32; rounding it changes the output level.
+FLASH_T_GRID = (0.0, 0.07612049579620361, 0.2928932309150696, 0.6173166036605835, 1.0)
+BASE_DEFAULTS = {"nfe": 32, "cfg": 2.0, "sway": -1.0}
+FLASH_DEFAULTS = {"nfe": 4, "cfg": 0.0, "sway": None}
+FUSION_KEYS = ("layer_weights", "layer_scale")
+DIT_PREFIX = "transformer."
+QWEN_FUSED_LAYERS = 36
+_DIM_HEAD_DEFAULT = 64  # Flux2Edit's constructor default; the release yaml does not set it
+_RELEASE_FILES = {"base": "auk_base.safetensors", "flash": "auk_flash.safetensors"}
+
+
+@dataclass(frozen=True)
+class AuKCheckpoint:
+    """What a checkpoint directory declares, read without touching the weights."""
+
+    directory: Path
+    layout: str  # "release" or "assembled"
+    name: str
+    variant: str  # "base" or "flash"
+    dit_file: Path
+    vae_file: Path
+    dit_config: dict[str, Any]
+    vae_config: dict[str, Any]  # the VAE's model_init_kwargs
+    text_encoder: dict[str, Any]
+    defaults: dict[str, Any]  # nfe, cfg, sway
+    t_grid: tuple[float, ...] | None  # Flash's fixed grid, overriding nfe/cfg/sway
+
+    @property
+    def is_flash(self) -> bool:
+        return self.variant == "flash"
+
+    @property
+    def fused_layers(self) -> int:
+        return int(self.text_encoder.get("fused_layers", QWEN_FUSED_LAYERS))
+
+
+@dataclass
+class AuKModel:
+    """The loaded modules of one checkpoint plus the fusion tensors for the text conditioner."""
+
+    checkpoint: AuKCheckpoint
+    dit: AuKTransformer
+    vae: AuKVAE
+    layer_weights: torch.Tensor
+    layer_scale: torch.Tensor
+
+
+def read_auk_checkpoint(directory: str | Path) -> AuKCheckpoint:
+    """Parse and check a checkpoint directory's config; the weights are not opened."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise CheckpointError(f"AuK checkpoint directory {directory} does not exist.")
+    if (directory / "config.json").is_file() and (directory / "auk.safetensors").exists():
+        return _read_assembled(directory)
+    if (directory / "config.yaml").is_file():
+        return _read_release(directory)
+    raise CheckpointError(
+        f"{directory} is not an AuK checkpoint: expected config.yaml with auk_base.safetensors or "
+        "auk_flash.safetensors and vae.safetensors (the tencent/AuK release), or config.json with "
+        "auk.safetensors and vae.safetensors (a vLLM-Omni assembled directory)."
+    )
+
+
+def load_auk_checkpoint(
+    directory: str | Path | AuKCheckpoint,
+    *,
+    device: str | torch.device = "cpu",
+    dtype: torch.dtype = torch.float32,
+) -> AuKModel:
+    """Build and load the DiT (``dtype``) and the VAE (always float32) of a checkpoint on ``device``.
+
+    The one entry point for weights: the app's demo model goes through here exactly like a release.
+    """
+    checkpoint = directory if isinstance(directory, AuKCheckpoint) else read_auk_checkpoint(directory)
+    device = torch.device(device)
+
+    tensors = read_safetensors(checkpoint.dit_file)
+    fusion = {k: tensors.pop(k, None) for k in FUSION_KEYS}
+    stray = [k for k in tensors if not k.startswith(DIT_PREFIX)]
+    missing_fusion = [k for k, v in fusion.items() if v is None]
+    if stray or missing_fusion:
+        parts = []
+        if missing_fusion:
+            parts.append(f"missing keys: {', '.join(missing_fusion)}")
+        if stray:
+            parts.append(f"unexpected keys: {', '.join(sorted(stray)[:8])}")
+        raise CheckpointError(
+            f"{checkpoint.dit_file} does not match the AuK DiT checkpoint layout ({'; '.join(parts)}). "
+            "Check that the file belongs to this model and was downloaded completely."
+        )
+    layers = checkpoint.fused_layers
+    check_state_dict(
+        {"layer_weights": (layers,), "layer_scale": (1,)}, fusion, source=checkpoint.dit_file, what="AuK text fusion"
+    )
+    with torch.device("meta"):
+        dit = AuKTransformer(**checkpoint.dit_config)
+    state = dit_state_dict(tensors, DIT_PREFIX)
+    check_state_dict(
+        {k: v.shape for k, v in dit.state_dict().items()}, state, source=checkpoint.dit_file, what="AuK DiT"
+    )
+    dit.load_state_dict(state, strict=True, assign=True)
+    dit = dit.to(device=device, dtype=dtype).eval()
+    # Rotary frequencies stay float32 and exactly as stored, whatever the weights are served in.
+    dit.rotary_embed.inv_freq = state["rotary_embed.inv_freq"].float().to(device)
+
+    with torch.device(device):
+        vae = AuKVAE.from_config(checkpoint.vae_config)
+    missing, unexpected = vae.load_weights(checkpoint.vae_file, device=device)
+    if missing or unexpected:
+        raise CheckpointError(
+            f"{checkpoint.vae_file} does not match the AuK VAE: "
+            + "; ".join(
+                f"{len(keys)} {label}: {', '.join(keys[:8])}"
+                for label, keys in (("missing keys", missing), ("unexpected keys", unexpected))
+                if keys
+            )
+            + ". Check that the file belongs to this model and was downloaded completely."
+        )
+    return AuKModel(
+        checkpoint=checkpoint,
+        dit=dit,
+        vae=vae.eval(),
+        layer_weights=fusion["layer_weights"].float().to(device),
+        layer_scale=fusion["layer_scale"].float().to(device),
+    )
+
+
+# ----------------------------------------------------------------------------- layouts
+
+
+def _read_release(directory: Path) -> AuKCheckpoint:
+    config_file = directory / "config.yaml"
+    try:
+        tree = _resolve_references(yaml.safe_load(config_file.read_text()) or {})
+        model = tree["model"]
+        arch, vae = model["arch"], model["vae"]
+        name = str(model.get("name", "AuK"))
+        variant = "flash" if name == "AuK-Flash" else "base"
+        dit_config = {
+            "dim": int(arch["dim"]),
+            "heads": int(arch["heads"]),
+            "dim_head": int(arch.get("dim_head", _DIM_HEAD_DEFAULT)),
+            "ff_mult": float(arch["ff_mult"]),
+            "latent_dim": int(vae["latent_dim"]),
+            "text_hidden_dim": int(arch["text_hidden_dim"]),
+            "num_layers": int(arch["num_layers"]),
+            "num_single_layers": int(arch["num_single_layers"]),
+            "attn_mask_enabled": bool(arch.get("attn_mask_enabled", True)),
+        }
+        vae_config = dict(vae["model_init_kwargs"])
+        vae_config.setdefault("sample_rate", int(vae.get("target_sample_rate", 24000)))
+        text_encoder = dict(model.get("text_encoder") or {})
+    except (KeyError, TypeError, ValueError, yaml.YAMLError) as exc:
+        raise CheckpointError(f"{config_file} is not a readable AuK config ({exc!r}).") from exc
+
+    dit_file = directory / _RELEASE_FILES[variant]
+    other = directory / _RELEASE_FILES["base" if variant == "flash" else "flash"]
+    if not dit_file.is_file():
+        hint = f" It holds {other.name}: the config's model.name ({name!r}) does not match it." if other.is_file() else ""
+        raise CheckpointError(f"{directory} lacks {dit_file.name}, which model.name {name!r} calls for.{hint}")
+    return AuKCheckpoint(
+        directory=directory,
+        layout="release",
+        name=name,
+        variant=variant,
+        dit_file=dit_file,
+        vae_file=_required(directory / "vae.safetensors"),
+        dit_config=dit_config,
+        vae_config=vae_config,
+        text_encoder=_text_encoder(text_encoder),
+        defaults=dict(FLASH_DEFAULTS if variant == "flash" else BASE_DEFAULTS),
+        t_grid=FLASH_T_GRID if variant == "flash" else None,
+    )
+
+
+def _read_assembled(directory: Path) -> AuKCheckpoint:
+    config_file = directory / "config.json"
+    try:
+        config = json.loads(config_file.read_text())
+        dit, vae = dict(config["dit"]), config["vae"]
+        variant = str(config.get("variant", "base"))
+        if variant not in ("base", "flash"):
+            raise ValueError(f"variant must be 'base' or 'flash', not {variant!r}")
+        dit_config = {
+            "dim": int(dit["dim"]),
+            "heads": int(dit["heads"]),
+            "dim_head": int(dit.get("dim_head", int(dit["dim"]) // int(dit["heads"]))),
+            "ff_mult": float(dit["ff_mult"]),
+            "latent_dim": int(dit.get("latent_dim", vae["latent_dim"])),
+            "text_hidden_dim": int(dit["text_hidden_dim"]),
+            "num_layers": int(dit["num_layers"]),
+            "num_single_layers": int(dit["num_single_layers"]),
+            "attn_mask_enabled": bool(dit.get("attn_mask_enabled", True)),
+        }
+        vae_config = dict(vae["model_init_kwargs"])
+        vae_config.setdefault("sample_rate", int(vae.get("target_sample_rate", 24000)))
+        defaults = {**(FLASH_DEFAULTS if variant == "flash" else BASE_DEFAULTS), **config.get("defaults", {})}
+        if variant == "flash":
+            defaults.update(FLASH_DEFAULTS)
+        t_grid = tuple(float(t) for t in config.get("flash_t_grid") or FLASH_T_GRID) if variant == "flash" else None
+        name = str(config.get("name") or ("AuK-Flash" if variant == "flash" else "AuK"))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise CheckpointError(f"{config_file} is not a readable AuK config ({exc!r}).") from exc
+    return AuKCheckpoint(
+        directory=directory,
+        layout="assembled",
+        name=name,
+        variant=variant,
+        dit_file=_required(directory / "auk.safetensors"),
+        vae_file=_required(directory / "vae.safetensors"),
+        dit_config=dit_config,
+        vae_config=vae_config,
+        text_encoder=_text_encoder(config.get("text_encoder") or {}),
+        defaults=defaults,
+        t_grid=t_grid,
+    )
+
+
+def _text_encoder(section: dict[str, Any]) -> dict[str, Any]:
+    kind = section.get("kind", "qwen2_5_omni")
+    if kind not in ("qwen2_5_omni", "minilm"):
+        raise CheckpointError(f"Unknown text encoder kind {kind!r}; expected 'qwen2_5_omni' or 'minilm'.")
+    return {**section, "kind": kind}
+
+
+def _required(path: Path) -> Path:
+    if not path.is_file():
+        raise CheckpointError(f"{path.parent} lacks {path.name}; download the checkpoint again.")
+    return path
+
+
+_REFERENCE = re.compile(r"^\$\{([^}]+)\}$")
+
+
+def _resolve_references(tree: dict) -> dict:
+    """Replace whole-value ``${dotted.path}`` strings by the value they name (OmegaConf style)."""
+
+    def lookup(path: str):
+        node: Any = tree
+        for part in path.split("."):
+            node = node[part]
+        return resolve(node)
+
+    def resolve(node):
+        if isinstance(node, dict):
+            return {k: resolve(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [resolve(v) for v in node]
+        if isinstance(node, str) and (match := _REFERENCE.match(node)):
+            return lookup(match.group(1).strip())
+        return node
+
+    return resolve(tree)
+
+
+# ----------------------------------------------------------------------------- writing
+
+
+def write_auk_checkpoint(
+    directory: str | Path,
+    *,
+    layout: str,
+    dit: AuKTransformer,
+    dit_config: dict[str, Any],
+    vae: AuKVAE,
+    vae_config: dict[str, Any],
+    layer_weights: torch.Tensor,
+    layer_scale: torch.Tensor,
+    name: str = "AuK",
+    variant: str = "base",
+    text_encoder: dict[str, Any] | None = None,
+    defaults: dict[str, Any] | None = None,
+) -> Path:
+    """Write a checkpoint directory in the release (``layout="release"``) or assembled layout.
+
+    The files are what the loader reads from a real download: fp32 safetensors, the DiT
+    under ``transformer.`` beside the fusion tensors, and the VAE with its weight-norm
+    tensors unfolded. Used for the demo model and by the tests.
+    """
+    from safetensors.torch import save_file
+
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    if any(conv.folded for conv in vae._normed_convs()):
+        raise ValueError("write_auk_checkpoint needs the VAE's weight_g/weight_v; save it before folding")
+    dit_tensors = {DIT_PREFIX + k: v for k, v in dit.state_dict().items()}
+    dit_tensors.update(layer_weights=layer_weights, layer_scale=layer_scale.reshape(1))
+    as_saved = lambda tensors: {k: v.detach().float().contiguous().cpu() for k, v in tensors.items()}  # noqa: E731
+    vae_tensors = as_saved(vae.state_dict())
+
+    if layout == "release":
+        dit_file = directory / _RELEASE_FILES[variant]
+        arch = {k: dit_config[k] for k in ("dim", "heads", "ff_mult", "text_hidden_dim", "num_layers", "num_single_layers")}
+        arch["attn_mask_enabled"] = dit_config.get("attn_mask_enabled", True)
+        if dit_config["dim_head"] != _DIM_HEAD_DEFAULT:
+            arch["dim_head"] = dit_config["dim_head"]
+        model = {
+            "name": "AuK-Flash" if variant == "flash" else name,
+            "backbone": "Flux2Edit",
+            "cfm_class": "CFMEdit",
+            "arch": arch,
+            "vae": {
+                "vae_name": "BigVGANFlowVAE",
+                "latent_dim": dit_config["latent_dim"],
+                "downsample_rate": vae.hop_size,
+                "target_sample_rate": vae.sample_rate,
+                "model_init_kwargs": {**vae_config, "latent_dim": "${model.vae.latent_dim}"},
+            },
+        }
+        if text_encoder:
+            model["text_encoder"] = text_encoder
+        (directory / "config.yaml").write_text(yaml.safe_dump({"model": model}, sort_keys=False))
+    elif layout == "assembled":
+        dit_file = directory / "auk.safetensors"
+        config = {
+            "model_type": "auk",
+            "name": name,
+            "dit": {k: v for k, v in dit_config.items() if k != "latent_dim"},
+            "vae": {
+                "latent_dim": dit_config["latent_dim"],
+                "downsample_rate": vae.hop_size,
+                "target_sample_rate": vae.sample_rate,
+                "model_init_kwargs": vae_config,
+            },
+            "variant": variant,
+            "flash_t_grid": list(FLASH_T_GRID),
+            "defaults": defaults or dict(BASE_DEFAULTS),
+        }
+        if text_encoder:
+            config["text_encoder"] = text_encoder
+        (directory / "config.json").write_text(json.dumps(config, indent=1))
+    else:
+        raise ValueError(f"layout must be 'release' or 'assembled', not {layout!r}")
+    save_file(as_saved(dit_tensors), str(dit_file))
+    save_file(vae_tensors, str(directory / "vae.safetensors"))
+    return directory

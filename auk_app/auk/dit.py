@@ -1,0 +1,404 @@
+"""AuK's flow transformer ("Flux2Edit"): an MM-DiT that predicts rectified-flow velocity.
+
+Legend: b batch, n target frames, np reference frames, nt text tokens, d model width,
+h heads, dh head width, L latent channels (64), T text hidden width (2048 for Qwen).
+
+Ten double-stream blocks attend jointly over ``[audio | text]``, then twenty single-stream
+blocks run over ``[text | audio]``; the audio stream is ``[reference | target]`` and only the
+target frames reach the output head. Parameter and buffer names equal the released DiT keys
+after stripping ``transformer.``, so ``load_state_dict(strict=True)`` works as is.
+
+Numerics follow the public vLLM-Omni port, which the reference fixtures pin:
+* rotary positions follow the padding masks (the count of valid tokens up to and
+  including a token, minus one), so padding never advances a position;
+* ``rotary_embed.inv_freq`` is used as stored: the release rounds it to bfloat16, and
+  recomputing it moves attention logits by ~5e-3 per layer;
+* rotary angles and the rotation itself run in float32 with autocast off, because bf16
+  positions lose the phase at long sequences;
+* every RMSNorm uses float32 machine epsilon (1.19e-7), as ``nn.RMSNorm(eps=None)`` does
+  for the float32 release, whatever dtype the weights are served in.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+_RMS_EPS = torch.finfo(torch.float32).eps  # 1.1920929e-07
+_LN_EPS = 1e-6
+_TIME_FEATURES = 256  # 128 sine + 128 cosine
+
+
+def _layer_norm(x: torch.Tensor) -> torch.Tensor:
+    return F.layer_norm(x, x.shape[-1:], eps=_LN_EPS)
+
+
+def _positions(mask: torch.Tensor | None, batch: int, length: int, device) -> torch.Tensor:
+    """Rotary positions [b, N]: plain 0..N-1, or the running count of valid tokens minus one."""
+    if mask is None:
+        return torch.arange(length, device=device).expand(batch, length)
+    return (mask.long().cumsum(-1) - 1).clamp(min=0)
+
+
+class Rotary(nn.Module):
+    """Interleaved (GPT-J) rotary embedding over the full head width."""
+
+    def __init__(self, dim_head: int):
+        super().__init__()
+        inv_freq = 1.0 / (10000 ** (torch.arange(0, dim_head, 2).float() / dim_head))
+        self.register_buffer("inv_freq", inv_freq)  # replaced by the checkpoint's rounded values
+
+    def tables(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """cos and sin [b, 1, N, dh] in float32 for integer positions [b, N]."""
+        with torch.autocast(positions.device.type, enabled=False):
+            angles = positions.float()[..., None] * self.inv_freq.float()  # [b, N, dh/2]
+            angles = angles.repeat_interleave(2, dim=-1)[:, None]
+            return angles.cos(), angles.sin()
+
+
+def _rotate(x: torch.Tensor, tables: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+    cos, sin = tables
+    with torch.autocast(x.device.type, enabled=False):
+        xf = x.float()
+        pairs = xf.unflatten(-1, (-1, 2))
+        rotated = torch.stack((-pairs[..., 1], pairs[..., 0]), dim=-1).flatten(-2)
+        return (xf * cos + rotated * sin).to(x.dtype)
+
+
+def _attend(q, k, v, key_mask: torch.Tensor | None) -> torch.Tensor:
+    """The one attention call site: [b, h, N, dh] in, [b, N, h*dh] out."""
+    attn_mask = None if key_mask is None else key_mask[:, None, None, :]
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask)
+    return out.transpose(1, 2).flatten(2)
+
+
+def _zero_invalid(x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    return x if mask is None else x.masked_fill(~mask[..., None], 0.0)
+
+
+class TimeEmbedding(nn.Module):
+    """Sinusoidal features of 1000·t, then a two-layer SiLU MLP."""
+
+    def __init__(self, dim: int):
+        super().__init__()
+        self.time_mlp = nn.Sequential(nn.Linear(_TIME_FEATURES, dim), nn.SiLU(), nn.Linear(dim, dim))
+
+    def forward(self, time: torch.Tensor) -> torch.Tensor:
+        half = _TIME_FEATURES // 2
+        exponent = torch.arange(half, device=time.device).float() * -(math.log(10000) / (half - 1))
+        # (1000·t)·f, not 1000·(t·f): the association moves outputs by up to 3.3e-5.
+        angles = (1000 * time.float())[:, None] * _exact(torch.exp, exponent)[None]
+        features = torch.cat((_exact(torch.sin, angles), _exact(torch.cos, angles)), dim=-1)
+        return self.time_mlp(features.to(self.time_mlp[0].weight.dtype))
+
+
+def _exact(fn, x: torch.Tensor) -> torch.Tensor:
+    """``fn`` correctly rounded to float32 via float64.
+
+    Angles reach 1000 rad, so one ULP of a frequency is ~6e-5 rad of phase; vectorised
+    float32 exp/sin differ by an ULP between CPU instruction sets, which moved DiT outputs
+    by 1.5e-5 (above the 1e-5 parity tolerance). Rounding the float64 result removes that.
+    """
+    return fn(x.double()).float()
+
+
+class ConvPositionEmbedding(nn.Module):
+    """Two grouped convs (kernel 31, groups 16) with Mish; padded frames stay zero throughout."""
+
+    def __init__(self, dim: int, kernel_size: int = 31, groups: int = 16):
+        super().__init__()
+        pad = kernel_size // 2
+        self.conv1d = nn.Sequential(
+            nn.Conv1d(dim, dim, kernel_size, groups=groups, padding=pad),
+            nn.Mish(),
+            nn.Conv1d(dim, dim, kernel_size, groups=groups, padding=pad),
+            nn.Mish(),
+        )
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+        x = _zero_invalid(x, mask)
+        for conv in (self.conv1d[0], self.conv1d[2]):
+            x = conv(x.transpose(1, 2)).transpose(1, 2)
+            x = F.mish(_zero_invalid(x, mask))
+        return x
+
+
+class AudioEmbedding(nn.Module):
+    """Latents to model width plus a convolutional position signal; shared by reference and target."""
+
+    def __init__(self, latent_dim: int, dim: int):
+        super().__init__()
+        self.linear = nn.Linear(latent_dim, dim)
+        self.conv_pos_embed = ConvPositionEmbedding(dim)
+
+    def forward(self, latents: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+        h = self.linear(latents)
+        return h + self.conv_pos_embed(h, mask)
+
+
+class AdaLayerNorm(nn.Module):
+    """Six modulation vectors from the time embedding: (shift, scale, gate) for attention, then FF."""
+
+    def __init__(self, dim: int):
+        super().__init__()
+        self.linear = nn.Linear(dim, 6 * dim)
+
+    def forward(self, x: torch.Tensor, emb: torch.Tensor):
+        shift_msa, scale_msa, gate_msa, shift_mlp, scale_mlp, gate_mlp = (
+            self.linear(F.silu(emb))[:, None].chunk(6, dim=-1)
+        )
+        return _layer_norm(x) * (1 + scale_msa) + shift_msa, gate_msa, shift_mlp, scale_mlp, gate_mlp
+
+
+class AdaLayerNormFinal(nn.Module):
+    """Output modulation; its two chunks are (scale, shift) in that order."""
+
+    def __init__(self, dim: int):
+        super().__init__()
+        self.linear = nn.Linear(dim, 2 * dim)
+
+    def forward(self, x: torch.Tensor, emb: torch.Tensor) -> torch.Tensor:
+        scale, shift = self.linear(F.silu(emb))[:, None].chunk(2, dim=-1)
+        return _layer_norm(x) * (1 + scale) + shift
+
+
+class FeedForward(nn.Module):
+    """SwiGLU without biases; ``linear_in`` holds the gate half first, then the up half."""
+
+    def __init__(self, dim: int, ff_mult: float):
+        super().__init__()
+        inner = int(dim * ff_mult)
+        self.linear_in = nn.Linear(dim, 2 * inner, bias=False)
+        self.linear_out = nn.Linear(inner, dim, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        gate, up = self.linear_in(x).chunk(2, dim=-1)
+        return self.linear_out(F.silu(gate) * up)
+
+
+def _heads(x: torch.Tensor, heads: int) -> torch.Tensor:
+    return x.unflatten(-1, (heads, -1)).transpose(1, 2)  # [b, N, h*dh] -> [b, h, N, dh]
+
+
+class JointAttention(nn.Module):
+    """Audio and text streams, each with its own projections and q/k norms, attending together."""
+
+    def __init__(self, dim: int, heads: int, dim_head: int, attn_mask_enabled: bool):
+        super().__init__()
+        inner = heads * dim_head
+        self.heads = heads
+        self.attn_mask_enabled = attn_mask_enabled
+        self.to_qkv = nn.Linear(dim, 3 * inner)
+        self.to_qkv_c = nn.Linear(dim, 3 * inner)
+        self.q_norm = nn.RMSNorm(dim_head, eps=_RMS_EPS)
+        self.k_norm = nn.RMSNorm(dim_head, eps=_RMS_EPS)
+        self.c_q_norm = nn.RMSNorm(dim_head, eps=_RMS_EPS)
+        self.c_k_norm = nn.RMSNorm(dim_head, eps=_RMS_EPS)
+        self.to_out = nn.ModuleList([nn.Linear(inner, dim)])
+        self.to_out_c = nn.Linear(inner, dim)
+
+    def forward(self, a, c, *, audio_mask, c_mask, rope_audio, rope_text):
+        q, k, v = (_heads(t, self.heads) for t in self.to_qkv(a).chunk(3, dim=-1))
+        qc, kc, vc = (_heads(t, self.heads) for t in self.to_qkv_c(c).chunk(3, dim=-1))
+        q, k = _rotate(self.q_norm(q), rope_audio), _rotate(self.k_norm(k), rope_audio)
+        qc, kc = _rotate(self.c_q_norm(qc), rope_text), _rotate(self.c_k_norm(kc), rope_text)
+        key_mask = None
+        if self.attn_mask_enabled and audio_mask is not None:
+            key_mask = torch.cat((audio_mask, c_mask), dim=-1)
+        out = _attend(torch.cat((q, qc), 2), torch.cat((k, kc), 2), torch.cat((v, vc), 2), key_mask)
+        n_audio = a.shape[1]
+        out_a = _zero_invalid(self.to_out[0](out[:, :n_audio]), audio_mask)
+        out_c = _zero_invalid(self.to_out_c(out[:, n_audio:]), c_mask)
+        return out_a, out_c
+
+
+class SelfAttention(nn.Module):
+    """Single-stream attention over ``[text | audio]``."""
+
+    def __init__(self, dim: int, heads: int, dim_head: int, attn_mask_enabled: bool):
+        super().__init__()
+        inner = heads * dim_head
+        self.heads = heads
+        self.attn_mask_enabled = attn_mask_enabled
+        self.to_qkv = nn.Linear(dim, 3 * inner)
+        self.q_norm = nn.RMSNorm(dim_head, eps=_RMS_EPS)
+        self.k_norm = nn.RMSNorm(dim_head, eps=_RMS_EPS)
+        self.to_out = nn.ModuleList([nn.Linear(inner, dim)])
+
+    def forward(self, h, *, mask, rope):
+        q, k, v = (_heads(t, self.heads) for t in self.to_qkv(h).chunk(3, dim=-1))
+        q, k = _rotate(self.q_norm(q), rope), _rotate(self.k_norm(k), rope)
+        out = _attend(q, k, v, mask if self.attn_mask_enabled else None)
+        return _zero_invalid(self.to_out[0](out), mask)
+
+
+class DoubleBlock(nn.Module):
+    def __init__(self, *, dim, heads, dim_head, ff_mult, attn_mask_enabled):
+        super().__init__()
+        self.attn_norm_x = AdaLayerNorm(dim)
+        self.attn_norm_c = AdaLayerNorm(dim)
+        self.attn = JointAttention(dim, heads, dim_head, attn_mask_enabled)
+        self.ff_x = FeedForward(dim, ff_mult)
+        self.ff_c = FeedForward(dim, ff_mult)
+
+    def forward(self, a, c, emb, *, audio_mask, c_mask, rope_audio, rope_text):
+        a_norm, a_gate, a_shift_ff, a_scale_ff, a_gate_ff = self.attn_norm_x(a, emb)
+        c_norm, c_gate, c_shift_ff, c_scale_ff, c_gate_ff = self.attn_norm_c(c, emb)
+        attn_a, attn_c = self.attn(
+            a_norm, c_norm, audio_mask=audio_mask, c_mask=c_mask, rope_audio=rope_audio, rope_text=rope_text
+        )
+        c = c + c_gate * attn_c
+        c = c + c_gate_ff * self.ff_c(_layer_norm(c) * (1 + c_scale_ff) + c_shift_ff)
+        a = a + a_gate * attn_a
+        a = a + a_gate_ff * self.ff_x(_layer_norm(a) * (1 + a_scale_ff) + a_shift_ff)
+        return a, c
+
+
+class SingleBlock(nn.Module):
+    def __init__(self, *, dim, heads, dim_head, ff_mult, attn_mask_enabled):
+        super().__init__()
+        self.attn_norm = AdaLayerNorm(dim)
+        self.attn = SelfAttention(dim, heads, dim_head, attn_mask_enabled)
+        self.ff = FeedForward(dim, ff_mult)
+
+    def forward(self, h, emb, *, mask, rope):
+        h_norm, gate, shift_ff, scale_ff, gate_ff = self.attn_norm(h, emb)
+        h = h + gate * self.attn(h_norm, mask=mask, rope=rope)
+        return h + gate_ff * self.ff(_layer_norm(h) * (1 + scale_ff) + shift_ff)
+
+
+class AuKTransformer(nn.Module):
+    """Flow-matching velocity predictor for AuK audio latents (see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        dim: int,
+        heads: int,
+        dim_head: int,
+        ff_mult: float,
+        latent_dim: int,
+        text_hidden_dim: int,
+        num_layers: int,
+        num_single_layers: int,
+        attn_mask_enabled: bool = True,
+    ):
+        super().__init__()
+        self.dim = dim
+        self.latent_dim = latent_dim
+        self.time_embed = TimeEmbedding(dim)
+        self.txt_proj = nn.Linear(text_hidden_dim, dim)
+        self.txt_norm = nn.RMSNorm(dim, eps=_RMS_EPS, elementwise_affine=True)
+        self.audio_embed = AudioEmbedding(latent_dim, dim)
+        self.rotary_embed = Rotary(dim_head)
+        block = dict(dim=dim, heads=heads, dim_head=dim_head, ff_mult=ff_mult, attn_mask_enabled=attn_mask_enabled)
+        self.transformer_blocks = nn.ModuleList([DoubleBlock(**block) for _ in range(num_layers)])
+        self.single_transformer_blocks = nn.ModuleList([SingleBlock(**block) for _ in range(num_single_layers)])
+        self.norm_out = AdaLayerNormFinal(dim)
+        self.proj_out = nn.Linear(dim, latent_dim)
+        # Projected text reused across the steps of one ODE solve (cfg_infer path only).
+        self.text_cond: torch.Tensor | None = None
+        self.text_uncond: torch.Tensor | None = None
+
+    def clear_cache(self) -> None:
+        """Drop the cached text projection. Call this when the conditioning changes."""
+        self.text_cond = None
+        self.text_uncond = None
+
+    def project_text(self, text: torch.Tensor) -> torch.Tensor:
+        """Project LLM hidden states [b, nt, T] to model width [b, nt, d]."""
+        return self.txt_norm(self.txt_proj(text))
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        text: torch.Tensor,
+        time: torch.Tensor,
+        *,
+        mask: torch.Tensor | None = None,
+        c_mask: torch.Tensor | None = None,
+        ref: torch.Tensor | None = None,
+        ref_mask: torch.Tensor | None = None,
+        drop_audio_cond: bool = False,
+        drop_text: bool = False,
+        cfg_infer: bool = False,
+        cache: bool = False,
+    ) -> torch.Tensor:
+        """Velocity [b, n, L] for the target frames of ``x`` ([2b, n, L] under ``cfg_infer``).
+
+        Masks are boolean with True = valid. ``c_mask`` defaults to "text row not all zero";
+        a zero-length ``ref`` counts as absent. Under ``cfg_infer`` the batch is doubled as
+        [conditional; unconditional], the latter with zeroed reference latents and zeroed
+        projected text, and ``drop_audio_cond``/``drop_text`` are ignored.
+        """
+        batch, n_target = x.shape[:2]
+        if time.ndim == 0:
+            time = time.repeat(batch)
+        if c_mask is None:
+            c_mask = (text != 0).any(dim=-1)
+        if ref is not None and ref.shape[1] == 0:
+            ref, ref_mask = None, None
+
+        if cfg_infer:
+            if cache and self.text_cond is not None:
+                c = self.text_cond
+            else:
+                c = self.project_text(text)
+                if cache:
+                    self.text_cond = c
+            c = torch.cat((c, torch.zeros_like(c)))
+            x, time, c_mask = torch.cat((x, x)), torch.cat((time, time)), torch.cat((c_mask, c_mask))
+            mask = None if mask is None else torch.cat((mask, mask))
+            if ref is not None:
+                ref = torch.cat((ref, torch.zeros_like(ref)))
+                ref_mask = None if ref_mask is None else torch.cat((ref_mask, ref_mask))
+            batch = 2 * batch
+        else:
+            c = self.project_text(text)
+            if drop_text:
+                c = torch.zeros_like(c)
+            if ref is not None and drop_audio_cond:
+                ref = torch.zeros_like(ref)
+
+        emb = self.time_embed(time)
+        a = self.audio_embed(x, mask)
+        audio_mask = mask
+        if ref is not None:
+            a = torch.cat((self.audio_embed(ref, ref_mask), a), dim=1)
+            if mask is not None or ref_mask is not None:
+                ones = lambda length: torch.ones(batch, length, dtype=torch.bool, device=x.device)  # noqa: E731
+                audio_mask = torch.cat(
+                    (ref_mask if ref_mask is not None else ones(ref.shape[1]), mask if mask is not None else ones(n_target)),
+                    dim=1,
+                )
+
+        device = x.device
+        rope_audio = self.rotary_embed.tables(_positions(audio_mask, batch, a.shape[1], device))
+        rope_text = self.rotary_embed.tables(_positions(c_mask, batch, c.shape[1], device))
+        for block in self.transformer_blocks:
+            a, c = block(a, c, emb, audio_mask=audio_mask, c_mask=c_mask, rope_audio=rope_audio, rope_text=rope_text)
+
+        h = torch.cat((c, a), dim=1)
+        single_mask = None if audio_mask is None else torch.cat((c_mask, audio_mask), dim=1)
+        rope = self.rotary_embed.tables(_positions(single_mask, batch, h.shape[1], device))
+        for block in self.single_transformer_blocks:
+            h = block(h, emb, mask=single_mask, rope=rope)
+
+        return self.proj_out(self.norm_out(h[:, -n_target:], emb))
+
+
+def dit_state_dict(
+    checkpoint: Mapping[str, torch.Tensor] | Iterable[tuple[str, torch.Tensor]],
+    prefix: str = "transformer.",
+) -> dict[str, torch.Tensor]:
+    """Select the DiT tensors of a full AuK checkpoint and strip ``prefix``.
+
+    Released files wrap the backbone under ``transformer.`` next to the text-fusion
+    tensors (``layer_weights``, ``layer_scale``), which this module does not own.
+    """
+    items = checkpoint.items() if isinstance(checkpoint, Mapping) else checkpoint
+    return {key[len(prefix):]: value for key, value in items if key.startswith(prefix)}

@@ -1,0 +1,132 @@
+"""Explicit Euler integration of AuK's rectified flow, from noise (t=0) to data (t=1).
+
+The batch dimension carries the CFG branches [conditional; unconditional], so one call
+serves one request. The velocity is ``v_c + cfg·(v_c − v_u)`` (the F5-TTS form); below
+``cfg = 1e-5`` the unconditional branch is not run at all.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import torch
+
+from auk_app.auk.dit import AuKTransformer
+
+CFG_OFF_BELOW = 1e-5
+
+
+def build_time_grid(
+    *,
+    nfe: int,
+    sway_sampling_coef: float | None,
+    t_grid: Sequence[float] | torch.Tensor | None,
+    device: torch.device | str | None = None,
+) -> torch.Tensor:
+    """The float32 time grid the sampler walks.
+
+    An explicit ``t_grid`` wins over ``nfe`` and sway. Otherwise ``linspace(0, 1, nfe+1)``,
+    reshaped by sway as ``t + s·(cos(π/2·t) − 1 + t)`` (s = −1 gives ``1 − cos(π t / 2)``,
+    crowding steps near the noise end). Raises ValueError unless the grid is 1-D, finite,
+    strictly increasing and has at least two points.
+    """
+    if t_grid is not None:
+        grid = torch.as_tensor(t_grid, dtype=torch.float32, device=device)
+    else:
+        if isinstance(nfe, bool) or not isinstance(nfe, int) or nfe < 0:
+            raise ValueError(f"AuK sampling needs a whole number of steps (nfe) of at least 1; got {nfe!r}")
+        grid = torch.linspace(0, 1, nfe + 1, device=device, dtype=torch.float32)
+        if sway_sampling_coef is not None:
+            grid = grid + sway_sampling_coef * (torch.cos(torch.pi / 2 * grid) - 1 + grid)
+    if grid.ndim != 1:
+        raise ValueError(f"AuK sampling needs a 1-D time grid; got a tensor of shape {tuple(grid.shape)}")
+    if not torch.isfinite(grid).all():
+        raise ValueError(f"AuK sampling needs a finite time grid; got {grid.tolist()}")
+    if grid.numel() < 2 or not bool((grid[1:] > grid[:-1]).all()):
+        raise ValueError(
+            f"AuK sampling needs a strictly increasing time grid with at least two points; got {grid.tolist()}"
+        )
+    return grid
+
+
+def draw_noise(
+    gen_frames: int,
+    latent_dim: int,
+    *,
+    seed: int | None,
+    generator: torch.Generator | None,
+    device: torch.device,
+    dtype: torch.dtype,
+) -> torch.Tensor:
+    """Initial noise [1, n, L] from the request's own generator; the global RNG is never seeded.
+
+    A generator seeded with ``seed`` on the noise device draws exactly what
+    ``torch.manual_seed(seed); torch.randn(...)`` draws there.
+    """
+    if generator is None and seed is not None:
+        generator = torch.Generator(device=device).manual_seed(seed)
+    return torch.randn(gen_frames, latent_dim, generator=generator, device=device, dtype=dtype)[None]
+
+
+def sample_latents(
+    dit: AuKTransformer,
+    *,
+    text: torch.Tensor,
+    c_mask: torch.Tensor | None,
+    ref: torch.Tensor,
+    ref_mask: torch.Tensor | None,
+    gen_frames: int,
+    nfe: int = 32,
+    cfg_strength: float = 1.0,
+    sway_sampling_coef: float | None = None,
+    t_grid: Sequence[float] | None = None,
+    seed: int | None = None,
+    generator: torch.Generator | None = None,
+    latent_dim: int | None = None,
+    device: torch.device | str | None = None,
+    dtype: torch.dtype | None = None,
+    on_step: Callable[[int, int], None] | None = None,
+) -> torch.Tensor:
+    """Integrate the flow and return the target latents at t=1, [1, gen_frames, L].
+
+    ``text`` [1, nt, T] and ``ref`` [1, np, L] are cast to the DiT's parameter dtype; the
+    noise and the Euler state stay in ``dtype`` (float32 by default: bf16 noise moves a
+    32-step CFG trajectory by 0.025 relative MSE, ~17× what bf16 weights cost). The
+    velocity keeps the model's dtype until it is added to the state, as in the reference.
+    ``on_step(done, total)`` runs after every Euler step; raising there stops the solve.
+    """
+    param = next(dit.parameters())
+    device = torch.device(device) if device is not None else param.device
+    latent_dim = latent_dim or dit.latent_dim
+    state_dtype = dtype or torch.float32
+    if gen_frames < 1:
+        raise ValueError(f"AuK sampling needs at least one target frame; got gen_frames={gen_frames}")
+
+    grid = build_time_grid(nfe=nfe, sway_sampling_coef=sway_sampling_coef, t_grid=t_grid, device=device)
+    x = draw_noise(gen_frames, latent_dim, seed=seed, generator=generator, device=device, dtype=state_dtype)
+    model_dtype = param.dtype
+    text = text.to(device=device, dtype=model_dtype)
+    ref = ref.to(device=device, dtype=model_dtype)
+    guided = cfg_strength >= CFG_OFF_BELOW
+    steps = grid.numel() - 1
+    try:
+        with torch.inference_mode():
+            for i in range(steps):
+                t = grid[i].to(state_dtype)
+                x_in = x.to(model_dtype)
+                if guided:
+                    v_c, v_u = dit(
+                        x_in, text, t, c_mask=c_mask, ref=ref, ref_mask=ref_mask, cfg_infer=True, cache=True
+                    ).chunk(2)
+                    v = v_c + cfg_strength * (v_c - v_u)
+                else:
+                    v = dit(x_in, text, t, c_mask=c_mask, ref=ref, ref_mask=ref_mask)
+                x = x + (grid[i + 1] - grid[i]).to(state_dtype) * v
+                if on_step is not None:
+                    on_step(i + 1, steps)
+    finally:
+        dit.clear_cache()
+    if not math.isfinite(float(x.abs().max())):
+        raise FloatingPointError("AuK sampling produced non-finite latents")
+    return x

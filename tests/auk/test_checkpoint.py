@@ -1,0 +1,142 @@
+"""Both checkpoint layouts load through one entry point; bad files give one clear error."""
+
+import json
+
+import pytest
+import torch
+import yaml
+from safetensors.torch import load_file, save_file
+
+from auk_app import FLASH_T_GRID, AuKTransformer, AuKVAE, load_auk_checkpoint
+from auk_app.auk.checkpoint import read_auk_checkpoint, write_auk_checkpoint
+from auk_app.errors import CheckpointError
+from tests.conftest import fixture_config
+
+TINY_DIT = dict(fixture_config("dit_config.json"), text_hidden_dim=24)
+
+
+def _write(directory, *, layout="release", variant="base", dit_config=TINY_DIT, flow=True):
+    torch.manual_seed(0)
+    vae_config = fixture_config("vae_config.json")
+    write_auk_checkpoint(
+        directory, layout=layout, variant=variant, name="AuK",
+        dit=AuKTransformer(**dit_config), dit_config=dit_config,
+        vae=AuKVAE.from_config(vae_config), vae_config=vae_config,
+        layer_weights=torch.randn(36), layer_scale=torch.tensor([1.5]),
+    )
+    if flow:  # a real release also carries the training-only flow
+        vae_file = directory / "vae.safetensors"
+        tensors = load_file(str(vae_file))
+        tensors["flow.flows.0.post.weight"] = torch.zeros(32, 256, 1)
+        save_file(tensors, str(vae_file))
+    return directory
+
+
+@pytest.mark.parametrize("layout", ["release", "assembled"])
+@pytest.mark.parametrize("variant", ["base", "flash"])
+def test_both_layouts_load(tmp_path, layout, variant):
+    _write(tmp_path, layout=layout, variant=variant)
+    if layout == "release":
+        expected = {"base": "auk_base.safetensors", "flash": "auk_flash.safetensors"}[variant]
+        assert (tmp_path / expected).is_file() and (tmp_path / "config.yaml").is_file()
+        assert "transformer.proj_out.weight" in load_file(str(tmp_path / expected))
+    model = load_auk_checkpoint(tmp_path)
+    ckpt = model.checkpoint
+    assert (ckpt.layout, ckpt.variant) == (layout, variant)
+    assert model.layer_weights.shape == (36,) and model.layer_scale.tolist() == [1.5]
+    assert "conv_pre.weight" in model.vae.state_dict()
+    if variant == "flash":
+        assert ckpt.t_grid == FLASH_T_GRID and ckpt.defaults["cfg"] == 0.0 and ckpt.defaults["sway"] is None
+    else:
+        assert ckpt.t_grid is None and ckpt.defaults == {"nfe": 32, "cfg": 2.0, "sway": -1.0}
+    assert model.dit.rotary_embed.inv_freq.dtype == torch.float32
+
+
+def test_release_config_references_are_resolved(tmp_path):
+    _write(tmp_path)
+    text = (tmp_path / "config.yaml").read_text()
+    assert "${model.vae.latent_dim}" in text
+    assert read_auk_checkpoint(tmp_path).vae_config["latent_dim"] == 64
+
+
+def test_bf16_weights_keep_the_stored_frequencies(tmp_path):
+    _write(tmp_path)
+    model = load_auk_checkpoint(tmp_path, dtype=torch.bfloat16)
+    stored = load_file(str(tmp_path / "auk_base.safetensors"))["transformer.rotary_embed.inv_freq"]
+    assert torch.equal(model.dit.rotary_embed.inv_freq, stored)  # float32, not rounded to bf16
+    assert model.dit.proj_out.weight.dtype == torch.bfloat16
+    assert model.vae.conv_pre.weight.dtype == torch.float32
+
+
+def test_truncated_file_names_the_file(tmp_path):
+    _write(tmp_path)
+    dit_file = tmp_path / "auk_base.safetensors"
+    dit_file.write_bytes(dit_file.read_bytes()[:-1000])
+    with pytest.raises(CheckpointError, match="auk_base.safetensors.*download it again"):
+        load_auk_checkpoint(tmp_path)
+
+
+def test_mislabelled_variant_is_refused(tmp_path):
+    _write(tmp_path, variant="base")
+    config = yaml.safe_load((tmp_path / "config.yaml").read_text())
+    config["model"]["name"] = "AuK-Flash"
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    with pytest.raises(CheckpointError, match="lacks auk_flash.safetensors.*does not match"):
+        read_auk_checkpoint(tmp_path)
+
+
+def test_shape_mismatch_names_the_keys(tmp_path):
+    _write(tmp_path, layout="assembled")
+    config = json.loads((tmp_path / "config.json").read_text())
+    config["dit"]["dim"] = 32  # the file holds a dim-48 DiT
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    with pytest.raises(CheckpointError, match=r"auk.safetensors does not match the AuK DiT: 58 keys with the wrong shape: audio_embed"):
+        load_auk_checkpoint(tmp_path)
+
+
+def test_missing_and_unexpected_dit_keys_are_named(tmp_path):
+    _write(tmp_path, layout="assembled")
+    tensors = load_file(str(tmp_path / "auk.safetensors"))
+    del tensors["transformer.norm_out.linear.bias"]
+    tensors["transformer.extra.weight"] = torch.zeros(2)
+    save_file(tensors, str(tmp_path / "auk.safetensors"))
+    with pytest.raises(CheckpointError) as error:
+        load_auk_checkpoint(tmp_path)
+    assert "missing keys: norm_out.linear.bias" in str(error.value)
+    assert "unexpected keys: extra.weight" in str(error.value)
+
+
+def test_missing_fusion_tensors_are_named(tmp_path):
+    _write(tmp_path, layout="assembled")
+    tensors = load_file(str(tmp_path / "auk.safetensors"))
+    del tensors["layer_scale"]
+    save_file(tensors, str(tmp_path / "auk.safetensors"))
+    with pytest.raises(CheckpointError, match="missing keys: layer_scale"):
+        load_auk_checkpoint(tmp_path)
+
+
+def test_vae_mismatch_is_refused(tmp_path):
+    _write(tmp_path)
+    tensors = load_file(str(tmp_path / "vae.safetensors"))
+    del tensors["conv_post.weight_g"]
+    save_file(tensors, str(tmp_path / "vae.safetensors"))
+    with pytest.raises(CheckpointError, match="vae.safetensors does not match the AuK VAE: 1 missing keys: conv_post.weight_g"):
+        load_auk_checkpoint(tmp_path)
+
+
+def test_missing_files_and_unknown_directories(tmp_path):
+    with pytest.raises(CheckpointError, match="does not exist"):
+        read_auk_checkpoint(tmp_path / "nowhere")
+    with pytest.raises(CheckpointError, match="is not an AuK checkpoint"):
+        read_auk_checkpoint(tmp_path)
+    _write(tmp_path)
+    (tmp_path / "vae.safetensors").unlink()
+    with pytest.raises(CheckpointError, match="lacks vae.safetensors"):
+        read_auk_checkpoint(tmp_path)
+
+
+def test_pickle_files_are_never_read(tmp_path):
+    _write(tmp_path)
+    (tmp_path / "auk_base.safetensors").write_bytes(b"\x80\x04\x95 pickle bytes")
+    with pytest.raises(CheckpointError, match="not a readable safetensors file"):
+        load_auk_checkpoint(tmp_path)

@@ -1,0 +1,108 @@
+"""Time grids and the Euler/CFG sampler against the reference fixtures."""
+
+import pytest
+import torch
+
+from auk_app import build_time_grid, sample_latents
+from auk_app.auk.checkpoint import FLASH_T_GRID
+from tests.conftest import assert_matches_reference, load_case
+
+SAMPLER_CASES = ["sampler_g_nfe4_cfg2", "sampler_h_sway", "sampler_i_t_grid"]
+
+
+def test_time_grid_queries():
+    meta, tensors = load_case("time_grid")
+    for query, result in zip(meta["args"]["queries"], meta["results"]["queries"]):
+        kwargs = dict(nfe=query["nfe"], sway_sampling_coef=query["sway_sampling_coef"], t_grid=query["t_grid"])
+        if result["ok"]:
+            grid = build_time_grid(**kwargs)
+            assert grid.dtype == torch.float32
+            torch.testing.assert_close(grid, tensors["output." + result["tensor"]], rtol=0, atol=0)
+        else:
+            with pytest.raises(ValueError, match="strictly increasing"):
+                build_time_grid(**kwargs)
+
+
+@pytest.mark.parametrize(
+    "t_grid, match",
+    [([0.0, float("nan"), 1.0], "finite"), ([[0.0, 1.0]], "1-D"), ([1.0, 0.5], "strictly increasing")],
+)
+def test_time_grid_rejections_say_what_is_wrong(t_grid, match):
+    with pytest.raises(ValueError, match=match):
+        build_time_grid(nfe=4, sway_sampling_coef=None, t_grid=t_grid)
+
+
+def test_flash_grid_is_the_float32_sway_grid():
+    grid = build_time_grid(nfe=4, sway_sampling_coef=-1.0, t_grid=None)
+    assert grid.tolist() == list(FLASH_T_GRID)
+
+
+def _run(dit, meta, tensors, record=None, **overrides):
+    args = meta["args"]
+    calls = []
+
+    def hook(module, inputs, kwargs, output):
+        calls.append((inputs[0].clone(), inputs[2].clone(), output.clone()))
+
+    handle = dit.register_forward_hook(hook, with_kwargs=True)
+    try:
+        kwargs = dict(
+            text=tensors["input.text"], c_mask=tensors["input.c_mask"], ref=tensors["input.ref"],
+            ref_mask=tensors["input.ref_mask"], gen_frames=args["gen_frames"], nfe=args["nfe"],
+            cfg_strength=args["cfg_strength"], sway_sampling_coef=args["sway_sampling_coef"],
+            t_grid=args["t_grid"], seed=args["seed"],
+        )
+        kwargs.update(overrides)
+        latents = sample_latents(dit, **kwargs)
+    finally:
+        handle.remove()
+    return latents, calls
+
+
+@pytest.mark.parametrize("case", SAMPLER_CASES)
+def test_sampler_matches_reference(fixture_model, case):
+    meta, tensors = load_case(case)
+    latents, calls = _run(fixture_model.dit, meta, tensors)
+    assert_matches_reference(latents, tensors["output.latents"])
+    assert len(calls) == meta["results"]["dit_calls"]
+    assert {out.shape[0] for _, _, out in calls} == {meta["results"]["dit_call_batch"]}
+    torch.testing.assert_close(calls[0][0], tensors["output.initial_noise"], rtol=0, atol=0)
+    for k, (x, t, out) in enumerate(calls):
+        assert_matches_reference(x, tensors["output.step_x"][k])
+        assert float(t) == float(tensors["output.step_t"][k])
+        assert_matches_reference(out, tensors["output.step_dit_out"][k])
+    assert fixture_model.dit.text_cond is None  # cache cleared after the solve
+
+
+def test_generator_gives_the_seed_path_bit_for_bit(fixture_model):
+    meta, tensors = load_case("sampler_g_nfe4_cfg2")
+    by_seed, _ = _run(fixture_model.dit, meta, tensors)
+    generator = torch.Generator("cpu").manual_seed(meta["args"]["seed"])
+    by_generator, _ = _run(fixture_model.dit, meta, tensors, seed=None, generator=generator)
+    assert torch.equal(by_seed, by_generator)
+    state = torch.get_rng_state()
+    _run(fixture_model.dit, meta, tensors)
+    assert torch.equal(state, torch.get_rng_state()), "the global RNG must not be touched"
+
+
+def test_cfg_below_threshold_runs_only_the_conditional_branch(fixture_model):
+    meta, tensors = load_case("sampler_g_nfe4_cfg2")
+    latents, calls = _run(fixture_model.dit, meta, tensors, cfg_strength=0.0)
+    assert {out.shape[0] for _, _, out in calls} == {1}
+    guided, _ = _run(fixture_model.dit, meta, tensors)
+    assert (latents - guided).abs().max() > 1e-3
+
+
+def test_on_step_reports_progress_and_can_stop(fixture_model):
+    meta, tensors = load_case("sampler_g_nfe4_cfg2")
+    seen = []
+
+    def on_step(done, total):
+        seen.append((done, total))
+        if done == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        _run(fixture_model.dit, meta, tensors, on_step=on_step)
+    assert seen == [(1, 4), (2, 4)]
+    assert fixture_model.dit.text_cond is None

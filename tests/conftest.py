@@ -1,0 +1,64 @@
+"""Shared test helpers: the reference fixtures and tiny checkpoints in the released layouts."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+FIXTURES = Path(__file__).parent / "fixtures" / "reference"
+
+
+def load_case(name: str):
+    """(meta, tensors) of one reference case."""
+    from safetensors.torch import load_file
+
+    meta = json.loads((FIXTURES / f"{name}.json").read_text())
+    tensors_file = FIXTURES / f"{name}.safetensors"
+    return meta, (load_file(str(tensors_file)) if tensors_file.exists() else {})
+
+
+def fixture_config(name: str) -> dict:
+    return json.loads((FIXTURES / name).read_text())["config"]
+
+
+def assert_matches_reference(got, want, *, atol=1e-5, rtol=1e-5):
+    """The fixture README's elementwise bound |ours - ref| <= atol + rtol·|ref|."""
+    assert got.shape == want.shape, (got.shape, want.shape)
+    excess = (got - want).abs() - (atol + rtol * want.abs())
+    assert bool((excess <= 0).all()), f"max excess over tolerance {excess.max().item():.3g}"
+
+
+@pytest.fixture(scope="session")
+def fixture_checkpoint(tmp_path_factory):
+    """The reference DiT and VAE weights as an assembled checkpoint directory (real file layout)."""
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    directory = tmp_path_factory.mktemp("fixture_ckpt")
+    dit = load_file(str(FIXTURES / "dit_weights_released.safetensors"))
+    dit.update(layer_weights=torch.zeros(36), layer_scale=torch.ones(1))
+    save_file(dit, str(directory / "auk.safetensors"))
+    (directory / "vae.safetensors").write_bytes((FIXTURES / "vae_weights.safetensors").read_bytes())
+    config = {
+        "model_type": "auk",
+        "dit": fixture_config("dit_config.json"),
+        "vae": {"latent_dim": 64, "downsample_rate": 480, "target_sample_rate": 24000,
+                "model_init_kwargs": fixture_config("vae_config.json")},
+        "variant": "base",
+        "defaults": {"nfe": 32, "cfg": 2.0, "sway": -1.0},
+    }
+    (directory / "config.json").write_text(json.dumps(config))
+    return directory
+
+
+@pytest.fixture(scope="session")
+def fixture_model(fixture_checkpoint):
+    from auk_app.auk.checkpoint import load_auk_checkpoint
+
+    return load_auk_checkpoint(fixture_checkpoint)
