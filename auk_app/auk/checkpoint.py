@@ -36,7 +36,7 @@ BASE_DEFAULTS = {"nfe": 32, "cfg": 2.0, "sway": -1.0}
 FLASH_DEFAULTS = {"nfe": 4, "cfg": 0.0, "sway": None}
 FUSION_KEYS = ("layer_weights", "layer_scale")
 DIT_PREFIX = "transformer."
-QWEN_FUSED_LAYERS = 36
+FUSED_LAYERS = {"qwen2_5_omni": 36, "minilm": 6}  # decoder/encoder layers each text encoder exposes
 _DIM_HEAD_DEFAULT = 64  # Flux2Edit's constructor default; the release yaml does not set it
 _RELEASE_FILES = {"base": "auk_base.safetensors", "flash": "auk_flash.safetensors"}
 
@@ -63,7 +63,7 @@ class AuKCheckpoint:
 
     @property
     def fused_layers(self) -> int:
-        return int(self.text_encoder.get("fused_layers", QWEN_FUSED_LAYERS))
+        return FUSED_LAYERS[self.text_encoder["kind"]]
 
 
 @dataclass
@@ -250,7 +250,7 @@ def _read_assembled(directory: Path) -> AuKCheckpoint:
 
 def _text_encoder(section: dict[str, Any]) -> dict[str, Any]:
     kind = section.get("kind", "qwen2_5_omni")
-    if kind not in ("qwen2_5_omni", "minilm"):
+    if kind not in FUSED_LAYERS:
         raise CheckpointError(f"Unknown text encoder kind {kind!r}; expected 'qwen2_5_omni' or 'minilm'.")
     return {**section, "kind": kind}
 

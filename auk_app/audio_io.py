@@ -1,0 +1,97 @@
+"""The only module that reads or writes audio files.
+
+Everything downstream receives a :class:`Waveform`: float32 samples [channels, T] at a stated
+rate, so nothing guesses the channel axis. Files are decoded with soundfile (WAV, FLAC, OGG,
+MP3 through libsndfile) and, for anything else, librosa's audioread fallback.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import soundfile as sf
+
+from auk_app.errors import InputError
+
+
+@dataclass(frozen=True)
+class Waveform:
+    """Float32 samples [channels, T] at ``sample_rate`` Hz, as decoded (not yet checked)."""
+
+    samples: np.ndarray
+    sample_rate: int
+
+    @property
+    def channels(self) -> int:
+        return self.samples.shape[0]
+
+    @property
+    def n_samples(self) -> int:
+        return self.samples.shape[1]
+
+    @property
+    def seconds(self) -> float:
+        return self.n_samples / self.sample_rate
+
+
+def read_audio(path: str | Path) -> Waveform:
+    """Decode a file; unreadable or unsupported files raise InputError naming the file."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"The audio file {path.name} does not exist or is not a file.")
+    try:
+        data, rate = sf.read(str(path), dtype="float32", always_2d=True)
+        return Waveform(np.ascontiguousarray(data.T), int(rate))
+    except (sf.LibsndfileError, RuntimeError, TypeError, ValueError):
+        pass
+    try:
+        import librosa
+
+        data, rate = librosa.load(str(path), sr=None, mono=False, dtype=np.float32)
+    except Exception as exc:  # audioread raises its own hierarchy, and nothing more specific
+        raise InputError(
+            f"Could not read {path.name} as audio ({type(exc).__name__}). "
+            "Upload a WAV, FLAC, OGG or MP3 file."
+        ) from exc
+    return Waveform(np.atleast_2d(data).astype(np.float32), int(rate))
+
+
+def from_array(samples: np.ndarray, sample_rate: int) -> Waveform:
+    """Wrap an in-memory clip: [T] mono, or [channels, T] with channels first."""
+    samples = np.asarray(samples)
+    if samples.ndim == 1:
+        samples = samples[None]
+    if samples.ndim != 2:
+        raise InputError(f"Audio arrays must be [T] or [channels, T]; got shape {samples.shape}.")
+    if np.issubdtype(samples.dtype, np.integer):
+        samples = samples / float(np.iinfo(samples.dtype).max)
+    if not isinstance(sample_rate, (int, np.integer)) or sample_rate <= 0:
+        raise InputError(f"The sample rate must be a positive whole number of Hz; got {sample_rate!r}.")
+    return Waveform(np.ascontiguousarray(samples, dtype=np.float32), int(sample_rate))
+
+
+def load_audio(source: str | Path | tuple[np.ndarray, int] | Waveform) -> Waveform:
+    """A path, an (array, rate) pair or a Waveform, as a Waveform."""
+    if isinstance(source, Waveform):
+        return source
+    if isinstance(source, tuple):
+        return from_array(*source)
+    return read_audio(source)
+
+
+def write_wav(path: str | Path, mono: np.ndarray, sample_rate: int, *, subtype: str = "PCM_16") -> Path:
+    """Write a mono clip at its exact level (clipped to [-1, 1], never normalised).
+
+    Written to a sibling temp name and renamed, so a failure leaves no half-written file.
+    """
+    path = Path(path)
+    tmp = path.with_name(path.name + ".part")
+    try:
+        sf.write(str(tmp), np.clip(mono, -1.0, 1.0), sample_rate, subtype=subtype, format="WAV")
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path
+

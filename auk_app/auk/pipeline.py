@@ -1,0 +1,334 @@
+"""The in-process AuK pipeline: instruction + optional source clip in, 24 kHz waveform out.
+
+Steps of one request, in order (each reported to ``progress(phase, done, total)``):
+check the request → prepare the clip (mono, 24 kHz, whole 480-sample hops; 16 kHz for the
+thinker) → load the models (once) → condition (fused text condition + VAE latents of the
+clip, cached per instruction and clip) → sample (Euler steps) → decode. Every check that can
+fail runs before any model does, and the result carries a record of every knob used.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import math
+import secrets
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from auk_app import dsp
+from auk_app.audio_io import Waveform, load_audio
+from auk_app.auk.checkpoint import AuKCheckpoint, AuKModel, load_auk_checkpoint, read_auk_checkpoint
+from auk_app.auk.conditioner import TextConditioner, fuse_hidden_states, load_conditioner
+from auk_app.auk.sampler import sample_latents
+from auk_app.config import AUK_FRAME_RATE, AUK_HOP, AUK_SAMPLE_RATE, MAX_TOTAL_FRAMES, QWEN_SAMPLE_RATE, Limits
+from auk_app.errors import Cancelled, CheckpointError, InputError
+from auk_app.runtime import autocast, pick_device, pick_dtype
+from auk_app.validate import check_clip, check_instruction, check_sampling, check_seconds, parse_t_grid
+
+Progress = Callable[[str, int, int], None]
+NO_PROMPT_AUDIO = "|<no_prompt_audio>|"
+VAE_SEED_OFFSET = 0x5EED0A0C  # vLLM-Omni's posterior-draw seed offset, so both draws differ
+
+
+@dataclass(frozen=True)
+class EditRequest:
+    """One AuK request. ``None`` knobs take the checkpoint's defaults; ``seconds`` None or 0 is automatic."""
+
+    instruction: str
+    audio: str | Path | tuple[np.ndarray, int] | Waveform | None = None
+    seconds: float | None = None
+    nfe: int | None = None
+    cfg: float | None = None
+    sway: float | None = None
+    t_grid: str | Sequence[float] | None = None
+    seed: int | None = None
+    vae_sample: bool = False
+
+
+@dataclass(frozen=True)
+class EditResult:
+    wav: np.ndarray  # float32 mono at 24 kHz, exactly gen_frames·480 samples
+    sample_rate: int
+    record: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class _Clip:
+    wav_24k: np.ndarray  # trimmed to whole hops
+    wav_16k: np.ndarray | None
+    source_seconds: float
+    source_samples_24k: int  # before trimming, for callers that want the exact source length
+    digest: str
+
+
+class AuKPipeline:
+    """Owns the text conditioner, the DiT and the VAE of one checkpoint; loads them lazily.
+
+    One request runs at a time (an internal lock). With ``offload=True`` only the component
+    in use sits on the accelerator, for cards that cannot hold all three.
+    """
+
+    def __init__(
+        self,
+        checkpoint: str | Path | AuKCheckpoint,
+        *,
+        text_encoder_path: str | Path | None = None,
+        device: str | torch.device | None = None,
+        dtype: str | torch.dtype | None = None,
+        offload: bool = False,
+        limits: Limits = Limits(),
+        cache_size: int = 8,
+    ):
+        self.checkpoint = checkpoint if isinstance(checkpoint, AuKCheckpoint) else read_auk_checkpoint(checkpoint)
+        self.text_encoder_path = text_encoder_path
+        self.device = pick_device(device)
+        self.dtype = pick_dtype(self.device, dtype)
+        self.offload = offload and self.device.type != "cpu"
+        self.limits = limits
+        self._model: AuKModel | None = None
+        self._conditioner: TextConditioner | None = None
+        self._cache: OrderedDict[tuple, tuple] = OrderedDict()
+        self._cache_size = cache_size
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ loading
+
+    @property
+    def loaded(self) -> bool:
+        return self._model is not None
+
+    def load(self) -> None:
+        if self._model is not None:
+            return
+        home = torch.device("cpu") if self.offload else self.device
+        model = load_auk_checkpoint(self.checkpoint, device=home, dtype=self.dtype)
+        kind = self.checkpoint.text_encoder["kind"]
+        conditioner = load_conditioner(kind, self.text_encoder_path, device=home, dtype=self.dtype)
+        if conditioner.hidden_size != self.checkpoint.dit_config["text_hidden_dim"]:
+            raise CheckpointError(
+                f"The text encoder's hidden size {conditioner.hidden_size} does not match the DiT's text input "
+                f"{self.checkpoint.dit_config['text_hidden_dim']}; the checkpoint needs a different text encoder."
+            )
+        self._model, self._conditioner = model, conditioner
+
+    def unload(self) -> None:
+        with self._lock:
+            self._model = self._conditioner = None
+            self._cache.clear()
+
+    # ------------------------------------------------------------------ requests
+
+    def generate(
+        self,
+        request: EditRequest,
+        *,
+        progress: Progress | None = None,
+        should_stop: Callable[[], bool] | None = None,
+    ) -> EditResult:
+        """Run one request; InputError before any model work when the request cannot be served."""
+        timings: dict[str, float] = {}
+        started = time.perf_counter()
+        report = progress or (lambda phase, done, total: None)
+
+        def checkpoint_stop():
+            if should_stop is not None and should_stop():
+                raise Cancelled("Stopped before the result was ready; nothing was produced.")
+
+        plan = self._plan(request)
+        clip = _prepare_clip(request.audio, self.limits, want_16k=self._uses_audio()) if request.audio is not None else None
+        gen_frames, ref_frames, capped = _frame_budget(plan["seconds"], clip)
+        timings["prepare"] = time.perf_counter() - started
+
+        with self._lock:
+            checkpoint_stop()
+            tick = time.perf_counter()
+            report("load", 0, 1)
+            self.load()
+            report("load", 1, 1)
+            timings["load"] = time.perf_counter() - tick
+
+            tick = time.perf_counter()
+            report("condition", 0, 1)
+            text, c_mask, ref, cache_hit = self._condition(plan["instruction"], clip, request.vae_sample, plan["seed"])
+            report("condition", 1, 1)
+            timings["condition"] = time.perf_counter() - tick
+            checkpoint_stop()
+
+            def on_step(done, total):
+                report("sample", done, total)
+                checkpoint_stop()
+
+            tick = time.perf_counter()
+            dit = self._model.dit
+            with self._placed(dit), autocast(self.device, self.dtype):
+                latents = sample_latents(
+                    dit,
+                    text=text,
+                    c_mask=c_mask,
+                    ref=ref,
+                    ref_mask=torch.ones(ref.shape[:2], dtype=torch.bool, device=self.device) if ref.shape[1] else None,
+                    gen_frames=gen_frames,
+                    nfe=plan["nfe"],
+                    cfg_strength=plan["cfg"],
+                    sway_sampling_coef=plan["sway"],
+                    t_grid=plan["t_grid"],
+                    seed=plan["seed"],
+                    device=self.device,
+                    on_step=on_step,
+                )
+            timings["sample"] = time.perf_counter() - tick
+
+            tick = time.perf_counter()
+            report("decode", 0, 1)
+            vae = self._model.vae
+            with self._placed(vae), torch.inference_mode():
+                wav = vae.decode(latents.float())[0].cpu().numpy().astype(np.float32)
+            report("decode", 1, 1)
+            timings["decode"] = time.perf_counter() - tick
+
+        total = time.perf_counter() - started
+        timings["total"] = total
+        seconds_out = wav.shape[0] / AUK_SAMPLE_RATE
+        record = {
+            "model": self.checkpoint.name,
+            "variant": self.checkpoint.variant,
+            "checkpoint": str(self.checkpoint.directory),
+            "instruction": plan["instruction"],
+            "seed": plan["seed"],
+            "nfe": plan["nfe"],
+            "cfg": plan["cfg"],
+            "sway": plan["sway"],
+            "t_grid": plan["t_grid"],
+            "ignored": plan["ignored"],
+            "gen_frames": gen_frames,
+            "ref_frames": ref_frames,
+            "frames_capped": capped,
+            "seconds": seconds_out,
+            "sample_rate": AUK_SAMPLE_RATE,
+            "source_seconds": clip.source_seconds if clip else None,
+            "source_samples_24k": clip.source_samples_24k if clip else None,
+            "vae_sample": request.vae_sample,
+            "condition_cache_hit": cache_hit,
+            "timings": {k: round(v, 4) for k, v in timings.items()},
+            "rtf": round(total / seconds_out, 4),
+            "device": str(self.device),
+            "dtype": str(self.dtype).removeprefix("torch."),
+        }
+        return EditResult(wav=wav, sample_rate=AUK_SAMPLE_RATE, record=record)
+
+    # ------------------------------------------------------------------ steps
+
+    def _uses_audio(self) -> bool:
+        return self.checkpoint.text_encoder["kind"] != "minilm"
+
+    def _plan(self, request: EditRequest) -> dict[str, Any]:
+        """Validated knobs with the checkpoint's defaults filled in; Flash's fixed recipe wins."""
+        limits = self.limits
+        instruction = check_instruction(request.instruction, limits)
+        seconds = check_seconds(request.seconds, limits)
+        check_sampling(request.nfe, request.cfg, request.sway, limits)
+        t_grid = parse_t_grid(request.t_grid, limits)
+        if request.seed is not None and not (isinstance(request.seed, int) and 0 <= request.seed < 2**63):
+            raise InputError(f"The seed must be a whole number from 0 to 2^63-1; got {request.seed!r}.")
+        seed = request.seed if request.seed is not None else secrets.randbelow(2**31)
+        defaults = self.checkpoint.defaults
+        given = {"nfe": request.nfe, "cfg": request.cfg, "sway": request.sway, "t_grid": t_grid}
+        if self.checkpoint.is_flash:
+            fixed = {"nfe": len(self.checkpoint.t_grid) - 1, "cfg": 0.0, "sway": None, "t_grid": list(self.checkpoint.t_grid)}
+            ignored = sorted(k for k, v in given.items() if v is not None and v != fixed[k])
+            return {**fixed, "instruction": instruction, "seconds": seconds, "seed": seed, "ignored": ignored}
+        plan = {k: defaults[k] if given[k] is None else given[k] for k in ("nfe", "cfg", "sway")}
+        ignored = sorted(k for k in ("nfe", "sway") if t_grid is not None and given[k] is not None)
+        if t_grid is not None:
+            plan["nfe"] = len(t_grid) - 1
+        return {**plan, "t_grid": t_grid, "instruction": instruction, "seconds": seconds, "seed": seed, "ignored": ignored}
+
+    def _condition(self, instruction: str, clip: _Clip | None, vae_sample: bool, seed: int):
+        """(text [1, nt, T], c_mask [1, nt], ref latents [1, np, L]) — cached per instruction and clip."""
+        key = (self.checkpoint.name, instruction, clip.digest if clip else None, vae_sample and seed)
+        if key in self._cache:
+            self._cache.move_to_end(key)
+            return (*self._cache[key], True)
+        conditioner = self._conditioner
+        prompt = instruction if clip is not None or not self._uses_audio() else _with_marker(instruction)
+        with self._placed(conditioner.model), autocast(self.device, self.dtype), torch.inference_mode():
+            layers, c_mask = conditioner.hidden_states(prompt, clip.wav_16k if clip else None)
+            text = fuse_hidden_states(layers, self._model.layer_weights.to(self.device), self._model.layer_scale.to(self.device))
+        latent_dim = self._model.dit.latent_dim
+        ref = torch.zeros(1, 0, latent_dim, device=self.device)
+        if clip is not None:
+            vae = self._model.vae
+            generator = None
+            if vae_sample:
+                generator = torch.Generator(device=self.device).manual_seed((seed + VAE_SEED_OFFSET) % 2**63)
+            with self._placed(vae), torch.inference_mode():
+                wav = torch.from_numpy(clip.wav_24k)[None].to(self.device)
+                ref = vae.encode(wav, sample=vae_sample, generator=generator)
+        entry = (text.to(self.device), c_mask.to(self.device), ref.to(self.device))
+        self._cache[key] = entry
+        if len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+        return (*entry, False)
+
+    @contextlib.contextmanager
+    def _placed(self, module: torch.nn.Module):
+        """With offload, move ``module`` to the accelerator for the block and back afterwards."""
+        if not self.offload:
+            yield
+            return
+        module.to(self.device)
+        try:
+            yield
+        finally:
+            module.to("cpu")
+            torch.cuda.empty_cache()
+
+
+def _with_marker(instruction: str) -> str:
+    """Text-only requests carry upstream's training marker, appended once and without a space."""
+    return instruction if instruction.endswith(NO_PROMPT_AUDIO) else instruction + NO_PROMPT_AUDIO
+
+
+def _prepare_clip(source, limits: Limits, *, want_16k: bool) -> _Clip:
+    waveform = load_audio(source)
+    mono = dsp.to_mono(waveform.samples)
+    check_clip(mono, waveform.sample_rate, limits, channels=waveform.channels)
+    wav_24k = dsp.resample(mono, waveform.sample_rate, AUK_SAMPLE_RATE)
+    frames = wav_24k.shape[0] // AUK_HOP
+    if frames == 0:
+        raise InputError("The clip is shorter than one 20 ms frame after resampling to 24 kHz. Upload a longer clip.")
+    trimmed = np.ascontiguousarray(wav_24k[: frames * AUK_HOP])
+    return _Clip(
+        wav_24k=trimmed,
+        wav_16k=dsp.resample(mono, waveform.sample_rate, QWEN_SAMPLE_RATE) if want_16k else None,
+        source_seconds=waveform.seconds,
+        source_samples_24k=wav_24k.shape[0],
+        digest=hashlib.sha1(trimmed.tobytes()).hexdigest(),
+    )
+
+
+def _frame_budget(seconds: float | None, clip: _Clip | None) -> tuple[int, int, bool]:
+    """(target frames, reference frames, whether the 65,536-frame cap clamped the target)."""
+    ref_frames = clip.wav_24k.shape[0] // AUK_HOP if clip else 0
+    if seconds is not None:
+        gen_frames = max(1, math.ceil(seconds * AUK_FRAME_RATE))
+    elif clip is not None:
+        gen_frames = ref_frames
+    else:
+        raise InputError(
+            "Without a source clip the model cannot infer a duration. Set the duration in seconds "
+            "(e.g. 3) or upload a clip to edit."
+        )
+    capped = ref_frames + gen_frames > MAX_TOTAL_FRAMES
+    if capped:
+        gen_frames = max(1, MAX_TOTAL_FRAMES - ref_frames)
+    return gen_frames, ref_frames, capped
