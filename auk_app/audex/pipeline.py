@@ -1,0 +1,195 @@
+"""AudexPipeline: caption -> guided, phase-masked token stream -> XCodec1 -> 16 kHz mono audio.
+
+``generate`` runs the numbered steps of spec §1: check the request, build the conditional prompt
+and its length-matched null prompt, sample the stream (:mod:`auk_app.audex.sampler`), report its
+validity, keep whole frames and decode them. Models load lazily, each once, behind its own lock,
+and are then shared read-only: all per-request state (KV cache, generator, mask) lives in the
+call, so concurrent requests do not interfere.
+
+Device policy, decided once in :meth:`AudexPipeline.from_paths`: CUDA when available; the thinker
+in bf16 on CUDA (as vLLM's stage 0) and float32 on CPU, with sampler logits always cast to
+float32; XCodec1 always float32.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from time import perf_counter
+from typing import Any
+
+import numpy as np
+import torch
+
+from auk_app.audex.params import MAX_NEW_TOKENS, TTASampling
+from auk_app.audex.prompt import build_tta_cond_prompt, build_tta_null_prompt
+from auk_app.audex.report import build_report
+from auk_app.audex.rvq import stream_to_frames
+from auk_app.audex.sampler import Progress, ShouldStop, sample_stream, token_limit
+from auk_app.audex.thinker import AudexThinker, load_thinker
+from auk_app.audex.xcodec import SAMPLE_RATE, decode_frames, load_xcodec
+from auk_app.errors import InputError
+
+
+@dataclass(frozen=True)
+class AudexResult:
+    """One generated clip.
+
+    ``waveform``: mono float32 at ``sample_rate`` (16 000 Hz), ``decoded_frames · 320`` samples;
+    empty when the stream is not decodable (``report["decodable"]`` False, only possible with
+    the mask off); None when ``decode=False``. ``token_ids``: generated ids (prompt excluded,
+    ``<audiogen_end>`` included when sampled); ``codec_ids``: their codec ids (0..8191) in order.
+    ``timings``: seconds of ``prefill``, ``sampling`` and ``decode``. ``tokens_per_second``:
+    generated tokens over prefill + sampling time.
+    """
+
+    waveform: np.ndarray | None
+    sample_rate: int
+    token_ids: tuple[int, ...]
+    codec_ids: tuple[int, ...]
+    report: dict[str, Any]
+    end_reason: str
+    seed: int
+    timings: dict[str, float]
+    tokens_per_second: float
+
+
+def _default_device() -> torch.device:
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+class AudexPipeline:
+    """Audex text-to-audio over local checkpoint folders; nothing is downloaded."""
+
+    def __init__(self, thinker_dir: Path, xcodec_dir: Path, *, device: torch.device, dtype: torch.dtype) -> None:
+        self.thinker_dir = thinker_dir
+        self.xcodec_dir = xcodec_dir
+        self.device = device
+        self.dtype = dtype
+        self.sample_rate = SAMPLE_RATE
+        self._thinker: AudexThinker | None = None
+        self._codec: Any = None
+        self._thinker_lock = threading.Lock()
+        self._codec_lock = threading.Lock()
+
+    @classmethod
+    def from_paths(
+        cls,
+        thinker_dir: str | Path,
+        xcodec_dir: str | Path,
+        *,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
+    ) -> AudexPipeline:
+        """A pipeline over ``thinker_dir`` (Audex snapshot root or its checkpoint_folder_audiogen)
+        and ``xcodec_dir`` (an XCodec1 snapshot). Cheap: no file is read until first use."""
+        device = torch.device(device) if device is not None else _default_device()
+        if dtype is None:
+            dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+        return cls(Path(thinker_dir), Path(xcodec_dir), device=device, dtype=dtype)
+
+    @property
+    def thinker(self) -> AudexThinker:
+        """The loaded thinker (LM, tokenizer, token layout); loads on first access."""
+        with self._thinker_lock:
+            if self._thinker is None:
+                self._thinker = load_thinker(self.thinker_dir, device=self.device, dtype=self.dtype)
+            return self._thinker
+
+    @property
+    def codec(self) -> Any:
+        """The loaded XcodecModel (float32); loads on first access."""
+        with self._codec_lock:
+            if self._codec is None:
+                self._codec = load_xcodec(self.xcodec_dir, device=self.device)
+            return self._codec
+
+    def load(self) -> AudexPipeline:
+        """Load both models now (e.g. at app start) instead of on the first request."""
+        _ = self.thinker, self.codec
+        return self
+
+    def generate(
+        self,
+        caption: str,
+        *,
+        cfg_scale: float = 3.0,
+        codec_cap: int = 4000,
+        max_tokens: int | None = None,
+        temperature: float = 1.0,
+        top_k: int = 80,
+        top_p: float = 1.0,
+        seed: int = 0,
+        use_mask: bool = True,
+        decode: bool = True,
+        progress: Progress | None = None,
+        should_stop: ShouldStop | None = None,
+    ) -> AudexResult:
+        """Generate one clip for ``caption``.
+
+        Raises InputError for bad values (before any model work), CheckpointError when weights
+        cannot be loaded, Cancelled when ``should_stop()`` turns True between tokens.
+        ``progress(done, total)`` is called after every generated token.
+        """
+        # 1. Check the request.
+        if not isinstance(caption, str) or not caption.strip():
+            raise InputError("The caption is empty. Describe the sound to generate, e.g. 'Rain falling on a tin roof.'")
+        params = TTASampling(
+            cfg_scale=cfg_scale,
+            codec_cap=codec_cap,
+            max_tokens=MAX_NEW_TOKENS if max_tokens is None else max_tokens,
+            temperature=temperature,
+            top_k=top_k,
+            top_p=top_p,
+            seed=seed,
+            use_mask=use_mask,
+        )
+        thinker = self.thinker
+        # 2. Prompts: conditional, and for CFG the null prompt of the same token length.
+        cond_prompt = build_tta_cond_prompt(caption)
+        cond_ids = thinker.tokenizer.encode(cond_prompt)
+        null_ids = None
+        if params.guided:
+            try:
+                null_ids = thinker.tokenizer.encode(build_tta_null_prompt(thinker.tokenizer, cond_prompt))
+            except ValueError as exc:
+                raise InputError(
+                    f"This caption cannot be paired with an unconditional prompt of equal length ({exc}). "
+                    "Rephrase the caption, or set cfg_scale to 1.0 to run without guidance."
+                ) from exc
+        max_positions = thinker.model.config.max_position_embeddings
+        if len(cond_ids) + token_limit(params) > max_positions:
+            raise InputError(
+                f"The caption makes a {len(cond_ids)}-token prompt; with up to {token_limit(params)} generated "
+                f"tokens that exceeds the model's {max_positions} positions. Shorten the caption or lower codec_cap."
+            )
+        # 3. Sample the stream.
+        stream = sample_stream(
+            thinker.model, cond_ids, null_ids, thinker.vocab, params, progress=progress, should_stop=should_stop
+        )
+        # 4. Report, then keep whole frames and decode.
+        codec_ids = thinker.vocab.codec_ids(stream.token_ids)
+        report = build_report(stream.token_ids, stream.end_reason, thinker.vocab)
+        waveform = None
+        decode_seconds = 0.0
+        if decode:
+            started = perf_counter()
+            if report["decodable"]:
+                frames, _ = stream_to_frames(codec_ids)
+                waveform = decode_frames(self.codec, frames)
+            else:
+                waveform = np.zeros(0, dtype=np.float32)
+            decode_seconds = perf_counter() - started
+        lm_seconds = stream.prefill_seconds + stream.sampling_seconds
+        return AudexResult(
+            waveform=waveform,
+            sample_rate=self.sample_rate,
+            token_ids=stream.token_ids,
+            codec_ids=tuple(codec_ids),
+            report=report,
+            end_reason=stream.end_reason,
+            seed=params.seed,
+            timings={"prefill": stream.prefill_seconds, "sampling": stream.sampling_seconds, "decode": decode_seconds},
+            tokens_per_second=len(stream.token_ids) / lm_seconds if lm_seconds > 0 else 0.0,
+        )

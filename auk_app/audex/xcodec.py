@@ -1,0 +1,62 @@
+"""XCodec1 (``hf-audio/xcodec-hubert-general-balanced``): load strictly, decode codes to audio.
+
+Always float32, as in vLLM-Omni: the codec is a small CNN decoded once per clip, so bf16 would
+save nothing worth its rounding. ``XcodecModel.__init__`` also builds the HuBERT semantic model,
+which decoding never touches; its weights are still in the snapshot and are loaded so that the
+strict key check covers the whole file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import torch
+from transformers import XcodecConfig, XcodecModel
+from transformers.initialization import no_init_weights
+
+from auk_app.audex.rvq import frames_to_codes
+from auk_app.errors import CheckpointError
+from auk_app.weights import load_strict, read_safetensors
+
+XCODEC_FILES = ("config.json", "model.safetensors")
+SAMPLE_RATE = 16000  # XcodecConfig.sample_rate of every XCodec1 checkpoint Audex uses
+
+
+def load_xcodec(xcodec_dir: str | Path, *, device: torch.device | str) -> XcodecModel:
+    """Build ``XcodecModel`` from ``config.json`` and load ``model.safetensors`` strictly, float32.
+
+    Raises CheckpointError naming missing files or missing/unexpected/mis-shaped keys.
+    """
+    directory = Path(xcodec_dir)
+    missing = [name for name in XCODEC_FILES if not (directory / name).is_file()]
+    if missing:
+        raise CheckpointError(
+            f"XCodec1 folder {directory} is missing {', '.join(missing)}. "
+            "Download hf-audio/xcodec-hubert-general-balanced (config.json and model.safetensors) into it."
+        )
+    try:
+        config = XcodecConfig.from_json_file(str(directory / "config.json"))
+    except (OSError, ValueError, TypeError) as exc:
+        raise CheckpointError(
+            f"{directory / 'config.json'} is not an XCodec config ({exc}). Download it again."
+        ) from exc
+    state = read_safetensors(directory / "model.safetensors")
+    with no_init_weights(), torch.device(device):
+        codec = XcodecModel(config)
+    codec.float()
+    load_strict(codec, state, source=directory / "model.safetensors", what="XCodec1 codec (XcodecModel)")
+    return codec.eval()
+
+
+def decode_frames(codec: XcodecModel, frames: torch.Tensor) -> np.ndarray:
+    """``[frames, 4]`` codec ids (layer offsets included) -> mono float32 waveform.
+
+    Keeps the first 500 frames; the result has exactly ``kept_frames · 320`` samples at 16 kHz.
+    Raw decoder output (XCodec's final tanh is removed), so samples may exceed ±1.
+    """
+    device = next(codec.parameters()).device
+    codes = frames_to_codes(frames).to(device)  # [1, 4, frames]
+    with torch.inference_mode():
+        audio = codec.decode(codes, return_dict=True).audio_values  # [1, 1, frames · 320]
+    return audio.reshape(-1).float().cpu().numpy()
