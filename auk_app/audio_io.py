@@ -7,6 +7,7 @@ MP3 through libsndfile) and, for anything else, librosa's audioread fallback.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,7 +50,9 @@ def read_audio(path: str | Path) -> Waveform:
     try:
         import librosa
 
-        data, rate = librosa.load(str(path), sr=None, mono=False, dtype=np.float32)
+        with warnings.catch_warnings():  # the audioread fallback is deprecated upstream and says so loudly
+            warnings.simplefilter("ignore")
+            data, rate = librosa.load(str(path), sr=None, mono=False, dtype=np.float32)
     except Exception as exc:  # audioread raises its own hierarchy, and nothing more specific
         raise InputError(
             f"Could not read {path.name} as audio ({type(exc).__name__}). "

@@ -41,7 +41,9 @@ HELDOUT_SPACE = 1
 PEAK_MAX = 0.95
 # -30 .. -0.45 dBFS: 29.5 dB of level variety, so a ±15 dB edit still has 14.5 dB to place its source
 PEAK_RANGE_DB = (-30.0, 20 * np.log10(PEAK_MAX))
-TONE_FREQS_HZ = tuple(round(220 * 2 ** (k / 12)) for k in range(20))  # A3 220 .. E5 659
+# Text-to-tone vocabulary: multiples of the 50 Hz latent frame rate. Such a sine is periodic in
+# one 20 ms frame, so its latent frames are constant and the model need not generate phase.
+TONE_FREQS_HZ = tuple(range(200, 701, 50))  # 200 .. 700 Hz, 11 tones
 TONE_PEAK = 0.5  # -6 dBFS: a fixed level, so the text fixes the tone up to its phase
 
 HELDOUT_SECONDS = (2.0, 3.0)
@@ -132,7 +134,7 @@ def heldout_cases(family: str, n: int, seed: int = 0) -> list[Example]:
     instruction word for word; the tones are drawn like training tones (timbre, envelope, 30 %
     with vibrato) within those ranges. Conditions go round-robin so 6 clips cover every one:
     volume ±3/±6/±10 dB, pitch ±1/±2/±3 semitones, denoise at exactly 5 dB SNR in
-    white/pink/brown noise, tone through the 20 TONE_FREQS_HZ (lengths in whole hops, so the
+    white/pink/brown noise, tone through the 11 TONE_FREQS_HZ (lengths in whole hops, so the
     requested seconds give an exact sample count).
     """
     if family not in _HELDOUT_FAMILIES:

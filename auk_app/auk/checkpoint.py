@@ -36,7 +36,7 @@ BASE_DEFAULTS = {"nfe": 32, "cfg": 2.0, "sway": -1.0}
 FLASH_DEFAULTS = {"nfe": 4, "cfg": 0.0, "sway": None}
 FUSION_KEYS = ("layer_weights", "layer_scale")
 DIT_PREFIX = "transformer."
-FUSED_LAYERS = {"qwen2_5_omni": 36, "minilm": 6}  # decoder/encoder layers each text encoder exposes
+TEXT_ENCODERS = ("qwen2_5_omni", "minilm")
 _DIM_HEAD_DEFAULT = 64  # Flux2Edit's constructor default; the release yaml does not set it
 _RELEASE_FILES = {"base": "auk_base.safetensors", "flash": "auk_flash.safetensors"}
 
@@ -60,10 +60,6 @@ class AuKCheckpoint:
     @property
     def is_flash(self) -> bool:
         return self.variant == "flash"
-
-    @property
-    def fused_layers(self) -> int:
-        return FUSED_LAYERS[self.text_encoder["kind"]]
 
 
 @dataclass
@@ -120,10 +116,12 @@ def load_auk_checkpoint(
             f"{checkpoint.dit_file} does not match the AuK DiT checkpoint layout ({'; '.join(parts)}). "
             "Check that the file belongs to this model and was downloaded completely."
         )
-    layers = checkpoint.fused_layers
-    check_state_dict(
-        {"layer_weights": (layers,), "layer_scale": (1,)}, fusion, source=checkpoint.dit_file, what="AuK text fusion"
-    )
+    # One fusion weight per text-encoder layer (36 for Qwen2.5-Omni-3B); the conditioner checks the count.
+    if fusion["layer_weights"].ndim != 1 or tuple(fusion["layer_scale"].shape) != (1,):
+        raise CheckpointError(
+            f"{checkpoint.dit_file} holds layer_weights {tuple(fusion['layer_weights'].shape)} and layer_scale "
+            f"{tuple(fusion['layer_scale'].shape)}; expected one weight per text-encoder layer and a single scale."
+        )
     with torch.device("meta"):
         dit = AuKTransformer(**checkpoint.dit_config)
     state = dit_state_dict(tensors, DIT_PREFIX)
@@ -250,7 +248,7 @@ def _read_assembled(directory: Path) -> AuKCheckpoint:
 
 def _text_encoder(section: dict[str, Any]) -> dict[str, Any]:
     kind = section.get("kind", "qwen2_5_omni")
-    if kind not in FUSED_LAYERS:
+    if kind not in TEXT_ENCODERS:
         raise CheckpointError(f"Unknown text encoder kind {kind!r}; expected 'qwen2_5_omni' or 'minilm'.")
     return {**section, "kind": kind}
 

@@ -35,9 +35,9 @@ def fuse_hidden_states(layers: Sequence[torch.Tensor], layer_weights: torch.Tens
 
 
 class TextConditioner(Protocol):
+    model: torch.nn.Module  # what the pipeline moves between devices
     fused_layers: int
     hidden_size: int
-    uses_audio: bool  # whether hidden_states wants the clip at 16 kHz
 
     def hidden_states(self, instruction: str, audio_16k: np.ndarray | None) -> tuple[list[torch.Tensor], torch.Tensor]:
         """Per-layer hidden states (each [1, nt, D]) and the bool text mask [1, nt]."""
@@ -49,8 +49,6 @@ class MiniLMConditioner:
     The demo model's text encoder: small, offline and real. The source clip conditions through
     the reference latents only, so the clip is not read here.
     """
-
-    uses_audio = False
 
     def __init__(self, tokenizer, model):
         self.tokenizer = tokenizer

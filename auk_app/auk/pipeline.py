@@ -35,7 +35,6 @@ from auk_app.runtime import autocast, pick_device, pick_dtype
 from auk_app.validate import check_clip, check_instruction, check_sampling, check_seconds, parse_t_grid
 
 Progress = Callable[[str, int, int], None]
-NO_PROMPT_AUDIO = "|<no_prompt_audio>|"
 VAE_SEED_OFFSET = 0x5EED0A0C  # vLLM-Omni's posterior-draw seed offset, so both draws differ
 
 
@@ -52,11 +51,14 @@ class EditRequest:
     t_grid: str | Sequence[float] | None = None
     seed: int | None = None
     vae_sample: bool = False
+    # With automatic duration: generate ceil(source / hop) frames and trim the output to the
+    # source's exact length at 24 kHz, instead of the clip's whole frames only.
+    fit_to_source: bool = False
 
 
 @dataclass(frozen=True)
 class EditResult:
-    wav: np.ndarray  # float32 mono at 24 kHz, exactly gen_frames·480 samples
+    wav: np.ndarray  # float32 mono at 24 kHz: gen_frames·480 samples, or the source's length with fit_to_source
     sample_rate: int
     record: dict[str, Any] = field(default_factory=dict)
 
@@ -145,7 +147,8 @@ class AuKPipeline:
 
         plan = self._plan(request)
         clip = _prepare_clip(request.audio, self.limits, want_16k=self._uses_audio()) if request.audio is not None else None
-        gen_frames, ref_frames, capped = _frame_budget(plan["seconds"], clip)
+        fit = request.fit_to_source and clip is not None and plan["seconds"] is None
+        gen_frames, ref_frames, capped = _frame_budget(plan["seconds"], clip, fit)
         timings["prepare"] = time.perf_counter() - started
 
         with self._lock:
@@ -192,6 +195,8 @@ class AuKPipeline:
             vae = self._model.vae
             with self._placed(vae), torch.inference_mode():
                 wav = vae.decode(latents.float())[0].cpu().numpy().astype(np.float32)
+            if fit:
+                wav = wav[: clip.source_samples_24k]
             report("decode", 1, 1)
             timings["decode"] = time.perf_counter() - tick
 
@@ -212,6 +217,7 @@ class AuKPipeline:
             "gen_frames": gen_frames,
             "ref_frames": ref_frames,
             "frames_capped": capped,
+            "fit_to_source": fit,
             "seconds": seconds_out,
             "sample_rate": AUK_SAMPLE_RATE,
             "source_seconds": clip.source_seconds if clip else None,
@@ -228,7 +234,8 @@ class AuKPipeline:
     # ------------------------------------------------------------------ steps
 
     def _uses_audio(self) -> bool:
-        return self.checkpoint.text_encoder["kind"] != "minilm"
+        """Whether the text encoder reads the clip (Qwen does; MiniLM conditions on text only)."""
+        return self.checkpoint.text_encoder["kind"] == "qwen2_5_omni"
 
     def _plan(self, request: EditRequest) -> dict[str, Any]:
         """Validated knobs with the checkpoint's defaults filled in; Flash's fixed recipe wins."""
@@ -259,9 +266,8 @@ class AuKPipeline:
             self._cache.move_to_end(key)
             return (*self._cache[key], True)
         conditioner = self._conditioner
-        prompt = instruction if clip is not None or not self._uses_audio() else _with_marker(instruction)
         with self._placed(conditioner.model), autocast(self.device, self.dtype), torch.inference_mode():
-            layers, c_mask = conditioner.hidden_states(prompt, clip.wav_16k if clip else None)
+            layers, c_mask = conditioner.hidden_states(instruction, clip.wav_16k if clip else None)
             text = fuse_hidden_states(layers, self._model.layer_weights.to(self.device), self._model.layer_scale.to(self.device))
         latent_dim = self._model.dit.latent_dim
         ref = torch.zeros(1, 0, latent_dim, device=self.device)
@@ -293,11 +299,6 @@ class AuKPipeline:
             torch.cuda.empty_cache()
 
 
-def _with_marker(instruction: str) -> str:
-    """Text-only requests carry upstream's training marker, appended once and without a space."""
-    return instruction if instruction.endswith(NO_PROMPT_AUDIO) else instruction + NO_PROMPT_AUDIO
-
-
 def _prepare_clip(source, limits: Limits, *, want_16k: bool) -> _Clip:
     waveform = load_audio(source)
     mono = dsp.to_mono(waveform.samples)
@@ -316,13 +317,13 @@ def _prepare_clip(source, limits: Limits, *, want_16k: bool) -> _Clip:
     )
 
 
-def _frame_budget(seconds: float | None, clip: _Clip | None) -> tuple[int, int, bool]:
+def _frame_budget(seconds: float | None, clip: _Clip | None, fit: bool) -> tuple[int, int, bool]:
     """(target frames, reference frames, whether the 65,536-frame cap clamped the target)."""
     ref_frames = clip.wav_24k.shape[0] // AUK_HOP if clip else 0
     if seconds is not None:
         gen_frames = max(1, math.ceil(seconds * AUK_FRAME_RATE))
     elif clip is not None:
-        gen_frames = ref_frames
+        gen_frames = math.ceil(clip.source_samples_24k / AUK_HOP) if fit else ref_frames
     else:
         raise InputError(
             "Without a source clip the model cannot infer a duration. Set the duration in seconds "

@@ -149,10 +149,8 @@ class QwenConditioner:
     the fusion itself is :func:`auk_app.auk.conditioner.fuse_hidden_states`.
     """
 
-    uses_audio = True
-
     def __init__(self, thinker: _AudioTextThinker, processor: _AudioTextProcessor):
-        self.thinker = thinker
+        self.model = thinker
         self.processor = processor
         text_config = thinker.config.get_text_config()
         self.fused_layers = text_config.num_hidden_layers
@@ -235,8 +233,8 @@ class QwenConditioner:
         checkpoint parameters outside any no-grad block.
         """
         # The float32 log-mel is cast to the weights' dtype by the audio tower itself.
-        inputs = self.prepare_inputs(instruction, audio_16k).to(self.thinker.device)
+        inputs = self.prepare_inputs(instruction, audio_16k).to(self.model.device)
         # The inner model stops at the final norm; with use_cache=False no KV cache is built
         # and the M-RoPE positions are recomputed from input_ids on every call.
-        outputs = self.thinker.model(**inputs, output_hidden_states=True, use_cache=False, return_dict=True)
+        outputs = self.model.model(**inputs, output_hidden_states=True, use_cache=False, return_dict=True)
         return list(outputs.hidden_states[1:]), inputs["attention_mask"].bool()

@@ -125,7 +125,7 @@ def test_hidden_states_are_one_per_decoder_layer(conditioner, seconds):
 
 def test_last_hidden_state_is_after_the_final_rms_norm(conditioner):
     layers, _ = conditioner.hidden_states(INSTRUCTION, _clip(1.0))
-    weight = conditioner.thinker.model.language_model.norm.weight
+    weight = conditioner.model.model.language_model.norm.weight
     # RMSNorm output divided by its weight has unit RMS per token, short of 1 only by eps 1e-6
     # against the token's mean square (0.998 at worst here); the layer outputs before the norm
     # have an RMS of at most ~0.1 in this random model.
@@ -175,7 +175,7 @@ def test_vision_tower_and_lm_head_stay_on_disk(conditioner, snapshot):
     with safe_open(str(snapshot / SHARDS[0]), "pt") as f:
         on_disk = {key: f.get_slice(key).get_shape() for key in f.keys()}
     assert any(key.startswith("thinker.visual.") for key in on_disk) and "thinker.lm_head.weight" in on_disk
-    thinker = conditioner.thinker
+    thinker = conditioner.model
     names = [name for name, _ in thinker.named_parameters()] + [name for name, _ in thinker.named_buffers()]
     assert not [name for name in names if "visual" in name or "lm_head" in name]
     assert thinker.model.visual is None and isinstance(thinker.lm_head, torch.nn.Identity)
@@ -188,7 +188,7 @@ def test_tied_embedding_config_loads_the_same_weights(conditioner, snapshot, tmp
     directory = _copy(snapshot, tmp_path)
     _edit_config(directory, tie_word_embeddings=True)
     tied = QwenConditioner.from_pretrained(directory)
-    assert isinstance(tied.thinker.lm_head, torch.nn.Identity)
+    assert isinstance(tied.model.lm_head, torch.nn.Identity)
     got, _ = tied.hidden_states(INSTRUCTION, None)
     want, _ = conditioner.hidden_states(INSTRUCTION, None)
     torch.testing.assert_close(got[-1], want[-1], rtol=0, atol=0)
@@ -196,7 +196,7 @@ def test_tied_embedding_config_loads_the_same_weights(conditioner, snapshot, tmp
 
 def test_bfloat16_load_runs_the_audio_path_in_bfloat16(snapshot):
     bf16 = QwenConditioner.from_pretrained(snapshot, dtype=torch.bfloat16)
-    assert {p.dtype for p in bf16.thinker.parameters()} == {torch.bfloat16}
+    assert {p.dtype for p in bf16.model.parameters()} == {torch.bfloat16}
     layers, _ = bf16.hidden_states(INSTRUCTION, _clip(1.0))
     assert all(h.dtype == torch.bfloat16 and bool(h.isfinite().all()) for h in layers)
 

@@ -37,10 +37,10 @@ def _fft_peak_hz(wav: np.ndarray) -> float:
     return np.argmax(np.abs(np.fft.rfft(wav, n_fft))) * SAMPLE_RATE / n_fft
 
 
-def test_tone_frequencies_are_rounded_12tet_notes_220_to_659():
-    assert TONE_FREQS_HZ == (
-        220, 233, 247, 262, 277, 294, 311, 330, 349, 370, 392, 415, 440, 466, 494, 523, 554, 587, 622, 659
-    )
+def test_tone_frequencies_are_the_50_hz_frame_rate_grid():
+    assert TONE_FREQS_HZ == (200, 250, 300, 350, 400, 450, 500, 550, 600, 650, 700)
+    # each tone completes a whole number of cycles per 20 ms latent frame
+    assert all(f0 * 480 % 24000 == 0 for f0 in TONE_FREQS_HZ)
 
 
 @pytest.mark.parametrize("index", range(len(TASKS)))

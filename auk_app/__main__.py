@@ -1,0 +1,67 @@
+"""Command line: one AuK edit from files, for scripts and for debugging without the UI.
+
+    python -m auk_app edit --input in.wav --instruction "Raise the pitch by 2 semitones." --output out.wav
+
+Prints the result record (seed, knobs, frames, timings) as JSON on stdout. A request that cannot
+be served prints one sentence on stderr, exits with status 2 and writes no file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from auk_app.errors import AppError
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m auk_app", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+    edit = commands.add_parser("edit", help="edit or generate one clip")
+    edit.add_argument("--instruction", required=True)
+    edit.add_argument("--output", type=Path, required=True, help="WAV file to write (24 kHz, PCM16)")
+    edit.add_argument("--input", type=Path, help="source clip; omit to generate from text")
+    edit.add_argument("--checkpoint", type=Path, help="AuK checkpoint directory (default: found weights, else the demo)")
+    edit.add_argument("--qwen", type=Path, help="Qwen2.5-Omni-3B snapshot directory")
+    edit.add_argument("--seconds", type=float, help="target length; default: the source's length")
+    edit.add_argument("--nfe", type=int)
+    edit.add_argument("--cfg", type=float)
+    edit.add_argument("--sway", type=float)
+    edit.add_argument("--t-grid", help="comma-separated time grid, e.g. 0,0.3,0.7,1")
+    edit.add_argument("--seed", type=int)
+    edit.add_argument("--vae-sample", action="store_true", help="sample the VAE posterior instead of its mean")
+    edit.add_argument("--device")
+    edit.add_argument("--dtype")
+    edit.add_argument("--download", action="store_true", help="download missing weights from the Hugging Face Hub")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    from auk_app.audio_io import write_wav
+    from auk_app.auk.pipeline import EditRequest
+    from auk_app.service import Studio, StudioConfig
+
+    try:
+        studio = Studio(StudioConfig(
+            extra_auk=(args.checkpoint,) if args.checkpoint else (), qwen=args.qwen, device=args.device,
+            dtype=args.dtype, download=args.download,
+        ))
+        request = EditRequest(
+            instruction=args.instruction, audio=args.input, seconds=args.seconds, nfe=args.nfe, cfg=args.cfg,
+            sway=args.sway, t_grid=args.t_grid, seed=args.seed, vae_sample=args.vae_sample,
+        )
+        result, _ = studio.edit(request, args.checkpoint.name if args.checkpoint else "auto")
+    except AppError as error:
+        print(error, file=sys.stderr)
+        return 2
+    write_wav(args.output, result.wav, result.sample_rate)
+    print(json.dumps(result.record, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

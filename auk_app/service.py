@@ -1,0 +1,190 @@
+"""The service between the UI (or a script) and the pipelines.
+
+It knows which models exist on this machine, loads them lazily, keeps one AuK model resident
+at a time, and dispatches requests. The embedded demo model (``assets/AuK-Tiny``) is always
+available and goes through the same loader as a release; nothing here branches on "demo"
+except what is reported to the user and which Audex snapshot is used.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from auk_app import resolve
+from auk_app.auk.checkpoint import AuKCheckpoint, read_auk_checkpoint
+from auk_app.auk.pipeline import AuKPipeline, EditRequest, EditResult
+from auk_app.config import Limits
+from auk_app.errors import InputError
+from auk_app.runtime import pick_device, pick_dtype
+
+DEMO_DIR = Path(__file__).resolve().parent.parent / "assets" / "AuK-Tiny"
+GET_WEIGHTS = (
+    "The released weights are not on this machine. Download them with "
+    "`hf download tencent/AuK --local-dir ckpts/AuK` and "
+    "`hf download Qwen/Qwen2.5-Omni-3B --local-dir ckpts/Qwen2.5-Omni-3B`, then restart."
+)
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    key: str  # what clients send: "demo", "base", "flash" or an extra checkpoint's name
+    label: str
+    checkpoint: AuKCheckpoint
+    demo: bool
+
+
+@dataclass(frozen=True)
+class StudioConfig:
+    """Where the weights are (explicit paths win over the resolution order) and how to run them."""
+
+    auk_base: Path | None = None
+    auk_flash: Path | None = None
+    extra_auk: tuple[Path, ...] = ()
+    qwen: Path | None = None
+    audex: Path | None = None
+    xcodec: Path | None = None
+    device: str | None = None
+    dtype: str | None = None
+    offload: bool = False
+    download: bool = False
+    default_model: str = "auto"
+    limits: Limits = field(default_factory=Limits)
+    demo_dir: Path = DEMO_DIR
+
+
+class Studio:
+    """Model registry and dispatcher shared by the Gradio app, the CLI and the tests."""
+
+    def __init__(self, config: StudioConfig = StudioConfig()):
+        self.config = config
+        self.device = pick_device(config.device)
+        self.dtype = pick_dtype(self.device, config.dtype)
+        self._entries = self._discover()
+        self._default = self._pick_default(config.default_model)
+        self._pipelines: dict[str, AuKPipeline] = {}
+        self._audex = None
+        self._audex_demo = False
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ registry
+
+    def _discover(self) -> dict[str, ModelEntry]:
+        entries = {"demo": ModelEntry("demo", "AuK-Tiny (demo)", read_auk_checkpoint(self.config.demo_dir), demo=True)}
+        found = {
+            "base": self._find(resolve.AUK_BASE, self.config.auk_base),
+            "flash": self._find(resolve.AUK_FLASH, self.config.auk_flash),
+        }
+        for key, directory in found.items():
+            if directory is not None:
+                checkpoint = read_auk_checkpoint(directory)
+                entries[key] = ModelEntry(key, f"{checkpoint.name} ({checkpoint.variant})", checkpoint, demo=False)
+        for directory in self.config.extra_auk:
+            checkpoint = read_auk_checkpoint(directory)
+            key = Path(directory).name
+            entries[key] = ModelEntry(key, f"{checkpoint.name} ({key})", checkpoint, demo=False)
+        return entries
+
+    def _find(self, repo: resolve.Repo, explicit: Path | None) -> Path | None:
+        if self.config.download:
+            return resolve.resolve(repo, explicit, download=True)
+        return resolve.find(repo, explicit)
+
+    def _pick_default(self, wanted: str) -> str:
+        if wanted == "auto":
+            return next((k for k in ("base", "flash") if k in self._entries), "demo")
+        return self.entry(wanted).key
+
+    def models(self) -> list[ModelEntry]:
+        return list(self._entries.values())
+
+    @property
+    def default_key(self) -> str:
+        return self._default
+
+    def entry(self, name: str | None) -> ModelEntry:
+        """The model a client named: ``auto``, a key or a label; InputError lists the choices."""
+        name = (name or "auto").strip()
+        if name == "auto":
+            return self._entries[self._default]
+        for entry in self._entries.values():
+            if name in (entry.key, entry.label):
+                return entry
+        choices = ", ".join(["auto", *self._entries])
+        raise InputError(f"Unknown model {name!r}. Choose one of: {choices}.")
+
+    # ------------------------------------------------------------------ AuK
+
+    def pipeline(self, entry: ModelEntry) -> AuKPipeline:
+        """The entry's pipeline; loading another model first unloads the resident one."""
+        with self._lock:
+            pipeline = self._pipelines.get(entry.key)
+            if pipeline is None:
+                text_encoder = None
+                if entry.checkpoint.text_encoder["kind"] == "qwen2_5_omni":
+                    text_encoder = self._qwen_dir(entry)
+                pipeline = AuKPipeline(
+                    entry.checkpoint, text_encoder_path=text_encoder, device=self.device, dtype=self.dtype,
+                    offload=self.config.offload, limits=self.config.limits,
+                )
+                for other in self._pipelines.values():
+                    other.unload()
+                self._pipelines = {entry.key: pipeline}
+            return pipeline
+
+    def _qwen_dir(self, entry: ModelEntry) -> Path:
+        bundled = entry.checkpoint.directory / "thinker"  # a vLLM-Omni assembled directory links it here
+        if self.config.qwen is None and resolve.QWEN_OMNI.is_complete(bundled):
+            return bundled
+        return resolve.resolve(resolve.QWEN_OMNI, self.config.qwen, download=self.config.download)
+
+    def edit(self, request: EditRequest, model: str | None = None, **callbacks) -> tuple[EditResult, ModelEntry]:
+        entry = self.entry(model)
+        return self.pipeline(entry).generate(request, **callbacks), entry
+
+    # ------------------------------------------------------------------ Audex
+
+    def audex(self):
+        """The Audex pipeline: the released weights when found, else the tiny random demo snapshot."""
+        from auk_app.audex.demo import write_demo_snapshot
+        from auk_app.audex.pipeline import AudexPipeline
+
+        with self._lock:
+            if self._audex is None:
+                root = self._find(resolve.AUDEX, self.config.audex)
+                xcodec = self._find(resolve.XCODEC1, self.config.xcodec)
+                if root is None or xcodec is None:
+                    demo = write_demo_snapshot(Path(tempfile.mkdtemp(prefix="auk_app_audex_demo_")))
+                    root, xcodec, self._audex_demo = demo.thinker_dir, demo.xcodec_dir, True
+                self._audex = AudexPipeline.from_paths(root, xcodec, device=self.device, dtype=self.dtype)
+            return self._audex
+
+    @property
+    def audex_is_demo(self) -> bool:
+        self.audex()
+        return self._audex_demo
+
+    # ------------------------------------------------------------------ status
+
+    def info(self) -> dict[str, Any]:
+        loaded = next((key for key, p in self._pipelines.items() if p.loaded), None)
+        default = self._entries[self._default]
+        return {
+            "available_models": ["auto", *self._entries],
+            "default_model": default.key,
+            "loaded_model": loaded,
+            "device": str(self.device),
+            "dtype": str(self.dtype).removeprefix("torch."),
+            "demo": default.demo,
+            "audex_demo": self.audex_is_demo,
+            "models": {
+                e.key: {"label": e.label, "variant": e.checkpoint.variant, "directory": str(e.checkpoint.directory),
+                        "demo": e.demo, "defaults": e.checkpoint.defaults,
+                        "t_grid": list(e.checkpoint.t_grid) if e.checkpoint.t_grid else None}
+                for e in self._entries.values()
+            },
+        }
+

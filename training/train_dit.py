@@ -1,0 +1,218 @@
+"""Train AuK-Tiny, the embedded demo model: AuKTransformer on the constructed STFT codec.
+
+    python -m training.train_dit --out runs/demo --minutes 55 --export assets/AuK-Tiny
+
+Seeded and resumable: the run directory keeps the latest training state (``state.pt``) and
+``log.jsonl`` (one loss line per 25 steps); rerunning the same command continues from the saved
+step, and ``--steps`` at or below the saved step just exports the saved averaged weights. Rectified flow as in AuK: x_t = (1-t)·noise + t·target with
+t = sigmoid(N(-0.8, 0.8)), the model predicts target - noise for the target frames, the
+source clip's latents are prepended as the reference, and 10 % of batches drop text and
+reference together so classifier-free guidance is available. An exponential moving average
+of the weights (decay 0.998) is what gets exported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from auk_app.auk.checkpoint import write_auk_checkpoint
+from auk_app.auk.conditioner import MiniLMConditioner, fuse_hidden_states
+from auk_app.auk.dit import AuKTransformer
+from training.codec import CODEC_CONFIG, LATENT_DIM, build_codec, fit_statistics
+from training.data import HOP, ProceduralDataset
+
+DIT_CONFIG = {
+    "dim": 160,
+    "heads": 4,
+    "dim_head": 40,
+    "ff_mult": 2.0,
+    "latent_dim": LATENT_DIM,
+    "text_hidden_dim": 384,
+    "num_layers": 1,
+    "num_single_layers": 4,
+    "attn_mask_enabled": True,
+}
+DEMO_NAME = "AuK-Tiny (demo)"
+DEMO_DEFAULTS = {"nfe": 16, "cfg": 1.0, "sway": -1.0}
+TEXT_ENCODER = {"kind": "minilm", "name": "sentence-transformers/all-MiniLM-L6-v2"}
+P_MEAN, P_STD = -0.8, 0.8  # AuK's logistic-normal time sampling
+DROP_BOTH = 0.1
+EMA_DECAY = 0.998
+
+
+def encode_examples(codec, conditioner, dataset, text_cache) -> list[dict]:
+    """Latents of every example, as the pipeline will see them: reference trimmed to whole hops,
+    target zero-padded to whole hops (an automatic edit asks for ceil(source / hop) frames)."""
+    items = []
+    with torch.inference_mode():
+        for example in dataset:
+            if example.instruction not in text_cache:
+                layers, _ = conditioner.hidden_states(example.instruction)
+                text_cache[example.instruction] = torch.stack([h[0] for h in layers])  # [6, nt, 384]
+            target_frames = math.ceil(example.n_samples / HOP)
+            target = np.pad(example.target, (0, target_frames * HOP - example.n_samples))
+            item = {"text": example.instruction, "target": codec.encode(torch.from_numpy(target)[None])[0]}
+            if example.source is not None:
+                frames = example.n_samples // HOP
+                item["ref"] = codec.encode(torch.from_numpy(example.source[: frames * HOP])[None])[0]
+            items.append(item)
+    return items
+
+
+def collate(items: list[dict], text_cache) -> dict:
+    """Pad a batch; masks are True where valid."""
+    batch = len(items)
+    texts = [text_cache[item["text"]] for item in items]
+    nt = max(t.shape[1] for t in texts)
+    n = max(item["target"].shape[0] for item in items)
+    n_ref = max((item["ref"].shape[0] for item in items if "ref" in item), default=0)
+    out = {
+        "text": torch.zeros(len(texts[0]), batch, nt, texts[0].shape[-1]),
+        "c_mask": torch.zeros(batch, nt, dtype=torch.bool),
+        "target": torch.zeros(batch, n, LATENT_DIM),
+        "mask": torch.zeros(batch, n, dtype=torch.bool),
+        "ref": torch.zeros(batch, n_ref, LATENT_DIM),
+        "ref_mask": torch.zeros(batch, n_ref, dtype=torch.bool),
+    }
+    for i, (item, text) in enumerate(zip(items, texts)):
+        out["text"][:, i, : text.shape[1]] = text
+        out["c_mask"][i, : text.shape[1]] = True
+        length = item["target"].shape[0]
+        out["target"][i, :length] = item["target"]
+        out["mask"][i, :length] = True
+        if "ref" in item:
+            length = item["ref"].shape[0]
+            out["ref"][i, :length] = item["ref"]
+            out["ref_mask"][i, :length] = True
+    return out
+
+
+def flow_loss(dit, fusion, batch, generator, drop: bool) -> torch.Tensor:
+    target = batch["target"]
+    noise = torch.randn(target.shape, generator=generator)
+    t = torch.sigmoid(P_MEAN + P_STD * torch.randn(target.shape[0], generator=generator))
+    x_t = (1 - t[:, None, None]) * noise + t[:, None, None] * target
+    text = fuse_hidden_states(list(batch["text"]), fusion["layer_weights"], fusion["layer_scale"])
+    velocity = dit(
+        x_t, text, t, mask=batch["mask"], c_mask=batch["c_mask"], ref=batch["ref"], ref_mask=batch["ref_mask"],
+        drop_audio_cond=drop, drop_text=drop,
+    )
+    error = (velocity - (target - noise)).pow(2).mean(-1)
+    return (error * batch["mask"]).sum() / batch["mask"].sum()
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=Path, default=Path("runs/demo"))
+    parser.add_argument("--export", type=Path, help="write the demo checkpoint here when done")
+    parser.add_argument("--minutes", type=float, default=55.0, help="wall-clock budget for the training loop")
+    parser.add_argument("--steps", type=int, default=4000, help="planned steps (the LR schedule's length)")
+    parser.add_argument("--examples", type=int, default=6000)
+    parser.add_argument("--batch", type=int, default=12)
+    parser.add_argument("--lr", type=float, default=1e-3)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    args.out.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+
+    codec = build_codec()
+    stats_clips = [ex.source if ex.source is not None else ex.target for ex in ProceduralDataset(args.seed + 1, 400)]
+    fit_statistics(codec, stats_clips)
+    dit = AuKTransformer(**DIT_CONFIG)
+    fusion = torch.nn.ParameterDict(
+        {"layer_weights": torch.nn.Parameter(torch.zeros(6)), "layer_scale": torch.nn.Parameter(torch.ones(1))}
+    )
+    params = list(dit.parameters()) + list(fusion.parameters())
+    optimizer = torch.optim.AdamW(params, lr=args.lr, betas=(0.9, 0.99), weight_decay=0.01)
+    schedule = lambda step: min(1.0, step / 200) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(step, args.steps) / args.steps)))  # noqa: E731
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
+    ema = {"dit": copy.deepcopy(dit).requires_grad_(False), "fusion": copy.deepcopy(fusion).requires_grad_(False)}
+    generator = torch.Generator().manual_seed(args.seed)
+    order = np.random.default_rng(args.seed)
+    step = 0
+
+    state_file = args.out / "state.pt"
+    if state_file.exists():
+        state = torch.load(state_file, weights_only=False)
+        dit.load_state_dict(state["dit"])
+        fusion.load_state_dict(state["fusion"])
+        ema["dit"].load_state_dict(state["ema_dit"])
+        ema["fusion"].load_state_dict(state["ema_fusion"])
+        optimizer.load_state_dict(state["optimizer"])
+        scheduler.load_state_dict(state["scheduler"])
+        generator.set_state(state["generator"])
+        order.bit_generator.state = state["order"]
+        step = state["step"]
+        print(f"resumed at step {step}", flush=True)
+
+    def save_state():
+        torch.save(
+            {
+                "dit": dit.state_dict(), "fusion": fusion.state_dict(), "ema_dit": ema["dit"].state_dict(),
+                "ema_fusion": ema["fusion"].state_dict(), "optimizer": optimizer.state_dict(),
+                "scheduler": scheduler.state_dict(), "generator": generator.get_state(),
+                "order": order.bit_generator.state, "step": step,
+            },
+            state_file.with_suffix(".tmp"),
+        )
+        state_file.with_suffix(".tmp").replace(state_file)
+
+    if step < args.steps:
+        conditioner = MiniLMConditioner.from_pretrained()
+        text_cache: dict[str, torch.Tensor] = {}
+        items = encode_examples(codec, conditioner, ProceduralDataset(args.seed, args.examples), text_cache)
+        print(f"encoded {len(items)} examples, {len(text_cache)} instructions in {time.perf_counter() - started:.0f} s",
+              flush=True)
+
+    loop_start = time.perf_counter()
+    running = []
+    with (args.out / "log.jsonl").open("a") as log:
+        while step < args.steps and time.perf_counter() - loop_start < args.minutes * 60:
+            batch = collate([items[i] for i in order.integers(len(items), size=args.batch)], text_cache)
+            drop = bool(torch.rand(1, generator=generator) < DROP_BOTH)
+            loss = flow_loss(dit, fusion, batch, generator, drop)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(params, 1.0)
+            optimizer.step()
+            scheduler.step()
+            step += 1
+            with torch.no_grad():
+                for live, avg in ((dit, ema["dit"]), (fusion, ema["fusion"])):
+                    for p, q in zip(live.parameters(), avg.parameters()):
+                        q.lerp_(p, 1 - EMA_DECAY)
+            running.append(loss.item())
+            if step % 25 == 0:
+                entry = {"step": step, "loss": float(np.mean(running)), "lr": scheduler.get_last_lr()[0],
+                         "minutes": (time.perf_counter() - started) / 60}
+                log.write(json.dumps(entry) + "\n")
+                log.flush()
+                print(entry, flush=True)
+                running.clear()
+            if step % 250 == 0:
+                save_state()
+    save_state()
+    print(f"stopped at step {step} after {(time.perf_counter() - started) / 60:.1f} min", flush=True)
+
+    if args.export:
+        write_auk_checkpoint(
+            args.export, layout="assembled", dit=ema["dit"], dit_config=DIT_CONFIG, vae=codec, vae_config=CODEC_CONFIG,
+            layer_weights=ema["fusion"]["layer_weights"].detach(), layer_scale=ema["fusion"]["layer_scale"].detach(),
+            name=DEMO_NAME, variant="base", text_encoder=TEXT_ENCODER, defaults=DEMO_DEFAULTS,
+        )
+        print(f"exported {args.export}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
