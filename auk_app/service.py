@@ -8,7 +8,6 @@ except what is reported to the user and which Audex snapshot is used.
 
 from __future__ import annotations
 
-import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -149,7 +148,7 @@ class Studio:
 
     def audex(self):
         """The Audex pipeline: the released weights when found, else the tiny random demo snapshot."""
-        from auk_app.audex.demo import write_demo_snapshot
+        from auk_app.audex.demo import shared_demo_snapshot
         from auk_app.audex.pipeline import AudexPipeline
 
         with self._lock:
@@ -157,7 +156,7 @@ class Studio:
                 root = self._find(resolve.AUDEX, self.config.audex)
                 xcodec = self._find(resolve.XCODEC1, self.config.xcodec)
                 if root is None or xcodec is None:
-                    demo = write_demo_snapshot(Path(tempfile.mkdtemp(prefix="auk_app_audex_demo_")))
+                    demo = shared_demo_snapshot()
                     root, xcodec, self._audex_demo = demo.thinker_dir, demo.xcodec_dir, True
                 self._audex = AudexPipeline.from_paths(root, xcodec, device=self.device, dtype=self.dtype)
             return self._audex

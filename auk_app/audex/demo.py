@@ -22,6 +22,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -143,13 +146,37 @@ def _write_json(path: Path, data: dict) -> None:
     path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
 
 
+def snapshot_paths(directory: str | Path) -> DemoSnapshot:
+    """Where a demo snapshot under ``directory`` keeps its parts."""
+    directory = Path(directory)
+    return DemoSnapshot(directory / "audex", directory / "audex" / AUDIOGEN_SUBDIR, directory / "xcodec")
+
+
+def shared_demo_snapshot() -> DemoSnapshot:
+    """The demo snapshot, written once per machine and app version under the temp dir.
+
+    It is deterministic, so every process can share one copy. A new copy is written beside it
+    and renamed into place, so a concurrent reader never sees half of one.
+    """
+    from auk_app import __version__
+
+    target = Path(tempfile.gettempdir()) / f"auk_app_audex_demo-{__version__}"
+    if not (target / "complete").exists():
+        fresh = Path(tempfile.mkdtemp(prefix="auk_app_audex_demo_", dir=target.parent))
+        write_demo_snapshot(fresh)
+        (fresh / "complete").touch()
+        try:
+            os.replace(fresh, target)
+        except OSError:  # another process put its copy in place first
+            shutil.rmtree(fresh, ignore_errors=True)
+    return snapshot_paths(target)
+
+
 def write_demo_snapshot(directory: str | Path, *, seed: int = 0) -> DemoSnapshot:
     """Write (or overwrite) the demo snapshot under ``directory``; same seed, same bytes."""
-    directory = Path(directory)
-    audex_root = directory / "audex"
-    thinker_dir = audex_root / AUDIOGEN_SUBDIR
+    paths = snapshot_paths(directory)
+    audex_root, thinker_dir, xcodec_dir = paths.audex_root, paths.thinker_dir, paths.xcodec_dir
     full_dir = audex_root / FULL_SUBDIR
-    xcodec_dir = directory / "xcodec"
     for folder in (thinker_dir, full_dir, xcodec_dir):
         folder.mkdir(parents=True, exist_ok=True)
     generator = torch.Generator("cpu").manual_seed(seed)
@@ -179,4 +206,4 @@ def write_demo_snapshot(directory: str | Path, *, seed: int = 0) -> DemoSnapshot
     codec_state = _random_state(codec, generator, torch.float32)
     codec_state["acoustic_decoder.conv2.weight"] *= _OUTPUT_GAIN
     save_file(codec_state, str(xcodec_dir / "model.safetensors"), metadata={"format": "pt"})
-    return DemoSnapshot(audex_root=audex_root, thinker_dir=thinker_dir, xcodec_dir=xcodec_dir)
+    return paths

@@ -30,16 +30,9 @@ def _title(report: Mapping[str, Any]) -> str:
     )
 
 
-def save_token_plot(codec_ids: Sequence[int], report: Mapping[str, Any], path: str | Path) -> Path:
-    """Write a PNG of the stream to ``path`` and return the path.
-
-    ``codec_ids`` are the stream's codec ids (0..8191) in order and ``report`` its
-    :func:`~auk_app.audex.report.build_report` dict (for the title).
-    """
-    path = Path(path)
-    fig = Figure(figsize=(10, 4), dpi=100)
-    FigureCanvasAgg(fig)
-    ax = fig.add_subplot()
+def draw_token_stream(ax, codec_ids: Sequence[int], report: Mapping[str, Any]) -> None:
+    """Draw the stream into ``ax``: codec ids (0..8191) in order, titled from ``report``
+    (a :func:`~auk_app.audex.report.build_report` dict)."""
     books = [c // XCODEC1_CODEBOOK_SIZE for c in codec_ids]
     upper = range(XCODEC1_NUM_CODEBOOKS, AUDEX_AUDIOCODEC_VOCAB_SIZE // XCODEC1_CODEBOOK_SIZE)
     groups = [(f"codebook {b}", colour, {b}) for b, colour in enumerate(_PHASE_COLOURS)]
@@ -59,6 +52,14 @@ def save_token_plot(codec_ids: Sequence[int], report: Mapping[str, Any], path: s
     ax.set_title(_title(report), fontsize=9)
     if codec_ids:
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, markerscale=2)
+
+
+def save_token_plot(codec_ids: Sequence[int], report: Mapping[str, Any], path: str | Path) -> Path:
+    """Write a PNG of the stream (see :func:`draw_token_stream`) to ``path`` and return the path."""
+    path = Path(path)
+    fig = Figure(figsize=(10, 4), dpi=100)
+    FigureCanvasAgg(fig)
+    draw_token_stream(fig.add_subplot(), codec_ids, report)
     fig.tight_layout()
     fig.savefig(path, format="png")
     return path

@@ -1,0 +1,96 @@
+"""AuK Studio entry point: parse the command line, build the Studio and the UI, launch.
+
+    python app.py                      # 127.0.0.1:7860, local weights if found, else the demo model
+    python app.py --host 0.0.0.0 --preload --default-model flash
+
+Nothing is written to the directory the app runs from: outputs go to Gradio's temp dir
+(GRADIO_TEMP_DIR), weights are only read (or downloaded to the Hugging Face cache with --download).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from auk_app.resolve import AUDEX, AUK_BASE, AUK_FLASH, QWEN_OMNI, XCODEC1, Repo
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 7860
+
+
+def _where(repo: Repo) -> str:
+    return f"default: ${repo.env_var}, then ./ckpts/{repo.local_name}, then the HF cache; get it with `{repo.download_command}`"
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="app.py",
+        description="AuK Studio: instruction-driven speech/audio editing (AuK, 24 kHz) and text-to-audio "
+        "(Audex, 16 kHz) in one Gradio app. Without released weights it serves the embedded demo model.",
+        epilog="Checkpoint resolution, first hit wins: flag > environment variable > ./ckpts/<name> > "
+        "Hugging Face cache > download (only with --download, or on a Hugging Face Space).",
+    )
+    net = parser.add_argument_group("server")
+    net.add_argument("--host", help=f"interface to bind (default: $GRADIO_SERVER_NAME, else {DEFAULT_HOST}; "
+                                    "0.0.0.0 for containers)")
+    net.add_argument("--port", type=int, help=f"port (default: $GRADIO_SERVER_PORT, else {DEFAULT_PORT})")
+    net.add_argument("--share", action="store_true", help="also open a temporary public gradio.live link")
+
+    ckpt = parser.add_argument_group("checkpoints")
+    ckpt.add_argument("--auk-base", type=Path, metavar="DIR", help=f"AuK base checkpoint dir ({_where(AUK_BASE)})")
+    ckpt.add_argument("--auk-flash", type=Path, metavar="DIR", help=f"AuK-Flash checkpoint dir ({_where(AUK_FLASH)})")
+    ckpt.add_argument("--auk-extra", type=Path, metavar="DIR", action="append", default=[],
+                      help="another AuK checkpoint dir to offer, listed by its folder name (repeatable)")
+    ckpt.add_argument("--qwen", type=Path, metavar="DIR", help=f"Qwen2.5-Omni-3B dir, AuK's text encoder ({_where(QWEN_OMNI)})")
+    ckpt.add_argument("--audex", type=Path, metavar="DIR", help=f"Nemotron-Labs-Audex-2B snapshot ({_where(AUDEX)})")
+    ckpt.add_argument("--xcodec", type=Path, metavar="DIR", help=f"XCodec1 snapshot ({_where(XCODEC1)})")
+    ckpt.add_argument("--download", action="store_true",
+                      help="download missing checkpoints from Hugging Face (opt-in; only the files the app reads)")
+    ckpt.add_argument("--demo-dir", type=Path, metavar="DIR",
+                      help="the embedded demo model's directory (default: assets/AuK-Tiny beside app.py)")
+
+    run = parser.add_argument_group("runtime")
+    run.add_argument("--device", default="auto", help="auto (CUDA when available, else CPU), cpu, cuda, cuda:1, …")
+    run.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"],
+                     help="weights dtype for the DiT and the text encoders (auto: bfloat16 on CUDA, else float32)")
+    run.add_argument("--offload", action="store_true", help="keep only the component in use on the GPU (less memory)")
+    run.add_argument("--preload", action="store_true", help="load the default models at start instead of on first use")
+    run.add_argument("--default-model", default="auto", metavar="NAME",
+                     help="the model 'auto' means: auto (released weights when found, else demo), demo, base, flash, "
+                          "or an --auk-extra folder name")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    # Heavy imports after argument parsing, so --help is instant.
+    from auk_app import ui
+    from auk_app.errors import AppError
+    from auk_app.service import Studio, StudioConfig
+
+    overrides = {"demo_dir": args.demo_dir} if args.demo_dir else {}
+    config = StudioConfig(
+        auk_base=args.auk_base, auk_flash=args.auk_flash, extra_auk=tuple(args.auk_extra), qwen=args.qwen,
+        audex=args.audex, xcodec=args.xcodec, device=args.device, dtype=args.dtype, offload=args.offload,
+        download=args.download, default_model=args.default_model, **overrides,
+    )
+    try:
+        studio = Studio(config)
+        if args.preload:
+            studio.pipeline(studio.entry("auto")).load()
+            studio.audex().load()
+    except AppError as exc:
+        sys.exit(f"AuK Studio cannot start: {exc}")
+    demo = ui.build_demo(studio)
+    demo.launch(
+        server_name=args.host or os.environ.get("GRADIO_SERVER_NAME") or DEFAULT_HOST,
+        server_port=args.port or int(os.environ.get("GRADIO_SERVER_PORT") or DEFAULT_PORT),
+        share=args.share,
+        **ui.launch_options(),
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,150 @@
+"""PNG figures the app shows and returns: the AuK before/after view and the Audex result panel.
+
+matplotlib's object API on the Agg canvas only, never pyplot: no global figure registry, so
+concurrent requests cannot draw into each other's figures, and nothing needs closing besides
+letting the Figure go. Spectrograms are log-mel power in dB against a fixed reference (1.0),
+not against each clip's own maximum, and input and output share one colour scale and one time
+axis, so a volume or length change is visible as such.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from auk_app.audex.report_plot import draw_token_stream
+
+N_FFT = 1024
+N_MELS = 80
+FRAMES_PER_SECOND = 100  # 10 ms hop: fine enough to see a 20 ms latent frame's worth of change
+DYNAMIC_RANGE_DB = 80  # shown below the loudest bin of either clip
+ENVELOPE_BINS = 2000  # min/max per bin: a 30 s clip at 24 kHz is 720 000 points otherwise
+ENVELOPE_MIN_SECONDS = 0.01  # bins of at least 10 ms (one period at 100 Hz), so short clips show an envelope too
+DPI = 100
+_INPUT, _OUTPUT = "0.15", "tab:blue"
+
+
+def log_mel(mono: np.ndarray, sample_rate: int) -> np.ndarray:
+    """[N_MELS, frames] power in dB re 1.0 (floored at −200 dB, which is below any real signal)."""
+    import librosa  # 1-2 s to import; only figure requests pay it
+
+    hop = sample_rate // FRAMES_PER_SECOND
+    if mono.shape[0] < N_FFT:
+        mono = np.pad(mono, (0, N_FFT - mono.shape[0]))
+    power = librosa.feature.melspectrogram(
+        y=mono.astype(np.float32), sr=sample_rate, n_fft=N_FFT, hop_length=hop, n_mels=N_MELS, power=2.0
+    )
+    return 10.0 * np.log10(np.maximum(power, 1e-20))
+
+
+def before_after(
+    path: str | Path,
+    output: np.ndarray,
+    sample_rate: int,
+    *,
+    source: np.ndarray | None = None,
+    caption: str = "",
+) -> Path:
+    """Waveforms (source grey behind the result) and the log-mel spectrograms of both, stacked.
+
+    ``output`` and ``source`` are mono at ``sample_rate``; without a source only the result is drawn.
+    """
+    clips = [("source", source), ("result", output)] if source is not None else [("result", output)]
+    fig = Figure(figsize=(12, 2.2 + 2.0 * len(clips)), dpi=DPI, layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(1 + len(clips), 1, sharex=True, height_ratios=[1.1] + [1.5] * len(clips))
+    wave_ax, spec_axes = axes[0], axes[1:]
+    _draw_envelope(wave_ax, output, sample_rate, colour=_OUTPUT, label="result")
+    if source is not None:  # outlined on top, so neither clip hides the other
+        _draw_envelope(wave_ax, source, sample_rate, colour=_INPUT, label="source (outline)", outline=True)
+    wave_ax.set_ylim(-1.05, 1.05)
+    wave_ax.set_ylabel("amplitude\n(full scale ±1)")
+    wave_ax.legend(loc="upper right", fontsize=8, ncols=len(clips))
+    wave_ax.grid(alpha=0.3)
+    mels = [log_mel(mono, sample_rate) for _, mono in clips]
+    top = max(float(m.max()) for m in mels)
+    for ax, (name, mono), mel in zip(spec_axes, clips, mels):
+        image = _draw_mel(ax, mel, mono.shape[0] / sample_rate, vmax=top)
+        ax.set_ylabel(f"{name}\nmel band")
+    shared = "shared scale, " if source is not None else ""
+    fig.colorbar(image, ax=list(spec_axes), label=f"dB re 1.0 ({shared}{DYNAMIC_RANGE_DB} dB shown)", shrink=0.9)
+    spec_axes[-1].set_xlabel("time (s)")
+    longest = max(mono.shape[0] for _, mono in clips) / sample_rate
+    wave_ax.set_xlim(0, max(longest, 1e-3))
+    fig.suptitle(caption, fontsize=9)
+    return _save(fig, path)
+
+
+def audex_panel(
+    path: str | Path,
+    waveform: np.ndarray | None,
+    sample_rate: int,
+    *,
+    token_streams: Sequence[tuple[str, Sequence[int], dict]] = (),
+    caption: str = "",
+) -> Path:
+    """The result's waveform and log-mel spectrogram above the titled token-stream plot(s).
+
+    ``token_streams`` are (title, codec ids, validity report) triples, drawn by
+    :func:`auk_app.audex.report_plot.draw_token_stream`.
+    """
+    heights = [0.8, 1.6] + [3.2] * len(token_streams)
+    fig = Figure(figsize=(10, sum(heights) + 0.4), dpi=DPI, layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(len(heights), 1, height_ratios=heights)
+    wave_ax, spec_ax = axes[0], axes[1]
+    if waveform is None or waveform.size == 0:
+        for ax in (wave_ax, spec_ax):
+            ax.text(0.5, 0.5, "no audio was decoded", ha="center", va="center", transform=ax.transAxes)
+            ax.set_axis_off()
+    else:
+        seconds = waveform.shape[0] / sample_rate
+        _draw_envelope(wave_ax, waveform, sample_rate, colour=_OUTPUT, label=f"{sample_rate / 1000:g} kHz result")
+        wave_ax.set_ylim(-1.05, 1.05)
+        wave_ax.set_xlim(0, seconds)
+        wave_ax.legend(loc="upper right", fontsize=8)
+        wave_ax.set_ylabel("amplitude")
+        mel = log_mel(waveform, sample_rate)
+        image = _draw_mel(spec_ax, mel, seconds, vmax=float(mel.max()))
+        spec_ax.set_xlabel("time (s)")
+        spec_ax.set_ylabel("mel band")
+        fig.colorbar(image, ax=spec_ax, label="dB re 1.0")
+    for ax, (title, codec_ids, report) in zip(axes[2:], token_streams):
+        draw_token_stream(ax, codec_ids, report)
+        ax.set_title(f"{title}\n{ax.get_title()}", fontsize=9, loc="left")
+    fig.suptitle(caption, fontsize=9)
+    return _save(fig, path)
+
+
+def _draw_envelope(ax, mono: np.ndarray, sample_rate: int, *, colour: str, label: str, outline: bool = False) -> None:
+    """Min/max per time bin (filled, or as two edge lines), so every peak survives the downsampling."""
+    n = mono.shape[0]
+    if n == 0:
+        return
+    bins = max(1, min(ENVELOPE_BINS, int(n / (sample_rate * ENVELOPE_MIN_SECONDS))))
+    edges = np.linspace(0, n, bins + 1).astype(int)
+    lows = np.minimum.reduceat(mono, edges[:-1])
+    highs = np.maximum.reduceat(mono, edges[:-1])
+    times = edges[:-1] / sample_rate
+    if outline:
+        ax.plot(times, highs, color=colour, linewidth=0.8, label=label)
+        ax.plot(times, lows, color=colour, linewidth=0.8)
+    else:
+        ax.fill_between(times, lows, highs, color=colour, alpha=0.7, linewidth=0.4, label=label)
+
+
+def _draw_mel(ax, mel: np.ndarray, seconds: float, *, vmax: float):
+    return ax.imshow(
+        mel, origin="lower", aspect="auto", extent=(0, seconds, 0, mel.shape[0]),
+        vmin=vmax - DYNAMIC_RANGE_DB, vmax=vmax, cmap="magma", interpolation="nearest",
+    )
+
+
+def _save(fig: Figure, path: str | Path) -> Path:
+    path = Path(path)
+    fig.savefig(path, format="png")
+    return path

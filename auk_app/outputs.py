@@ -1,0 +1,144 @@
+"""Turns one result into the files the app hands out: a level-true WAV, a PNG figure, a manifest.
+
+Each request writes into its own fresh folder (``tempfile.mkdtemp`` under the root the UI
+passes, which is inside Gradio's temp dir), so concurrent users never share a file name and
+nothing lands in the working directory. WAVs are PCM16 written by audio_io.write_wav at the
+exact level the model produced: returning float arrays to Gradio would peak-normalise them and
+undo a volume edit. Folders older than an hour are pruned when a new one is made.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from auk_app import dsp, figures, levels
+from auk_app.audio_io import read_audio, write_wav
+from auk_app.config import AUK_SAMPLE_RATE
+from auk_app.manifest import audex_manifest, edit_manifest, file_sha256, write_manifest
+
+MAX_AGE_SECONDS = 3600  # Gradio's own cache copies expire on the same schedule (Blocks delete_cache)
+FULL_SCALE = 1.0  # write_wav clips here; the manifest counts what was clipped
+
+
+@dataclass(frozen=True)
+class Deliverables:
+    audio: Path | None
+    figure: Path
+    manifest: dict[str, Any]
+    manifest_file: Path
+
+
+def new_request_dir(root: str | Path, *, max_age_s: float = MAX_AGE_SECONDS) -> Path:
+    """A fresh, uniquely named folder under ``root``; older sibling request folders are removed."""
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    cutoff = time.time() - max_age_s
+    for old in root.glob("req_*"):
+        try:
+            if old.stat().st_mtime < cutoff:
+                shutil.rmtree(old, ignore_errors=True)
+        except FileNotFoundError:  # another request pruned it first
+            pass
+    return Path(tempfile.mkdtemp(prefix="req_", dir=root))
+
+
+def slug(text: str, words: int = 4) -> str:
+    """A short ASCII file-name part from a caption or instruction ("rain-on-a-tin")."""
+    parts = re.findall(r"[a-z0-9]+", text.lower())[:words]
+    return "-".join(parts) or "clip"
+
+
+def render_edit(
+    result: Any,
+    entry: Any,
+    *,
+    source_path: str | Path | None,
+    requested: dict[str, Any],
+    randomized_seed: bool,
+    root: str | Path,
+) -> Deliverables:
+    """Files for an AuK ``EditResult`` produced by model ``entry`` (a service.ModelEntry)."""
+    started = time.perf_counter()
+    folder = new_request_dir(root)
+    record = result.record
+    stem = f"auk_{entry.key}_{slug(record['instruction'])}_seed{record['seed']}"
+    wav = result.wav
+    audio = write_wav(folder / f"{stem}.wav", wav, result.sample_rate)
+    source_24k, source_info = None, None
+    if source_path is not None:
+        waveform = read_audio(source_path)
+        source_24k = dsp.resample(dsp.to_mono(waveform.samples), waveform.sample_rate, AUK_SAMPLE_RATE)
+        source_info = {
+            "file": Path(source_path).name,
+            "sha256": file_sha256(source_path),
+            "sample_rate": waveform.sample_rate,
+            "channels": waveform.channels,
+            **levels.levels(source_24k, AUK_SAMPLE_RATE),
+        }
+    after = levels.levels(wav, result.sample_rate)
+    before = None if source_info is None else {k: source_info[k] for k in after}
+    output_info = {
+        "file": audio.name,
+        "sha256": file_sha256(audio),
+        "format": "WAV PCM16 mono",
+        "clipped_samples": int(np.count_nonzero(np.abs(wav) > FULL_SCALE)),
+        **after,
+    }
+    figure = figures.before_after(
+        folder / f"{stem}.png", wav, result.sample_rate, source=source_24k,
+        caption=f"{record['instruction'][:110]}\n{levels.describe(before, after)}",
+    )
+    manifest = edit_manifest(
+        record,
+        model={"key": entry.key, "label": entry.label, "demo": entry.demo},
+        requested=requested,
+        source=source_info,
+        output=output_info,
+        level_change=levels.level_change(before, after),
+        randomized_seed=randomized_seed,
+    )
+    manifest["timings"]["render"] = round(time.perf_counter() - started, 4)
+    return Deliverables(audio, figure, manifest, write_manifest(folder / f"{stem}.json", manifest))
+
+
+def render_audex(
+    result: Any,
+    *,
+    caption: str,
+    knobs: dict[str, Any],
+    model: dict[str, Any],
+    randomized_seed: bool,
+    root: str | Path,
+    unmasked: Any | None = None,
+) -> Deliverables:
+    """Files for an ``AudexResult`` (plus the unmasked comparison run's token plot, if given)."""
+    started = time.perf_counter()
+    folder = new_request_dir(root)
+    stem = f"audex_{slug(caption)}_seed{result.seed}"
+    wav = result.waveform
+    audio, output_info = None, None
+    if wav is not None and wav.size:
+        audio = write_wav(folder / f"{stem}.wav", wav, result.sample_rate)
+        output_info = {"file": audio.name, "sha256": file_sha256(audio), "format": "WAV PCM16 mono",
+                       **levels.levels(wav, result.sample_rate)}
+    streams = [("Token stream with the RVQ phase mask", result.codec_ids, result.report)]
+    if unmasked is not None:
+        streams.append(("Same seed without the mask", unmasked.codec_ids, unmasked.report))
+    figure = figures.audex_panel(
+        folder / f"{stem}.png", wav, result.sample_rate, token_streams=streams,
+        caption=f"{caption[:110]} · seed {result.seed} · {result.sample_rate / 1000:g} kHz",
+    )
+    manifest = audex_manifest(
+        result, caption=caption, knobs=knobs, model=model, output=output_info,
+        randomized_seed=randomized_seed, unmasked=unmasked,
+    )
+    manifest["timings"]["render"] = round(time.perf_counter() - started, 4)
+    return Deliverables(audio, figure, manifest, write_manifest(folder / f"{stem}.json", manifest))

@@ -1,0 +1,278 @@
+"""The Gradio 6 face of AuK Studio: ``build_demo(studio)`` lays out the Blocks and wires the events;
+``launch_options()`` gives the launch-time look and limits (Gradio 6 takes theme and css at launch).
+
+Tabs: "Edit & generate (AuK)", "Text to audio (Audex)", "API", "About". The event functions live
+in :mod:`auk_app.ui_handlers`; the generated wording in :mod:`auk_app.ui_text`.
+
+Public API (named; everything else is ``api_visibility="private"``): ``/edit_audio``,
+``/text_to_audio``, ``/inspect_audio`` and ``/model_info``. Both model endpoints share one queue
+(``concurrency_id="gpu"``, one request at a time, at most ``QUEUE_MAX_SIZE`` waiting); the cheap
+helpers bypass it (``queue=False``).
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import gradio as gr
+
+from auk_app import instructions, outputs, ui_text
+from auk_app.config import AUK_SAMPLE_RATE
+from auk_app.service import Studio
+from auk_app.ui_handlers import (
+    AUDEX_DEFAULTS,
+    DECODED_AUDEX_SECONDS,
+    MAX_AUDEX_SECONDS,
+    Handlers,
+    field_updates,
+    knob_updates,
+)
+
+GPU_QUEUE = "gpu"
+QUEUE_MAX_SIZE = 16  # beyond this a request is refused at once instead of waiting for minutes
+# 30 s at 48 kHz, 8 channels, 32-bit float is 46 MB: the largest clip the limits accept, with room.
+MAX_FILE_SIZE = "50mb"
+CSS = """
+.status-line {font-size: 0.92em; opacity: 0.9}
+.banner {border-left: 4px solid #f59e0b; background: rgba(245, 158, 11, 0.10); padding: 8px 14px; border-radius: 6px}
+.flash-note {border-left: 4px solid #6366f1; background: rgba(99, 102, 241, 0.08); padding: 6px 12px; border-radius: 6px}
+.note {font-size: 0.88em; opacity: 0.85}
+"""
+_EXAMPLE_INSTRUCTIONS = [
+    ['Generate speech based on the following description: "A calm, low male voice". '
+     'The content to speak is: "Welcome to the studio.".', 1.5],
+    ["Decrease the volume by 10 dB.", 0],
+    ["Raise the pitch by 2 semitones.", 0],
+    ["Remove only the background noise, preserve everything else, and output audio of the same length.", 0],
+]
+_EXAMPLE_CAPTIONS = [["Rain falling on a tin roof"], ["A dog barks twice in a quiet street"],
+                     ["Footsteps on gravel, then a car door closes"]]
+
+
+def launch_options() -> dict[str, Any]:
+    """What ``Blocks.launch`` needs besides host, port and share."""
+    return {
+        "theme": gr.themes.Soft(primary_hue="indigo", secondary_hue="sky"),
+        "css": CSS,
+        "max_file_size": MAX_FILE_SIZE,
+        "footer_links": ["api", "gradio", "settings"],
+    }
+
+
+def _props(update: dict) -> dict:
+    """A ``gr.update`` as constructor keyword arguments, so build time and change time agree."""
+    return {key: value for key, value in update.items() if key != "__type__"}
+
+
+# ----------------------------------------------------------------------------- layout
+
+
+def _edit_tab(studio: Studio, handlers: Handlers) -> SimpleNamespace:
+    limits = studio.config.limits
+    default = studio.entry("auto")
+    knobs = [_props(update) for update in knob_updates(default)]
+    first = instructions.TASKS[0]
+    fields = [_props(update) for update in field_updates(first.key)]
+    preview_md, preview_state = handlers.preview(first.key, *(f.get("value") for f in fields), None)
+    c = SimpleNamespace()
+    # Rendered in the right column; created first so the examples on the left can fill it.
+    c.seconds = gr.Number(
+        0, label="Duration (s)", step=0.02, elem_id="seconds", render=False,
+        info=f"0 = automatic: exactly the source's length. Up to {limits.max_target_seconds:g} s; "
+             "needed when there is no clip.",
+    )
+    with gr.Row(equal_height=False):
+        with gr.Column(scale=6):
+            c.audio = gr.Audio(
+                label="Source clip (optional)",
+                sources=["upload", "microphone"], type="filepath", elem_id="source-audio",
+                waveform_options=gr.WaveformOptions(sample_rate=AUK_SAMPLE_RATE),
+            )
+            c.verdict = gr.Markdown(ui_text.upload_verdict(None), elem_id="upload-verdict")
+            gr.Markdown(f"Up to {limits.max_input_seconds:g} s and {limits.max_channels} channels, any common format; "
+                        "mixed to mono and resampled to 24 kHz. The result is written as PCM16 WAV at exactly the "
+                        "level the model produced (no normalisation).", elem_classes=["note"])
+            c.source_seconds = gr.State(None)
+            c.instruction = gr.Textbox(
+                label="Instruction", lines=3, elem_id="instruction",
+                placeholder="e.g. Decrease the volume by 10 dB. The builder below writes the exact wording.",
+                info=f"The wording picks the task. Up to {limits.max_instruction_chars} characters.",
+            )
+            with gr.Accordion("Instruction builder: pick a task, fill in the fields", open=True):
+                with gr.Row():
+                    c.task = gr.Dropdown([(t.label, t.key) for t in instructions.TASKS], value=first.key,
+                                         label="Task", scale=3, elem_id="builder-task")
+                    c.mode = gr.Dropdown(scale=2, elem_id="builder-mode", **fields[0])
+                with gr.Row():
+                    c.original = gr.Textbox(elem_id="builder-original", **fields[2])
+                    c.text = gr.Textbox(elem_id="builder-text", **fields[1])
+                with gr.Row():
+                    c.option = gr.Dropdown(elem_id="builder-option", **fields[3])
+                    c.amount = gr.Dropdown(elem_id="builder-amount", **fields[4])
+                c.built_md = gr.Markdown(preview_md, elem_id="builder-preview")
+                c.built = gr.State(preview_state)
+                c.use_built = gr.Button("Use this instruction and duration", size="sm", elem_id="use-built")
+            gr.Examples(_EXAMPLE_INSTRUCTIONS, inputs=[c.instruction, c.seconds], label="Example instructions",
+                        cache_examples=False)
+        with gr.Column(scale=5):
+            c.model = gr.Dropdown(
+                [(f"auto: {default.label}", "auto")] + [(e.label, e.key) for e in studio.models()],
+                value="auto", label="Model", allow_custom_value=True, elem_id="model",
+                info="auto = the released weights when found, else the embedded demo model.",
+            )
+            c.seconds.render()
+            with gr.Row():
+                c.seed = gr.Number(0, label="Seed", precision=0, elem_id="seed",
+                                   info="0 to 2^63−1; the seed used is written back here.")
+                c.randomize = gr.Checkbox(True, label="Randomise seed", elem_id="randomize")
+            with gr.Accordion("Advanced sampling", open=False, elem_id="advanced"):
+                c.knob_note = gr.Markdown(elem_id="knob-note", **knobs[4])
+                with gr.Row():
+                    c.nfe = gr.Number(label="nfe (Euler steps)", elem_id="nfe",
+                                      info=f"{limits.min_nfe}–{limits.max_nfe}", **knobs[0])
+                    c.cfg = gr.Number(label="cfg (guidance)", step=0.1, elem_id="cfg",
+                                      info=f"0–{limits.max_cfg:g}; 0 = no guidance", **knobs[1])
+                    c.sway = gr.Number(label="sway", step=0.1, elem_id="sway",
+                                       info=f"{limits.min_sway:g} to {limits.max_sway:g}",
+                                       **knobs[2])
+                c.t_grid = gr.Textbox(
+                    label="Time grid (t_grid)", elem_id="t-grid",
+                    info=f"Comma-separated, strictly increasing, within [0, 1], 2–{limits.max_grid_points} points.",
+                    **knobs[3],
+                )
+            with gr.Row():
+                c.run = gr.Button("Generate", variant="primary", elem_id="run-edit", scale=3)
+                c.stop = gr.Button("Stop", variant="stop", elem_id="stop-edit", scale=1)
+            c.output = gr.Audio(
+                label="Result · 24 kHz WAV, level as generated",
+                type="filepath", interactive=False, buttons=["download"], elem_id="edit-output",
+            )
+            with gr.Row():
+                c.use_as_input = gr.Button("↩ Use the result as the source", size="sm", elem_id="use-as-input")
+                c.manifest_file = gr.DownloadButton("Manifest (JSON)", visible=False, size="sm",
+                                                    elem_id="edit-manifest-file")
+    gr.Markdown("#### Before / after: waveforms and log-mel spectrograms on one time axis, with the level changes")
+    c.figure = gr.Image(label="Before / after", show_label=False, type="filepath", format="png", interactive=False,
+                        buttons=["download", "fullscreen"], elem_id="edit-figure")
+    with gr.Accordion("Manifest: every knob, the seed, model, versions, timings", open=False):
+        c.manifest = gr.JSON(label="Manifest", elem_id="edit-manifest")
+    c.state = gr.State(None)
+    return c
+
+
+def _audex_tab(handlers: Handlers) -> SimpleNamespace:
+    c = SimpleNamespace()
+    gr.Markdown(ui_text.audex_banner(), visible=handlers.audex_demo, elem_classes=["banner"], elem_id="audex-banner")
+    with gr.Row(equal_height=False):
+        with gr.Column(scale=4):
+            c.caption = gr.Textbox(label="Caption", lines=2, elem_id="caption",
+                                   placeholder="Rain falling on a tin roof, distant thunder.")
+            with gr.Row():
+                c.cfg = gr.Number(AUDEX_DEFAULTS.cfg_scale, label="cfg", step=0.5, elem_id="audex-cfg",
+                                  info="1–10; 3.0 recommended, 1 = no guidance")
+                c.max_seconds = gr.Number(
+                    handlers.audex_seconds, label="Max seconds", step=0.5, elem_id="max-seconds",
+                    info=f"codec cap = 200 tokens/s, up to {MAX_AUDEX_SECONDS:g} s; the first "
+                         f"{DECODED_AUDEX_SECONDS:g} s are decoded",
+                )
+            with gr.Row():
+                c.temperature = gr.Number(AUDEX_DEFAULTS.temperature, label="Temperature", step=0.1,
+                                          elem_id="temperature", info="above 0; 1.0 recommended")
+                c.top_k = gr.Number(AUDEX_DEFAULTS.top_k, label="top-k", precision=0, elem_id="top-k",
+                                    info="1 or more; 80 recommended")
+            with gr.Row():
+                c.seed = gr.Number(0, label="Seed", precision=0, elem_id="audex-seed",
+                                   info="The seed used is written back here.")
+                c.randomize = gr.Checkbox(True, label="Randomise seed", elem_id="audex-randomize")
+            c.compare = gr.Checkbox(False, label="Also run without the RVQ phase mask and compare",
+                                    elem_id="compare-unmasked",
+                                    info="Same seed, mask off: shows why the mask is needed. Takes twice as long.")
+            with gr.Row():
+                c.run = gr.Button("Generate sound", variant="primary", elem_id="run-audex", scale=3)
+                c.stop = gr.Button("Stop", variant="stop", elem_id="stop-audex", scale=1)
+            gr.Examples(_EXAMPLE_CAPTIONS, inputs=[c.caption], label="Example captions", cache_examples=False)
+        with gr.Column(scale=6):
+            c.output = gr.Audio(label="Result · 16 kHz WAV (XCodec1)", type="filepath",
+                                interactive=False, buttons=["download"], elem_id="audex-output")
+            c.report_md = gr.Markdown("The RVQ-phase validity report appears here after a run.", elem_id="rvq-report")
+            c.manifest_file = gr.DownloadButton("Manifest (JSON)", visible=False, size="sm",
+                                                elem_id="audex-manifest-file")
+    gr.Markdown("#### Spectrogram of the result and the generated token stream")
+    c.figure = gr.Image(label="Spectrogram and token stream", show_label=False, type="filepath", format="png",
+                        interactive=False, buttons=["download", "fullscreen"], elem_id="audex-figure")
+    with gr.Accordion("Raw validity report and manifest (JSON)", open=False):
+        c.report = gr.JSON(label="Validity report", elem_id="rvq-report-json")
+        c.manifest = gr.JSON(label="Manifest", elem_id="audex-manifest")
+    c.state = gr.State(None)
+    return c
+
+
+# ----------------------------------------------------------------------------- the app
+
+
+def build_demo(studio: Studio) -> gr.Blocks:
+    """The whole app over ``studio``; launch it with ``.launch(**launch_options(), ...)``."""
+    h = Handlers(studio)
+    default = studio.entry("auto")
+    private = {"queue": False, "api_visibility": "private"}
+    with gr.Blocks(title="AuK Studio", delete_cache=(outputs.MAX_AGE_SECONDS, outputs.MAX_AGE_SECONDS)) as demo:
+        gr.Markdown("# AuK Studio\nEdit speech and audio by instruction with **AuK**, or make sounds from text "
+                    "with **Audex**. Everything runs in this process; nothing is sent elsewhere.")
+        status = gr.Markdown(h.status(), elem_classes=["status-line"], elem_id="status-line")
+        gr.Markdown(ui_text.demo_banner(), visible=default.demo, elem_classes=["banner"], elem_id="demo-banner")
+        with gr.Tabs():
+            with gr.Tab("Edit & generate (AuK)", id="edit"):
+                e = _edit_tab(studio, h)
+            with gr.Tab("Text to audio (Audex)", id="audex"):
+                a = _audex_tab(h)
+            with gr.Tab("API", id="api"):
+                gr.Markdown(ui_text.api_page(studio.info()["available_models"]))
+                with gr.Row():
+                    info_button = gr.Button("Call /model_info", size="sm")
+                    inspect_button = gr.Button("Call /inspect_audio on the source clip", size="sm")
+                api_result = gr.JSON(label="Result", elem_id="api-result")
+            with gr.Tab("About", id="about"):
+                gr.Markdown(ui_text.about_page(studio.config.limits, MAX_FILE_SIZE, MAX_AUDEX_SECONDS,
+                                               DECODED_AUDEX_SECONDS))
+
+        # Model endpoints: validated before the queue, one GPU queue for both.
+        edit = e.run.click(
+            h.edit_audio,
+            inputs=[e.audio, e.instruction, e.model, e.seconds, e.nfe, e.cfg, e.sway, e.t_grid, e.seed, e.randomize],
+            outputs=[e.output, e.figure, e.manifest, e.state],
+            validator=h.check_edit, api_name="edit_audio", api_description=h.edit_audio.__doc__,
+            concurrency_id=GPU_QUEUE, concurrency_limit=1,
+        )
+        edit.success(h.after_edit, e.state, [e.seed, e.manifest_file, status], **private)
+        audex = a.run.click(
+            h.text_to_audio,
+            inputs=[a.caption, a.cfg, a.max_seconds, a.temperature, a.top_k, a.seed, a.randomize, a.compare],
+            outputs=[a.output, a.figure, a.report, a.manifest, a.state],
+            validator=h.check_audex, api_name="text_to_audio", api_description=h.text_to_audio.__doc__,
+            concurrency_id=GPU_QUEUE, concurrency_limit=1,
+        )
+        audex.success(h.after_audex, a.state, [a.seed, a.manifest_file, a.report_md, status], **private)
+        e.stop.click(h.stop, None, None, cancels=[edit], **private)
+        a.stop.click(h.stop, None, None, cancels=[audex], **private)
+
+        # Cheap public helpers, outside the queue.
+        info_button.click(h.model_info, None, api_result, api_name="model_info", queue=False,
+                          api_description=h.model_info.__doc__)
+        inspect_button.click(h.inspect_audio, e.audio, api_result, api_name="inspect_audio", queue=False,
+                             api_description=h.inspect_audio.__doc__)
+
+        # UI plumbing.
+        e.model.change(h.on_model_change, e.model, [e.nfe, e.cfg, e.sway, e.t_grid, e.knob_note], **private)
+        fields = [e.mode, e.text, e.original, e.option, e.amount]
+        builder = [e.task, *fields, e.source_seconds]
+        e.task.change(field_updates, e.task, fields, **private)
+        e.audio.change(h.on_audio_change, e.audio, [e.verdict, e.source_seconds], **private).then(
+            h.preview, builder, [e.built_md, e.built], **private)
+        gr.on([e.task.change] + [f.change for f in fields], h.preview, builder, [e.built_md, e.built], **private)
+        e.use_built.click(h.apply_built, e.built, [e.instruction, e.seconds], **private)
+        e.use_as_input.click(lambda path: path, e.output, e.audio, **private)
+        demo.load(h.status, None, status, **private)
+
+    demo.queue(max_size=QUEUE_MAX_SIZE, default_concurrency_limit=1)
+    return demo

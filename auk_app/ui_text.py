@@ -1,0 +1,146 @@
+"""Every sentence the UI shows that is built from data: status line, banners, notes, API and About pages.
+
+Plain strings (Markdown), no gradio: kept apart from the layout so the wording can be read and
+tested on its own.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from auk_app import instructions
+from auk_app.config import Limits
+from auk_app.resolve import AUDEX, AUK_BASE, AUK_FLASH, QWEN_OMNI, XCODEC1
+from auk_app.service import GET_WEIGHTS
+
+_RELIABILITY = {True: "reliable", False: "often unstable", None: "not tested"}  # community tests (peer_apps §1.1)
+_VERDICT_MARKS = {"ok": "✓ Ready:", "warning": "⚠ Usable, but:", "rejected": "✗ Refused:"}
+
+
+def status_line(info: dict[str, Any]) -> str:
+    """What is loaded, on which device and dtype, and which Audex is in use (from Studio.info())."""
+    models = info["models"]
+    default = models[info["default_model"]]["label"]
+    loaded = models[info["loaded_model"]]["label"] if info["loaded_model"] else "none yet (loads on the first run)"
+    audex = "tiny untrained demo" if info["audex_demo"] else "Nemotron-Labs-Audex-2B"
+    return (
+        f"**AuK default:** {default} · **loaded:** {loaded} · **device:** {info['device']} · "
+        f"**dtype:** {info['dtype']} · **Audex:** {audex}"
+    )
+
+
+def demo_banner() -> str:
+    return (
+        "⚠ **The embedded demo model is in use, not the released AuK weights.** AuK-Tiny is a small model "
+        "trained for this app: it shows every step of the pipeline, not the quality of AuK. " + GET_WEIGHTS
+    )
+
+
+def audex_banner() -> str:
+    return (
+        "⚠ **Demo mode: Audex here is a tiny, untrained language model with a tiny codec.** It shows the "
+        "mechanics (phase-masked sampling, the validity report, decoding at 16 kHz), not sound quality. "
+        f"For the released model set `{AUDEX.env_var}` and `{XCODEC1.env_var}` (or pass `--audex` and `--xcodec`)."
+    )
+
+
+def upload_verdict(findings: dict[str, Any] | None) -> str:
+    """The upload check's one line under the player."""
+    if findings is None:
+        return "No clip: the instruction alone generates audio (set a duration)."
+    return f"{_VERDICT_MARKS[findings['verdict']]} {findings['message']}"
+
+
+def flash_note(label: str, steps: int, grid: str) -> str:
+    return (
+        f"**Locked: {label} runs a fixed recipe:** {steps} steps, no guidance (cfg 0) and its own time grid `{grid}`. "
+        "It is a distilled student that only works this way (guidance blows up the amplitude), so these fields "
+        "are locked. Values sent through the API are ignored and listed under `ignored` in the manifest."
+    )
+
+
+def base_note(label: str) -> str:
+    return f"Empty fields use {label}'s defaults (shown in grey). A custom time grid replaces nfe and sway."
+
+
+def builder_preview(built: instructions.Built) -> str:
+    """The builder's result: instruction, duration with its reason, what is missing, reliability."""
+    duration = built.duration
+    when = f"{duration.seconds:g} s, " if duration.seconds else ""
+    lines = [f"**Instruction:** `{built.instruction}`", f"**Duration:** {when}{duration.reason}"]
+    if built.problem:
+        lines.append(f"⚠ {built.problem}")
+    lines += [f"_{remark}_" for remark in (built.reliability, built.note) if remark]
+    return "\n\n".join(lines)
+
+
+def api_page(available_models: list[str]) -> str:
+    models = ", ".join(f"`{key}`" for key in available_models)
+    return f"""
+### Calling AuK Studio from Python
+
+Every endpoint is named and every parameter has a default, so send only what you need. Files come
+back as local paths; `Client(..., download_files=False)` returns URLs instead.
+
+```python
+from gradio_client import Client, handle_file
+
+client = Client("http://127.0.0.1:7860/")
+wav, figure, manifest = client.predict(
+    audio=handle_file("speech.wav"), instruction="Decrease the volume by 10 dB.",
+    seed=42, randomize_seed=False, api_name="/edit_audio")
+print(manifest["seed"], manifest["gen_frames"], manifest["timings"])
+```
+
+| Endpoint | Parameters (defaults) | Returns |
+|---|---|---|
+| `/edit_audio` | `audio` (None), `instruction`, `model` ("auto"; or {models}), `seconds` (0 = exactly the source's length), `nfe`, `cfg`, `sway` (None = the model's defaults), `t_grid` (None = default; comma-separated), `seed` (0), `randomize_seed` (True) | WAV (24 kHz, PCM16), before/after PNG, manifest |
+| `/text_to_audio` | `caption`, `cfg` (3.0), `max_seconds`, `temperature` (1.0), `top_k` (80), `seed` (0), `randomize_seed` (True), `compare_unmasked` (False) | WAV (16 kHz, PCM16), PNG, validity report, manifest |
+| `/inspect_audio` | `audio` | `sample_rate`, `channels`, `duration_s`, `peak`, `rms`, `silent`, `clipping`, `verdict`, `message` |
+| `/model_info` | none | `available_models`, `loaded_model`, `device`, `dtype`, `demo`, … |
+
+`randomize_seed=True` replaces `seed` with a fresh one; the seed used is always in the manifest.
+A bad value is refused with a sentence naming the limit: a `ValidationError` before the request
+is queued, or an `AppError`. Both model endpoints share one queue and run one at a time.
+"""
+
+
+def about_page(limits: Limits, max_file_size: str, audex_seconds: float, decoded_seconds: float) -> str:
+    repos = "\n".join(
+        f"| {repo.repo_id} | `{repo.env_var}` | `{repo.download_command}` |"
+        for repo in (AUK_BASE, AUK_FLASH, QWEN_OMNI, AUDEX, XCODEC1)
+    )
+    tasks = "\n".join(f"| {t.category} | {t.name} | `{_example(t)}` | {_RELIABILITY[t.reliable]} |"
+                      for t in instructions.TASKS)
+    return f"""
+### Models
+**AuK** edits or generates 24 kHz speech and audio from an instruction: a diffusion transformer with flow
+matching over a VAE's 50 Hz latents, conditioned on Qwen2.5-Omni-3B. **AuK-Flash** is its 4-step distilled
+student. **Audex** makes 16 kHz sound from a caption: a language model samples XCodec1's four-codebook tokens
+under an RVQ phase mask. The embedded **AuK-Tiny** and the tiny Audex demo show the mechanics only.
+
+### Limits
+Source clips up to {limits.max_input_seconds:g} s and {limits.max_channels} channels; targets up to
+{limits.max_target_seconds:g} s; nfe {limits.min_nfe}–{limits.max_nfe}; cfg 0–{limits.max_cfg:g};
+sway {limits.min_sway:g} to {limits.max_sway:g}; instructions up to {limits.max_instruction_chars} characters;
+uploads up to {max_file_size.upper()}. Audex: up to {audex_seconds:g} s of tokens, of which {decoded_seconds:g} s are decoded.
+
+### Getting the released weights
+| Repository | Environment variable | Download |
+|---|---|---|
+{repos}
+
+Or start the app with `--download`. `python app.py --help` lists every option.
+
+### Tasks AuK understands
+The task is chosen by the wording alone; the builder on the first tab writes these templates for you.
+
+| Category | Task | Example wording | Without the prompt enhancer |
+|---|---|---|---|
+{tasks}
+"""
+
+
+def _example(task: instructions.Task) -> str:
+    """The task's template filled with its defaults and placeholder examples."""
+    return task.render({name: slot.default or slot.placeholder for name, slot in task.slots.items()})

@@ -1,0 +1,97 @@
+"""The upload check: what a clip is, and whether the model can use it, before it costs a GPU slot.
+
+The app runs this as the Gradio validator of every AuK request and as ``/inspect_audio``. It
+never raises for a bad clip; it returns findings with a verdict (``ok``, ``warning`` or
+``rejected``) and one English message that names the problem and the fix. The rejections are
+validate.check_clip's (unreadable, empty, non-finite, too short, too long, too many channels)
+plus silence, which the pipeline would accept and turn into a meaningless edit.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from auk_app import dsp
+from auk_app.audio_io import read_audio
+from auk_app.config import AUK_SAMPLE_RATE, Limits
+from auk_app.errors import InputError
+from auk_app.levels import dbfs_or_none
+from auk_app.validate import check_clip
+
+# −80 dBFS: ten times the 16-bit step (1/32768 ≈ −90 dBFS), so a clip below it holds dither at most.
+SILENCE_PEAK = 1e-4
+# |x| at or above this is full scale for every PCM depth (PCM16's largest sample is 32767/32768).
+FULL_SCALE = 0.999
+CLIP_RUN = 3  # consecutive full-scale samples: a flat top, not just one loud peak
+
+
+def check_upload(path: str | Path | None, limits: Limits = Limits()) -> dict[str, Any]:
+    """Findings for the clip at ``path``: the keys below, JSON-serialisable (None where unknown)."""
+    findings: dict[str, Any] = {
+        "sample_rate": None, "channels": None, "duration_s": None, "peak": None, "rms": None,
+        "peak_dbfs": None, "rms_dbfs": None, "silent": None, "clipping": None,
+        "verdict": "rejected", "message": "",
+    }
+    if path is None:
+        findings["message"] = "No audio was given. Upload or record a clip to check."
+        return findings
+    try:
+        waveform = read_audio(path)
+    except InputError as exc:
+        findings["message"] = str(exc)
+        return findings
+    mono = dsp.to_mono(waveform.samples)
+    finite = bool(np.isfinite(mono).all())
+    findings.update(sample_rate=waveform.sample_rate, channels=waveform.channels, duration_s=round(waveform.seconds, 4))
+    if finite and mono.size:
+        peak, rms = dsp.peak(mono), dsp.rms(mono)
+        findings.update(
+            peak=round(peak, 6), rms=round(rms, 6), silent=peak < SILENCE_PEAK, clipping=_clips(waveform.samples),
+            peak_dbfs=dbfs_or_none(peak), rms_dbfs=dbfs_or_none(rms),
+        )
+    try:
+        check_clip(mono, waveform.sample_rate, limits, channels=waveform.channels)
+    except InputError as exc:
+        findings["message"] = str(exc)
+        return findings
+    if findings["silent"]:
+        findings["message"] = (
+            f"The clip is silent (peak {_level(findings['peak_dbfs'])}, below −80 dBFS): there is nothing to edit. "
+            "Upload a clip with sound in it, or remove it to generate speech from the instruction alone."
+        )
+        return findings
+    notes = []
+    if findings["clipping"]:
+        findings["verdict"] = "warning"
+        notes.append("It clips (flat tops at full scale); the edit will keep that distortion.")
+    else:
+        findings["verdict"] = "ok"
+    conversions = []
+    if waveform.channels > 1:
+        conversions.append(f"mixed from {waveform.channels} channels to mono")
+    if waveform.sample_rate != AUK_SAMPLE_RATE:
+        conversions.append(f"resampled from {waveform.sample_rate / 1000:g} kHz to 24 kHz")
+    summary = (
+        f"{waveform.seconds:.2f} s, {waveform.sample_rate / 1000:g} kHz, {waveform.channels} channel(s), "
+        f"peak {_level(findings['peak_dbfs'])}, RMS {_level(findings['rms_dbfs'])}."
+    )
+    if conversions:
+        notes.append(f"It will be {' and '.join(conversions)}.")
+    findings["message"] = " ".join([summary, *notes])
+    return findings
+
+
+def _clips(samples: np.ndarray) -> bool:
+    """Any channel with ``CLIP_RUN`` consecutive samples at full scale."""
+    hot = np.abs(samples) >= FULL_SCALE
+    if hot.shape[1] < CLIP_RUN or not hot.any():
+        return False
+    window = np.ones(CLIP_RUN, dtype=np.int32)
+    return any(np.convolve(row.astype(np.int32), window, mode="valid").max() >= CLIP_RUN for row in hot)
+
+
+def _level(db: float | None) -> str:
+    return "−∞ dBFS" if db is None else f"{db:.1f} dBFS"

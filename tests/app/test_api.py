@@ -1,0 +1,245 @@
+"""The public API, driven through gradio_client against the launched app (demo model, CPU).
+
+Runs are kept tiny (sub-second clips, nfe 4, a few hundred Audex tokens) so the module stays
+well under a minute on two busy cores.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+import soundfile as sf
+from gradio_client import handle_file
+from gradio_client.exceptions import AppError, ValidationError
+
+from auk_app.auk.checkpoint import FLASH_T_GRID, read_auk_checkpoint
+
+# gradio's queue uses pandas options that pandas 3 deprecates; not ours to fix.
+pytestmark = pytest.mark.filterwarnings("ignore:.*(no_silent_downcasting|copy keyword)")
+FAST = {"nfe": 4, "randomize_seed": False}  # a few Euler steps keep every edit sub-second on a CPU
+
+CONTRACT = {
+    "/edit_audio": (["audio", "instruction", "model", "seconds", "nfe", "cfg", "sway", "t_grid", "seed",
+                     "randomize_seed"], 3),
+    "/text_to_audio": (["caption", "cfg", "max_seconds", "temperature", "top_k", "seed", "randomize_seed",
+                        "compare_unmasked"], 4),
+    "/inspect_audio": (["audio"], 1),
+    "/model_info": ([], 1),
+}
+
+
+def _edit(client, clip=None, instruction="Decrease the volume by 10 dB.", **knobs):
+    audio = None if clip is None else handle_file(str(clip))
+    return client.predict(audio=audio, instruction=instruction, api_name="/edit_audio", **{**FAST, **knobs})
+
+
+def _pcm(path) -> np.ndarray:
+    data, rate = sf.read(str(path), dtype="int16")
+    assert rate in (16_000, 24_000)
+    return data
+
+
+# ----------------------------------------------------------------------------- contract
+
+
+def test_view_api_is_the_documented_contract(client):
+    endpoints = client.view_api(return_format="dict", print_info=False)["named_endpoints"]
+    assert set(endpoints) == set(CONTRACT)  # the UI plumbing is private
+    for name, (parameters, n_returns) in CONTRACT.items():
+        info = endpoints[name]
+        assert [p["parameter_name"] for p in info["parameters"]] == parameters, name
+        assert all(p["parameter_has_default"] for p in info["parameters"]), name
+        assert len(info["returns"]) == n_returns, name
+    defaults = {p["parameter_name"]: p["parameter_default"] for p in endpoints["/edit_audio"]["parameters"]}
+    assert defaults == {"audio": None, "instruction": None, "model": "auto", "seconds": 0, "nfe": None, "cfg": None,
+                        "sway": None, "t_grid": None, "seed": 0, "randomize_seed": True}
+
+
+def test_model_info(client, demo_dir):
+    info = client.predict(api_name="/model_info")
+    assert {"available_models", "loaded_model", "device", "dtype", "demo"} <= info.keys()
+    assert info["available_models"][:2] == ["auto", "demo"]
+    assert info["demo"] is True and info["device"] == "cpu" and info["dtype"] == "float32"
+
+
+# ----------------------------------------------------------------------------- /edit_audio
+
+
+def test_edit_with_automatic_duration_returns_exactly_the_source_length(client, clips, demo_dir):
+    wav, figure, manifest = _edit(client, clips.voice, seed=1234)
+    data = _pcm(wav)
+    assert data.ndim == 1 and data.shape[0] == 14_400  # 0.6 s at 24 kHz, not rounded to whole frames
+    assert sf.info(wav).subtype == "PCM_16"
+    assert open(figure, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
+    defaults = read_auk_checkpoint(demo_dir).defaults
+    assert manifest["seed"] == 1234 and manifest["randomized_seed"] is False
+    assert manifest["sample_rate"] == 24_000 and manifest["model"] == "demo"
+    assert (manifest["nfe"], manifest["cfg"], manifest["sway"], manifest["t_grid"]) == (4, defaults["cfg"],
+                                                                                      defaults["sway"], None)
+    assert manifest["gen_frames"] == 30 and manifest["seconds"] == pytest.approx(0.6)
+    assert {"condition", "sample", "decode", "total", "render"} <= manifest["timings"].keys()
+    assert manifest["output"]["sha256"] and manifest["source"]["channels"] == 1
+
+
+def test_empty_knobs_mean_the_checkpoints_defaults(client, clips, demo_dir):
+    _, _, manifest = _edit(client, clips.voice, seed=5, nfe=None)
+    defaults = read_auk_checkpoint(demo_dir).defaults
+    assert (manifest["nfe"], manifest["cfg"], manifest["sway"]) == (defaults["nfe"], defaults["cfg"], defaults["sway"])
+
+
+def test_text_only_generation_with_a_custom_grid_and_a_randomised_seed(client):
+    wav, _, manifest = client.predict(instruction="Generate speech based on the following description: \"calm\". "
+                                      "The content to speak is: \"hi\".", seconds=0.5, t_grid="0, 0.5, 1",
+                                      randomize_seed=True, seed=7, api_name="/edit_audio")
+    assert _pcm(wav).shape == (12_000,) and manifest["gen_frames"] == 25
+    assert manifest["t_grid"] == [0.0, 0.5, 1.0] and manifest["nfe"] == 2
+    assert manifest["randomized_seed"] is True and isinstance(manifest["seed"], int) and manifest["seed"] >= 0
+    assert manifest["source"] is None
+
+
+def test_stereo_44k_source_is_mixed_resampled_and_matched_in_length(client, clips):
+    wav, _, manifest = _edit(client, clips.stereo, seed=3, model="demo")
+    assert _pcm(wav).shape == (12_000,)  # 0.5 s at 24 kHz
+    assert manifest["source"]["sample_rate"] == 44_100 and manifest["source"]["channels"] == 2
+
+
+BAD_UPLOADS = [
+    ("silent", "silent"),
+    ("empty", "empty"),
+    ("nan", "NaN"),
+    ("too_long", "the limit is 30 s"),
+    ("too_short", "at least 20 ms"),
+    ("too_many_channels", "9 channels"),
+    ("unreadable", "Could not read"),
+]
+
+
+@pytest.mark.parametrize(("clip", "words"), BAD_UPLOADS)
+def test_bad_uploads_are_refused_before_the_queue_with_their_own_message(client, clips, clip, words):
+    with pytest.raises(ValidationError) as refused:
+        _edit(client, getattr(clips, clip), seed=1)
+    assert "- audio:" in str(refused.value) and words in str(refused.value)
+    findings = client.predict(handle_file(str(getattr(clips, clip))), api_name="/inspect_audio")
+    assert findings["verdict"] == "rejected" and words in findings["message"]
+
+
+BAD_VALUES = [
+    ({"instruction": "  "}, "instruction", "The instruction is empty"),
+    ({"model": "base"}, "model", "Unknown model 'base'. Choose one of: auto, demo."),
+    ({"seconds": -1}, "seconds", "positive number of seconds; got -1"),
+    ({"seconds": 45}, "seconds", "the limit is 30 s"),
+    ({"nfe": 1000}, "nfe", "from 1 to 64; got 1000"),
+    ({"nfe": 4.5}, "nfe", "whole number"),
+    ({"cfg": -2}, "cfg", "between 0 and 10"),
+    ({"sway": 3}, "sway", "between -1 and 1"),
+    ({"t_grid": "0, 0.6, 0.3, 1"}, "t_grid", "strictly increasing"),
+    ({"t_grid": "zero, one"}, "t_grid", "not a comma-separated list of numbers"),
+    ({"seed": -5}, "seed", "0 to 2^63-1; got -5"),
+]
+
+
+@pytest.mark.parametrize(("knobs", "parameter", "words"), BAD_VALUES, ids=[b[1] + str(i) for i, b in enumerate(BAD_VALUES)])
+def test_every_knob_is_validated_server_side_with_a_specific_message(client, clips, knobs, parameter, words):
+    with pytest.raises(ValidationError) as refused:
+        _edit(client, clips.voice, **{"seed": 1, **knobs})
+    assert f"- {parameter}: " in str(refused.value) and words in str(refused.value)
+
+
+def test_text_only_without_a_duration_is_refused(client):
+    with pytest.raises(ValidationError, match="no length to match"):
+        client.predict(instruction="Say hello.", api_name="/edit_audio")
+
+
+def test_inspect_audio_reports_a_good_clip(client, clips):
+    findings = client.predict(handle_file(str(clips.stereo)), api_name="/inspect_audio")
+    assert {"sample_rate", "channels", "duration_s", "peak", "rms", "silent", "clipping", "verdict",
+            "message"} <= findings.keys()
+    assert (findings["sample_rate"], findings["channels"], findings["verdict"]) == (44_100, 2, "ok")
+    assert client.predict(api_name="/inspect_audio")["verdict"] == "rejected"  # no clip
+
+
+def test_concurrent_clients_get_the_same_bits_as_sequential_runs(app, clips, client_for):
+    jobs = [("Decrease the volume by 10 dB.", 11), ("Raise the pitch by 2 semitones.", 22),
+            ("Decrease the volume by 10 dB.", 33), ("Remove only the background noise.", 44)]
+    sequential = [_pcm(_edit(client_for(app.url), clips.voice, text, seed=seed)[0]) for text, seed in jobs]
+    results: dict[int, np.ndarray] = {}
+    errors: list[BaseException] = []
+
+    def run(index: int) -> None:
+        try:
+            text, seed = jobs[index]
+            results[index] = _pcm(_edit(client_for(app.url), clips.voice, text, seed=seed)[0])
+        except BaseException as exc:  # surfaced below, with the thread's own error
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(jobs))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=240)
+    assert not errors, errors
+    for index, want in enumerate(sequential):
+        np.testing.assert_array_equal(results[index], want)
+    assert not np.array_equal(sequential[0], sequential[2])  # the seed matters
+
+
+# ----------------------------------------------------------------------------- Flash
+
+
+def test_flash_runs_its_fixed_recipe_and_lists_what_it_ignored(flash_app, clips, client_for):
+    _, _, manifest = _edit(client_for(flash_app.url), clips.voice, seed=9, model="flash", nfe=12, cfg=2.0)
+    assert manifest["variant"] == "flash" and manifest["model"] == "flash"
+    assert (manifest["nfe"], manifest["cfg"], manifest["sway"]) == (4, 0.0, None)
+    assert manifest["t_grid"] == pytest.approx(list(FLASH_T_GRID))
+    assert manifest["ignored"] == ["cfg", "nfe"]
+
+
+# ----------------------------------------------------------------------------- /text_to_audio
+
+
+def test_text_to_audio_with_the_unmasked_comparison(client):
+    wav, figure, report, manifest = client.predict(
+        "rain on a tin roof", max_seconds=0.5, seed=5, randomize_seed=False, compare_unmasked=True,
+        api_name="/text_to_audio",
+    )
+    assert {"phase_valid", "mismatch_count", "first_mismatch", "codec_count", "frames", "end_reason"} <= report.keys()
+    assert report["phase_valid"] is True and report["codec_count"] <= 100  # 0.5 s × 200 tokens/s
+    data, rate = sf.read(wav, dtype="int16")
+    assert rate == 16_000 and data.shape == (report["decoded_frames"] * 320,)
+    assert open(figure, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
+    assert manifest["seed"] == 5 and manifest["codec_cap"] == 100 and manifest["sample_rate"] == 16_000
+    assert manifest["report"] == report and manifest["unmasked"]["report"]["codec_count"] > 0
+    assert manifest["demo_model"] is True
+
+
+AUDEX_BAD = [
+    ({"caption": " "}, "caption", "The caption is empty"),
+    ({"cfg": 0.5}, "cfg", "between 1.0 and 10.0"),
+    ({"max_seconds": 25}, "max_seconds", "at most 20"),
+    ({"max_seconds": 0}, "max_seconds", "more than 0"),
+    ({"temperature": 0}, "temperature", "greater than 0"),
+    ({"top_k": 0}, "top_k", "at least 1"),
+    ({"seed": -1, "randomize_seed": False}, "seed", "0 to 2^63-1"),
+]
+
+
+@pytest.mark.parametrize(("knobs", "parameter", "words"), AUDEX_BAD, ids=[b[1] + str(i) for i, b in enumerate(AUDEX_BAD)])
+def test_text_to_audio_values_are_validated(client, knobs, parameter, words):
+    with pytest.raises(ValidationError) as refused:
+        client.predict(**{"caption": "rain", **knobs}, api_name="/text_to_audio")
+    assert f"- {parameter}: " in str(refused.value) and words in str(refused.value)
+
+
+def test_pipeline_errors_reach_the_client_as_their_sentence(client):
+    with pytest.raises(AppError, match="Shorten the caption or lower codec_cap"):
+        client.predict("rain " * 9000, max_seconds=20, api_name="/text_to_audio")
+
+
+def test_uploads_above_the_size_limit_are_refused(client, tmp_path):
+    big = tmp_path / "big.wav"
+    with open(big, "wb") as handle:
+        handle.truncate(51 * 1024 * 1024)  # sparse: 51 MB > the 50 MB limit
+    with pytest.raises(ValueError, match="exceeds the maximum file size of 52428800 bytes"):
+        client.predict(handle_file(str(big)), api_name="/inspect_audio")

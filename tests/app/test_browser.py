@@ -1,0 +1,90 @@
+"""The page in a real browser: Debian's chromium, headless, driven over the DevTools protocol.
+
+Loads the app (demo model plus a Flash entry), uploads a WAV, runs an edit, waits for the
+result player, checks the seed echo, then checks that choosing Flash locks the sampling knobs;
+and runs a short text-to-audio generation with the unmasked comparison.
+Screenshots go to the pytest tmp dir and, when AUK_APP_SCREENSHOTS names a folder, also there.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from cdp_browser import CHROMIUM, Browser
+
+pytestmark = [
+    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs Debian's chromium (apt-get install chromium)"),
+    pytest.mark.filterwarnings("ignore:.*(no_silent_downcasting|copy keyword)"),  # gradio's pandas use
+]
+
+SAMPLING = ("nfe", "cfg", "sway")
+KNOBS_DISABLED = "[" + ", ".join(f"document.querySelector('#{k} input').disabled" for k in SAMPLING) + "]"
+
+
+@pytest.fixture
+def browser(tmp_path):
+    page = Browser(tmp_path / "profile")
+    yield page
+    page.close()
+
+
+def _keep(shot: Path) -> Path:
+    target = os.environ.get("AUK_APP_SCREENSHOTS")
+    if target:
+        Path(target).mkdir(parents=True, exist_ok=True)
+        shutil.copy(shot, Path(target) / shot.name)
+    return shot
+
+
+def test_upload_edit_and_flash_lock_in_chromium(flash_app, clips, browser, tmp_path):
+    browser.goto(flash_app.url)
+    browser.wait_for("document.querySelector('#run-edit') !== null")
+    assert "demo model is in use" in browser.evaluate("document.querySelector('#demo-banner').innerText")
+
+    browser.set_files("#source-audio input[type=file]", [clips.voice])
+    browser.wait_for("document.querySelector('#upload-verdict').innerText.includes('Ready: 0.60 s')", timeout=30)
+    browser.type_into("#instruction textarea", "Decrease the volume by 10 dB.")
+    browser.click("#run-edit")
+    wav_url = browser.wait_for(
+        "document.querySelector('#edit-output a.download-link[href$=\".wav\"]')?.href", timeout=180)
+    browser.wait_for("document.querySelector('#edit-figure img')?.complete")
+    browser.wait_for("document.querySelector('#edit-manifest-file') !== null"
+                     " && document.querySelector('#seed input').value !== '0'")
+    seed = browser.evaluate("document.querySelector('#seed input').value")
+    assert f"_seed{seed}.wav" in wav_url  # the used (randomised) seed is written back
+    assert "loaded: AuK-Tiny (demo)" in browser.evaluate("document.querySelector('#status-line').innerText")
+    _keep(browser.screenshot(tmp_path / "auk_studio_edit.png"))
+
+    browser.click("#advanced .label-wrap")
+    browser.wait_for("document.querySelector('#sway input') !== null")  # the accordion renders on opening
+    assert browser.evaluate(KNOBS_DISABLED) == [False, False, False]
+    browser.click("#model input")
+    browser.click('li[role=option][aria-label^="AuK-Flash-test"]')
+    browser.wait_for(f"{KNOBS_DISABLED}.every(Boolean)", timeout=20)
+    assert browser.evaluate("document.querySelector('#t-grid textarea, #t-grid input').disabled")
+    assert "fixed recipe" in browser.evaluate("document.querySelector('#knob-note').innerText")
+    _keep(browser.screenshot(tmp_path / "auk_studio_flash_locked.png"))
+
+    browser.click("#model input")
+    browser.click('li[role=option][aria-label="AuK-Tiny (demo)"]')
+    browser.wait_for(f"!{KNOBS_DISABLED}.some(Boolean)", timeout=20)
+
+
+def test_text_to_audio_in_chromium(app, browser, tmp_path):
+    browser.goto(app.url)
+    browser.wait_for("document.querySelector('#run-edit') !== null")
+    browser.click("button[role=tab]:nth-of-type(2)")  # "Text to audio (Audex)"
+    assert "tiny, untrained" in browser.wait_for("document.querySelector('#audex-banner')?.innerText")
+    browser.type_into("#caption textarea", "rain on a tin roof")
+    browser.type_into("#max-seconds input", "0.5", replace=True)
+    browser.click("#compare-unmasked input")
+    browser.click("#run-audex")
+    browser.wait_for("document.querySelector('#audex-output a.download-link[href$=\".wav\"]') !== null", timeout=120)
+    table = browser.wait_for("document.querySelector('#rvq-report table')?.innerText")
+    assert "With the phase mask" in table and "Without the mask" in table
+    browser.wait_for("document.querySelector('#audex-figure img')?.complete")
+    _keep(browser.screenshot(tmp_path / "auk_studio_text_to_audio.png"))

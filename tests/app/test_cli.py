@@ -1,0 +1,57 @@
+"""``python app.py``: the documented options, and a clean start from an empty directory."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+APP = Path(__file__).resolve().parents[2] / "app.py"
+
+OPTIONS = ("--host", "--port", "--share", "--auk-base", "--auk-flash", "--qwen", "--audex", "--xcodec", "--download",
+           "--device", "--dtype", "--preload", "--default-model")
+
+
+def test_help_lists_every_option_and_the_defaults():
+    done = subprocess.run([sys.executable, str(APP), "--help"], capture_output=True, text=True,
+                          timeout=60, check=True)
+    for option in OPTIONS:
+        assert option in done.stdout, option
+    for fact in ("127.0.0.1", "7860", "GRADIO_SERVER_NAME", "GRADIO_SERVER_PORT", "AUK_BASE_DIR", "AUK_QWEN_DIR",
+                 "XCODEC1_PATH", "hf download tencent/AuK"):
+        assert fact in " ".join(done.stdout.split()), fact
+
+
+def test_app_starts_serves_the_demo_and_writes_nothing_where_it_runs(app_command, port, client_for, tmp_path):
+    workdir = tmp_path / "cwd"
+    workdir.mkdir()
+    (tmp_path / "tmp").mkdir()
+    env = {**os.environ, "GRADIO_SERVER_PORT": str(port), "GRADIO_TEMP_DIR": str(tmp_path / "gradio"),
+           "GRADIO_ANALYTICS_ENABLED": "False", "TMPDIR": str(tmp_path / "tmp")}
+    server = subprocess.Popen(app_command, cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True)
+    try:
+        deadline = time.monotonic() + 150
+        while True:
+            if server.poll() is not None:
+                pytest.fail(f"app.py exited with {server.returncode}:\n{server.stdout.read()}")
+            try:
+                info = client_for(f"http://127.0.0.1:{port}/").predict(api_name="/model_info")
+                break
+            except Exception:  # not listening yet
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(1)
+        assert info["demo"] is True and info["default_model"] == "demo"
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+    assert list(workdir.iterdir()) == []

@@ -1,0 +1,75 @@
+"""The event functions called directly: Stop, error translation, Flash locking, builder plumbing, GPU budgets."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+
+@pytest.fixture(scope="module")
+def handlers(app):
+    from auk_app.ui_handlers import Handlers
+
+    return Handlers(app.studio)
+
+
+def test_stop_ends_the_callers_own_run_at_the_next_step(handlers, clips):
+    import gradio as gr
+
+    me, other = SimpleNamespace(session_hash="me"), SimpleNamespace(session_hash="someone else")
+    phases = []
+
+    def progress(fraction, desc=None, unit=None):
+        phases.append(desc)
+        if desc.startswith("Sampling"):
+            handlers.stop(other)  # another session's Stop must not touch this run…
+            handlers.stop(me)  # …this session's does
+
+    with pytest.raises(gr.Error, match="Stopped before the result was ready"):
+        handlers.edit_audio(str(clips.voice), "Decrease the volume by 10 dB.", nfe=8, seed=1, randomize_seed=False,
+                            progress=progress, request=me)
+    assert sum(desc.startswith("Sampling") for desc in phases) == 1
+    assert phases[0] == "Loading the model (first run only)"
+
+
+def test_unexpected_failures_are_named_not_hidden(handlers, monkeypatch):
+    import gradio as gr
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(handlers.studio, "edit", broken)
+    with pytest.raises(gr.Error, match=r"failed unexpectedly \(RuntimeError: disk full\)"):
+        handlers.edit_audio(None, "Say hi.", seconds=1, progress=lambda *a, **k: None)
+
+
+def test_flash_locks_the_sampling_knobs_with_the_reason(flash_app):
+    from auk_app.ui_handlers import knob_updates
+
+    flash, demo = (flash_app.studio.entry(name) for name in ("flash", "demo"))
+    locked = knob_updates(flash)
+    assert [u["interactive"] for u in locked[:4]] == [False] * 4
+    assert "fixed recipe" in locked[4]["value"] and "0.07612" in locked[4]["value"]
+    unlocked = knob_updates(demo)
+    assert [u["interactive"] for u in unlocked[:4]] == [True] * 4
+    assert unlocked[0]["placeholder"] == f"default: {demo.checkpoint.defaults['nfe']}"
+
+
+def test_builder_fields_follow_the_task(handlers):
+    from auk_app.ui_handlers import field_updates
+
+    mode, text, original, option, amount = field_updates("volume")
+    assert mode["visible"] and mode["choices"] == ["Increase", "Decrease"] and amount["value"] == "10"
+    assert not text["visible"] and not original["visible"] and not option["visible"]
+    preview, built = handlers.preview("speed", None, None, None, None, "2.0", 3.0)
+    assert built == {"instruction": "Adjust the speech speed to 2.0x.", "seconds": 1.5}
+    assert "1.5 s" in preview and "source 3.00 s ÷ 2" in preview
+
+
+def test_gpu_budgets_grow_with_the_request():
+    from auk_app.ui_handlers import audex_gpu_seconds, edit_gpu_seconds
+
+    assert edit_gpu_seconds(None, "x", "auto", 5, 8) < edit_gpu_seconds(None, "x", "auto", 30, 64) <= 180
+    assert edit_gpu_seconds(seconds="junk") > 0
+    assert audex_gpu_seconds("rain", 3.0, 2) < audex_gpu_seconds("rain", 3.0, 20, compare_unmasked=True) <= 180

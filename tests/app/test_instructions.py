@@ -1,0 +1,101 @@
+"""The instruction builder: canonical wording of spec/auk.md §7 and the duration rules."""
+
+from __future__ import annotations
+
+import pytest
+
+from auk_app import instructions
+from auk_app.config import Limits
+from auk_app.instructions import build, frames_up, speech_seconds
+
+
+def test_catalogue_covers_the_sixteen_tasks_of_the_spec():
+    assert len(instructions.TASKS) == 16
+    assert len({t.key for t in instructions.TASKS}) == 16
+    assert {t.category for t in instructions.TASKS} == {
+        "Speech generation", "Content editing", "Acoustic editing", "Paralinguistic", "Enhancement & separation",
+    }
+
+
+@pytest.mark.parametrize("task", instructions.TASKS, ids=lambda t: t.key)
+def test_every_task_renders_a_complete_sentence(task):
+    fields = {name: slot.default or "some words" for name, slot in task.slots.items()}
+    built = build(task.key, fields, source_seconds=4.0 if task.needs_audio else None)
+    assert built.instruction and "{" not in built.instruction
+    assert built.instruction.rstrip()[-1] in '."’'
+    assert set(task.slots) <= set(instructions.FIELD_NAMES)
+    assert all(bool(slot.choices) == (name in instructions.CHOICE_FIELDS) for name, slot in task.slots.items())
+    assert built.problem == ""
+
+
+@pytest.mark.parametrize(
+    ("key", "fields", "expected"),
+    [
+        ("pitch", {"mode": "Lower", "amount": "3"}, "Lower the pitch by 3 semitones."),
+        ("speed", {"amount": "0.75"}, "Adjust the speech speed to 0.75x."),
+        ("volume", {"mode": "Increase", "amount": "15"}, "Increase the volume by 15 dB."),
+        ("emotion", {"option": "sad"}, "Change the emotion to sad."),
+        ("content_edit", {"mode": "Replace", "original": "seven", "text": "eight"}, "Replace 'seven' with 'eight'."),
+        ("content_edit", {"mode": "Add after", "original": "hello", "text": "there"}, "Add 'there' after 'hello'."),
+        ("content_edit", {"mode": "Remove", "text": "um"}, "Remove 'um'."),
+        ("zero_shot_tts", {"text": "Hi there."}, 'Say the following with the same voice: "Hi there."'),
+        ("instruct_tts", {"original": "A deep voice", "text": "Hello."},
+         'Generate speech based on the following description: "A deep voice". The content to speak is: "Hello.".'),
+        ("nonverbal", {"mode": "Remove all", "option": "cough"}, "Remove all coughs from the audio."),
+        ("nonverbal", {"mode": "Add at the end", "option": "laugh"}, "Add a laugh at the end of the speech."),
+        ("speech_separation", {"option": "second"},
+         "Keep only the second speaker to start talking and remove all other speakers."),
+        ("target_speaker", {"text": "see you"}, 'Keep only the speaker who says "see you" and remove all other speakers.'),
+        ("enhance", {"mode": "Repair", "option": "muffling"}, "Repair the muffling and restore natural, clear speech."),
+    ],
+)
+def test_templates_match_the_spec(key, fields, expected):
+    assert build(key, fields, source_seconds=3.0).instruction == expected
+
+
+def test_chinese_text_uses_the_chinese_template_and_rate():
+    built = build("instruct_tts", {"original": "温柔的女声", "text": "你好世界"}, source_seconds=None)
+    assert built.instruction.startswith("请基于下面的描述")
+    assert speech_seconds("你好世界") == pytest.approx(12 * 0.0803)  # 4 characters, 3 UTF-8 bytes each
+
+
+def test_same_length_tasks_ask_for_automatic_duration():
+    built = build("volume", {}, source_seconds=3.456)
+    assert built.duration.seconds == 0
+    assert "3.46 s" in built.duration.reason
+
+
+def test_speed_divides_the_source_and_rounds_up_to_whole_frames():
+    built = build("speed", {"amount": "1.5"}, source_seconds=3.0)
+    assert built.duration.seconds == pytest.approx(2.0)
+    assert build("speed", {"amount": "0.75"}, source_seconds=3.01).duration.seconds == pytest.approx(4.02)
+
+
+def test_tts_estimate_is_0_0656_s_per_byte():
+    text = "x" * 100
+    built = build("zero_shot_tts", {"text": text}, source_seconds=2.0)
+    assert built.duration.seconds == pytest.approx(frames_up(6.56))
+    assert speech_seconds("Hi") == pytest.approx(2 * 0.0656 / 0.3)  # very short texts are spoken slowly
+
+
+def test_emotion_uses_the_enhancers_stretch():
+    assert build("emotion", {"option": "sad"}, source_seconds=5.0).duration.seconds == pytest.approx(6.1)
+    assert build("emotion", {"option": "happy"}, source_seconds=5.0).duration.seconds == pytest.approx(5.3)
+
+
+def test_estimates_are_capped_at_the_target_limit():
+    built = build("instruct_tts", {"original": "calm", "text": "word " * 200}, source_seconds=None,
+                  limits=Limits(max_target_seconds=30.0))
+    assert built.duration.seconds == 30.0
+    assert "capped" in built.duration.reason
+
+
+def test_content_edit_adds_the_length_of_the_changed_words():
+    built = build("content_edit", {"mode": "Replace", "original": "one", "text": "one hundred"}, source_seconds=2.0)
+    assert built.duration.seconds == pytest.approx(frames_up(2.0 + 8 * 0.0656), abs=1e-9)
+
+
+def test_problems_name_what_is_missing():
+    assert build("timbre", {}, source_seconds=2.0).problem == "Fill in: New timbre."
+    assert "upload or record" in build("volume", {}, source_seconds=None).problem
+    assert "remove the clip" in build("instruct_tts", {"original": "a", "text": "b"}, source_seconds=2.0).problem

@@ -1,0 +1,33 @@
+"""The import rule: gradio only in the UI layer, and the model packages never reach up into it."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[2] / "auk_app"
+UI_LAYER = {"ui.py", "ui_handlers.py"}
+
+
+def _imports(path: Path) -> set[str]:
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+    return names
+
+
+def test_only_the_ui_layer_imports_gradio():
+    importers = {p.name for p in PACKAGE.rglob("*.py") if any(n.split(".")[0] == "gradio" for n in _imports(p))}
+    assert importers == UI_LAYER
+
+
+def test_models_and_pipelines_do_not_import_the_app_layer():
+    app_layer = {f"auk_app.{p.stem}" for p in PACKAGE.glob("*.py")} - {
+        "auk_app.config", "auk_app.errors", "auk_app.dsp", "auk_app.runtime", "auk_app.weights", "auk_app.audio_io",
+        "auk_app.validate", "auk_app.resolve", "auk_app.__init__",
+    }
+    for path in [*PACKAGE.glob("auk/*.py"), *PACKAGE.glob("audex/*.py")]:
+        assert not (_imports(path) & app_layer), path

@@ -1,0 +1,132 @@
+"""What a result becomes: level-true WAV, PNG figures, manifests, the report table and the UI wording."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import types
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+from auk_app import levels, outputs, rvq_table, ui_text, zerogpu
+from auk_app.auk.pipeline import EditResult
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+SR = 24_000
+
+
+def _sine(seconds: float, amplitude: float, rate: int = SR) -> np.ndarray:
+    t = np.arange(int(seconds * rate)) / rate
+    return (amplitude * np.sin(2 * np.pi * 440 * t)).astype(np.float32)
+
+
+def _result(wav: np.ndarray) -> EditResult:
+    record = {
+        "model": "AuK-Tiny (demo)", "variant": "base", "checkpoint": "/ckpt", "instruction": "Decrease the volume by 10 dB.",
+        "seed": 11, "nfe": 16, "cfg": 1.0, "sway": -1.0, "t_grid": None, "ignored": [], "gen_frames": 25,
+        "ref_frames": 25, "frames_capped": False, "fit_to_source": True, "seconds": wav.size / SR,
+        "sample_rate": SR, "vae_sample": False, "condition_cache_hit": False,
+        "timings": {"sample": 0.1, "total": 0.2}, "rtf": 0.4, "device": "cpu", "dtype": "float32",
+    }
+    return EditResult(wav=wav, sample_rate=SR, record=record)
+
+
+ENTRY = SimpleNamespace(key="demo", label="AuK-Tiny (demo)", demo=True)
+
+
+def test_the_wav_keeps_the_models_level(tmp_path, clips):
+    quiet = _sine(0.5, 0.1)  # −20 dBFS: Gradio's float path would have raised this to full scale
+    made = outputs.render_edit(_result(quiet), ENTRY, source_path=clips.voice, requested={},
+                               randomized_seed=False, root=tmp_path)
+    info = sf.info(str(made.audio))
+    assert (info.samplerate, info.channels, info.subtype) == (SR, 1, "PCM_16")
+    back, _ = sf.read(str(made.audio), dtype="float32")
+    np.testing.assert_allclose(back, quiet, atol=1.5 / 32768)  # PCM16 rounding only
+    assert made.manifest["output"]["peak_dbfs"] == pytest.approx(-20.0, abs=0.01)
+    assert made.manifest["level_change"]["peak_dbfs"] == pytest.approx(-20.0 - 20 * np.log10(0.5), abs=0.05)
+
+
+def test_edit_deliverables_live_in_a_fresh_folder_with_a_complete_manifest(tmp_path, clips):
+    made = outputs.render_edit(_result(_sine(0.6, 0.3)), ENTRY, source_path=clips.voice,
+                               requested={"seconds": 0, "nfe": None}, randomized_seed=True, root=tmp_path)
+    assert made.audio.parent == made.figure.parent == made.manifest_file.parent
+    assert made.audio.parent.parent == tmp_path
+    assert made.figure.read_bytes()[:8] == PNG_MAGIC
+    on_disk = json.loads(made.manifest_file.read_text())
+    assert on_disk == made.manifest
+    for key in ("seed", "sample_rate", "model", "nfe", "cfg", "sway", "t_grid", "gen_frames", "seconds", "timings",
+                "ignored", "checkpoint", "versions", "device", "rtf", "source", "output", "requested"):
+        assert key in on_disk, key
+    assert on_disk["model"] == "demo" and on_disk["randomized_seed"] is True
+    assert on_disk["source"]["sha256"] and on_disk["source"]["sample_rate"] == SR
+    assert {"auk_app", "gradio", "torch", "python"} <= on_disk["versions"].keys()
+    assert "render" in on_disk["timings"]
+
+
+def test_a_text_only_result_has_a_figure_without_a_source(tmp_path):
+    made = outputs.render_edit(_result(_sine(0.4, 0.2)), ENTRY, source_path=None, requested={},
+                               randomized_seed=False, root=tmp_path)
+    assert made.manifest["source"] is None
+    assert made.manifest["level_change"] == {"seconds": None, "peak_dbfs": None, "rms_dbfs": None}
+    assert made.figure.read_bytes()[:8] == PNG_MAGIC
+
+
+def test_request_folders_are_unique_and_old_ones_are_pruned(tmp_path):
+    old = outputs.new_request_dir(tmp_path)
+    stale = time.time() - outputs.MAX_AGE_SECONDS - 60
+    os.utime(old, (stale, stale))
+    first, second = outputs.new_request_dir(tmp_path), outputs.new_request_dir(tmp_path)
+    assert first != second and first.is_dir() and second.is_dir()
+    assert not old.exists()
+
+
+def test_level_description_names_the_changes():
+    before = levels.levels(_sine(1.0, 0.5), SR)
+    after = levels.levels(_sine(1.0, 0.05), SR)
+    line = levels.describe(before, after)
+    assert "peak -6.02 → -26.02 dBFS (-20.00)" in line and "duration 1.00 → 1.00 s (+0.00)" in line
+    assert levels.levels(np.zeros(10, np.float32), SR)["peak_dbfs"] is None  # silence, not -inf
+
+
+REPORT = {"phase_valid": False, "mismatch_count": 3, "first_mismatch": [4, 5000, 4, 0], "codec_count": 9, "frames": 2,
+          "dropped_tokens": 1, "end_reason": "codec_cap", "upper_range_tokens": 2, "non_codec_tokens": 0,
+          "generated_tokens": 9, "decodable": False, "decoded_frames": 0, "seconds": 0.0}
+
+
+def test_report_table_reads_like_sentences():
+    table = rvq_table.report_table({**REPORT, "phase_valid": True, "mismatch_count": 0, "first_mismatch": None,
+                                    "decodable": True}, REPORT)
+    lines = table.splitlines()
+    assert lines[0] == "| Check | With the phase mask | Without the mask |"
+    assert "| Phase-valid (position p from codebook p mod 4) | ✓ yes | ✗ no |" in lines
+    assert any("position 4: codec id 5000 is codebook 4, expected 0" in line for line in lines)
+    assert rvq_table.report_table(REPORT).splitlines()[0] == "| Check | With the phase mask |"
+
+
+def test_status_line_says_what_is_loaded_where():
+    info = {"models": {"demo": {"label": "AuK-Tiny (demo)"}}, "default_model": "demo", "loaded_model": None,
+            "device": "cpu", "dtype": "float32", "audex_demo": True}
+    line = ui_text.status_line(info)
+    assert "AuK-Tiny (demo)" in line and "none yet" in line and "cpu" in line and "float32" in line
+    assert "tiny untrained demo" in line
+    assert "hf download tencent/AuK" in ui_text.demo_banner()
+
+
+def test_zerogpu_hook_is_the_identity_without_spaces_and_spaces_gpu_with_it(monkeypatch):
+    def handler(x):
+        return x
+
+    monkeypatch.setitem(sys.modules, "spaces", None)  # "not installed"
+    assert zerogpu.gpu(lambda *a: 60)(handler) is handler
+    calls = []
+    fake = types.ModuleType("spaces")
+    fake.GPU = lambda duration: (calls.append(duration), lambda fn: ("wrapped", fn))[1]
+    monkeypatch.setitem(sys.modules, "spaces", fake)
+    budget = lambda *a: 60  # noqa: E731
+    assert zerogpu.gpu(budget)(handler) == ("wrapped", handler)
+    assert calls == [budget]
