@@ -45,6 +45,7 @@ _EXAMPLE_INSTRUCTIONS = [
     ["Decrease the volume by 10 dB.", 0],
     ["Raise the pitch by 2 semitones.", 0],
     ["Remove only the background noise, preserve everything else, and output audio of the same length.", 0],
+    ["Generate a 450 Hz sine tone.", 2.0],  # the demo model's text-to-tone vocabulary: 200..700 Hz in 50 Hz steps
 ]
 _EXAMPLE_CAPTIONS = [["Rain falling on a tin roof"], ["A dog barks twice in a quiet street"],
                      ["Footsteps on gravel, then a car door closes"]]

@@ -44,7 +44,10 @@ PEAK_RANGE_DB = (-30.0, 20 * np.log10(PEAK_MAX))
 # Text-to-tone vocabulary: multiples of the 50 Hz latent frame rate. Such a sine is periodic in
 # one 20 ms frame, so its latent frames are constant and the model need not generate phase.
 TONE_FREQS_HZ = tuple(range(200, 701, 50))  # 200 .. 700 Hz, 11 tones
-TONE_PEAK = 0.5  # -6 dBFS: a fixed level, so the text fixes the tone up to its phase
+TONE_PEAK = 0.5  # -6 dBFS and phase 0: the text fixes the tone completely
+# A random phase would leave the clean latents' mean at zero for every frequency, so the text's
+# frequency would reach the flow's regression target only through second moments: the first
+# demo model generated tones of the wrong frequency. With a fixed phase the mean is the tone.
 
 HELDOUT_SECONDS = (2.0, 3.0)
 HELDOUT_F0_RANGE_HZ = (220.0, 660.0)
@@ -169,7 +172,7 @@ def _denoise_task(rng: np.random.Generator, n_samples: int) -> Example:
 
 def _tone_task(rng: np.random.Generator, n_samples: int) -> Example:
     f0_hz = TONE_FREQS_HZ[rng.integers(len(TONE_FREQS_HZ))]
-    return _tone_example(rng, n_samples, f0_hz, tone_instruction(f0_hz, rng))
+    return _tone_example(n_samples, f0_hz, tone_instruction(f0_hz, rng))
 
 
 def _heldout_volume(rng: np.random.Generator, i: int) -> Example:
@@ -201,7 +204,7 @@ def _heldout_denoise(rng: np.random.Generator, i: int) -> Example:
 def _heldout_tone_generation(rng: np.random.Generator, i: int) -> Example:
     low, high = (round(s * SAMPLE_RATE / HOP) for s in HELDOUT_SECONDS)  # 100..150 hops
     f0_hz = TONE_FREQS_HZ[i % len(TONE_FREQS_HZ)]
-    return _tone_example(rng, int(rng.integers(low, high + 1)) * HOP, f0_hz, tone_instruction(f0_hz))
+    return _tone_example(int(rng.integers(low, high + 1)) * HOP, f0_hz, tone_instruction(f0_hz))
 
 
 def _volume_example(
@@ -245,8 +248,8 @@ def _denoise_example(
     return Example("denoise", instruction, source, target, {"snr_db": snr_db, **params})
 
 
-def _tone_example(rng: np.random.Generator, n_samples: int, f0_hz: int, instruction: str) -> Example:
-    target = (TONE_PEAK * sine(f0_hz, n_samples, rng.uniform(0, 2 * np.pi))).astype(np.float32)
+def _tone_example(n_samples: int, f0_hz: int, instruction: str) -> Example:
+    target = (TONE_PEAK * sine(f0_hz, n_samples, 0.0)).astype(np.float32)
     return Example("tone", instruction, None, target, {"f0_hz": f0_hz})
 
 
