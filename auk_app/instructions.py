@@ -16,12 +16,11 @@ target limit. Everything is pure: the UI shows and applies the result, nothing r
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from auk_app.config import AUK_FRAME_RATE, Limits
+from auk_app.config import AUK_FRAME_RATE, Limits, frames_for_seconds
 
 SECONDS_PER_BYTE_EN = 0.0656  # prompt-enhancer TTS baseline, spec §7
 SECONDS_PER_BYTE_ZH = 0.0803
@@ -88,7 +87,7 @@ class Built:
 
 def frames_up(seconds: float) -> float:
     """Round up to whole 20 ms latent frames, the model's time grid."""
-    return math.ceil(round(seconds * AUK_FRAME_RATE, 6)) / AUK_FRAME_RATE
+    return frames_for_seconds(seconds) / AUK_FRAME_RATE
 
 
 def speech_seconds(text: str, *, whole_utterance: bool = True) -> float:

@@ -11,7 +11,8 @@ import pytest
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-FIXTURES = Path(__file__).parent / "fixtures" / "reference"
+REPO = Path(__file__).resolve().parents[1]
+FIXTURES = REPO / "tests" / "fixtures" / "reference"
 
 
 def load_case(name: str):

@@ -29,7 +29,7 @@ from auk_app.audio_io import Waveform, load_audio
 from auk_app.auk.checkpoint import AuKCheckpoint, AuKModel, load_auk_checkpoint, read_auk_checkpoint
 from auk_app.auk.conditioner import TextConditioner, fuse_hidden_states, load_conditioner
 from auk_app.auk.sampler import sample_latents
-from auk_app.config import AUK_FRAME_RATE, AUK_HOP, AUK_SAMPLE_RATE, MAX_TOTAL_FRAMES, QWEN_SAMPLE_RATE, Limits
+from auk_app.config import AUK_HOP, AUK_SAMPLE_RATE, MAX_TOTAL_FRAMES, QWEN_SAMPLE_RATE, Limits, frames_for_seconds
 from auk_app.errors import Cancelled, CheckpointError, InputError
 from auk_app.runtime import autocast, pick_device, pick_dtype
 from auk_app.validate import check_clip, check_instruction, check_sampling, check_seconds, parse_t_grid
@@ -321,7 +321,7 @@ def _frame_budget(seconds: float | None, clip: _Clip | None, fit: bool) -> tuple
     """(target frames, reference frames, whether the 65,536-frame cap clamped the target)."""
     ref_frames = clip.wav_24k.shape[0] // AUK_HOP if clip else 0
     if seconds is not None:
-        gen_frames = max(1, math.ceil(seconds * AUK_FRAME_RATE))
+        gen_frames = max(1, frames_for_seconds(seconds))
     elif clip is not None:
         gen_frames = math.ceil(clip.source_samples_24k / AUK_HOP) if fit else ref_frames
     else:

@@ -1,0 +1,233 @@
+"""The AuK pipeline end to end on tiny random checkpoints in the real layouts, found through
+the resolution code: wav file in, wav file out, exact lengths, seeds, errors, the cache."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import soundfile as sf
+import torch
+
+from auk_app import resolve
+from auk_app.audio_io import read_audio, write_wav
+from auk_app.auk.checkpoint import write_auk_checkpoint
+from auk_app.auk.dit import AuKTransformer
+from auk_app.auk.pipeline import AuKPipeline, EditRequest
+from auk_app.auk.qwen import QwenConditioner
+from auk_app.auk.vae import AuKVAE
+from auk_app.config import Limits
+from auk_app.errors import Cancelled, InputError
+from auk_app.service import Studio, StudioConfig
+from tests.conftest import REPO, fixture_config
+from tests.qwen_snapshot import TEXT_HIDDEN, TEXT_LAYERS, write_tiny_qwen_snapshot
+
+DIT = dict(dim=32, heads=2, dim_head=16, ff_mult=2.0, latent_dim=64, text_hidden_dim=TEXT_HIDDEN,
+           num_layers=1, num_single_layers=1)
+
+
+@pytest.fixture(scope="module")
+def weights(tmp_path_factory):
+    """Base (release layout), Flash (assembled layout) and a Qwen snapshot, as a user has them."""
+    root = tmp_path_factory.mktemp("weights")
+    torch.manual_seed(0)
+    vae_config = fixture_config("vae_config.json")
+    common = dict(dit=AuKTransformer(**DIT), dit_config=DIT, vae=AuKVAE.from_config(vae_config), vae_config=vae_config,
+                  layer_weights=torch.randn(TEXT_LAYERS), layer_scale=torch.ones(1))
+    write_auk_checkpoint(root / "AuK", layout="release", **common)
+    write_auk_checkpoint(root / "AuK-Flash", layout="assembled", variant="flash", name="AuK-Flash", **common)
+    write_tiny_qwen_snapshot(root / "Qwen2.5-Omni-3B")
+    return root
+
+
+@pytest.fixture(scope="module")
+def studio(weights, tmp_path_factory):
+    """A Studio whose checkpoints are found through the environment variables of the resolution order."""
+    patch = pytest.MonkeyPatch()
+    patch.chdir(tmp_path_factory.mktemp("cwd"))  # an empty ./ckpts
+    patch.setenv(resolve.AUK_BASE.env_var, str(weights / "AuK"))
+    patch.setenv(resolve.AUK_FLASH.env_var, str(weights / "AuK-Flash"))
+    patch.setenv(resolve.QWEN_OMNI.env_var, str(weights / "Qwen2.5-Omni-3B"))
+    patch.setenv("HF_HUB_OFFLINE", "1")
+    yield Studio(StudioConfig(limits=Limits(max_input_seconds=3.0)))
+    patch.undo()
+
+
+def _tone(path, seconds=0.75, rate=44100, channels=2):
+    t = np.arange(int(seconds * rate)) / rate
+    wav = 0.3 * np.sin(2 * np.pi * 330 * t)
+    sf.write(path, np.stack([wav] * channels, axis=1) if channels > 1 else wav, rate)
+    return path
+
+
+def test_resolution_finds_both_layouts_and_defaults_to_base(studio, weights):
+    assert {e.key for e in studio.models()} == {"demo", "base", "flash"}
+    assert studio.entry("auto").key == "base"
+    assert studio.entry("base").checkpoint.layout == "release"
+    assert studio.entry("flash").checkpoint.layout == "assembled"
+    with pytest.raises(InputError, match="Unknown model 'nope'. Choose one of: auto, demo, base, flash"):
+        studio.entry("nope")
+
+
+def test_edit_from_wav_file_to_wav_file(studio, tmp_path):
+    source = _tone(tmp_path / "in.wav")
+    result, entry = studio.edit(EditRequest("Raise the pitch by 2 semitones.", audio=source, seed=7), "base")
+    out = write_wav(tmp_path / "out.wav", result.wav, result.sample_rate)
+    back = read_audio(out)
+    ref_frames = int(0.75 * 24000) // 480  # 37 whole hops of the 0.75 s clip at 24 kHz
+    assert result.record["ref_frames"] == result.record["gen_frames"] == ref_frames
+    assert back.sample_rate == 24000 and back.n_samples == ref_frames * 480 == result.wav.shape[0]
+    assert result.wav.dtype == np.float32 and np.isfinite(result.wav).all() and np.abs(result.wav).max() <= 1
+    assert result.record["seed"] == 7 and result.record["variant"] == "base" and entry.key == "base"
+    assert result.record["nfe"] == 32 and result.record["cfg"] == 2.0 and result.record["sway"] == -1.0
+
+
+def test_generation_without_a_clip(studio, tmp_path):
+    result, _ = studio.edit(EditRequest("Generate a 450 Hz sine tone.", seconds=0.51, nfe=4, seed=1), "base")
+    assert result.record["gen_frames"] == 26 and result.wav.shape == (26 * 480,)  # ceil(50 · 0.51)
+    assert result.record["ref_frames"] == 0
+
+
+def test_durations_are_whole_frames_without_float_error(studio):
+    result, _ = studio.edit(EditRequest("Generate a 450 Hz sine tone.", seconds=2.24, nfe=1, seed=1), "base")
+    assert result.record["gen_frames"] == 112 and result.wav.shape == (112 * 480,)  # 50 · 2.24 is 112.00000000000001
+
+
+def test_fit_to_source_returns_the_exact_source_length(studio, tmp_path):
+    source = _tone(tmp_path / "odd.wav", seconds=0.6123, rate=22050, channels=1)
+    result, _ = studio.edit(EditRequest("Increase the volume by 6 dB.", audio=source, nfe=2, seed=3, fit_to_source=True))
+    samples_24k = round(int(0.6123 * 22050) * 24000 / 22050)
+    assert result.wav.shape == (samples_24k,) and result.record["gen_frames"] == -(-samples_24k // 480)
+
+
+def test_same_seed_same_output_other_seed_other_output(studio, tmp_path):
+    source = _tone(tmp_path / "in.wav")
+    run = lambda seed: studio.edit(EditRequest("Lower the pitch by 1 semitones.", audio=source, nfe=3, seed=seed))[0].wav  # noqa: E731
+    first, again, other = run(11), run(11), run(12)
+    assert np.array_equal(first, again)
+    assert not np.array_equal(first, other)
+
+
+def test_re_roll_skips_the_thinker_and_the_vae_encode(studio, tmp_path, monkeypatch):
+    calls = {"thinker": 0, "encode": 0}
+    thinker, encode = QwenConditioner.hidden_states, AuKVAE.encode
+
+    def count_thinker(self, *args, **kwargs):
+        calls["thinker"] += 1
+        return thinker(self, *args, **kwargs)
+
+    def count_encode(self, *args, **kwargs):
+        calls["encode"] += 1
+        return encode(self, *args, **kwargs)
+
+    monkeypatch.setattr(QwenConditioner, "hidden_states", count_thinker)
+    monkeypatch.setattr(AuKVAE, "encode", count_encode)
+    source = _tone(tmp_path / "reroll.wav", seconds=0.5)
+    first, _ = studio.edit(EditRequest("Remove the background noise.", audio=source, nfe=2, seed=1))
+    second, _ = studio.edit(EditRequest("Remove the background noise.", audio=source, nfe=3, cfg=1.5, sway=0.0, seed=2))
+    assert calls == {"thinker": 1, "encode": 1}
+    assert not first.record["condition_cache_hit"] and second.record["condition_cache_hit"]
+    studio.edit(EditRequest("Remove the noise.", audio=source, nfe=2, seed=1))
+    assert calls == {"thinker": 2, "encode": 2}
+
+
+def test_flash_ignores_sampling_knobs_and_says_so(studio):
+    result, _ = studio.edit(EditRequest("Generate a tone.", seconds=0.2, nfe=9, cfg=3.0, sway=0.5, seed=4), "flash")
+    record = result.record
+    assert record["t_grid"] == [0.0, 0.07612049579620361, 0.2928932309150696, 0.6173166036605835, 1.0]
+    assert (record["nfe"], record["cfg"], record["sway"]) == (4, 0.0, None)
+    assert record["ignored"] == ["cfg", "nfe", "sway"]
+
+
+def test_explicit_grid_overrides_nfe_and_sway(studio):
+    record = studio.edit(EditRequest("A tone.", seconds=0.1, t_grid="0, 0.5, 1", nfe=7, seed=0), "base")[0].record
+    assert record["t_grid"] == [0.0, 0.5, 1.0] and record["nfe"] == 2 and record["ignored"] == ["nfe"]
+
+
+def test_progress_is_reported_per_phase_and_step(studio):
+    seen = []
+    studio.edit(EditRequest("A tone.", seconds=0.1, nfe=3, seed=0), "base", progress=lambda *p: seen.append(p))
+    assert ("sample", 3, 3) in seen and seen.index(("condition", 1, 1)) < seen.index(("sample", 1, 3))
+    assert seen[-1] == ("decode", 1, 1)
+
+
+def test_stop_between_steps_cancels(studio):
+    steps = []
+
+    def should_stop():
+        return len(steps) >= 2
+
+    with pytest.raises(Cancelled, match="nothing was produced"):
+        studio.edit(EditRequest("A tone.", seconds=0.1, nfe=5, seed=0), "base",
+                    progress=lambda phase, done, total: steps.append(done) if phase == "sample" else None,
+                    should_stop=should_stop)
+
+
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda d: d.joinpath("x.wav").write_text("not audio") and d / "x.wav", "Could not read x.wav as audio"),
+        (lambda d: d / "missing.wav", "does not exist"),
+        (lambda d: (sf.write(d / "empty.wav", np.zeros(0), 16000), d / "empty.wav")[1], "The clip is empty"),
+        (lambda d: (sf.write(d / "nan.wav", np.full(2000, np.nan, np.float32), 16000, subtype="FLOAT"), d / "nan.wav")[1],
+         "NaN or infinite"),
+        (lambda d: (sf.write(d / "short.wav", np.zeros(100), 24000), d / "short.wav")[1], "at least 20 ms"),
+        (lambda d: _tone(d / "long.wav", seconds=3.5, channels=1), "the limit is 3 s"),
+        (lambda d: (sf.write(d / "many.wav", np.zeros((2400, 9)), 24000), d / "many.wav")[1], "at most 8 are accepted"),
+    ],
+)
+def test_bad_clips_fail_before_any_model_runs(studio, tmp_path, make, message, monkeypatch):
+    monkeypatch.setattr(AuKPipeline, "load", lambda self: pytest.fail("a model was loaded for a bad clip"))
+    with pytest.raises(InputError, match=message):
+        studio.edit(EditRequest("Remove the noise.", audio=make(tmp_path)), "flash")
+
+
+@pytest.mark.parametrize(
+    "request_, message",
+    [
+        (EditRequest("Generate a tone."), "cannot infer a duration"),
+        (EditRequest("   "), "instruction is empty"),
+        (EditRequest("A tone.", seconds=-1), "0 \\(automatic\\) or a positive number"),
+        (EditRequest("A tone.", seconds=31), "the limit is 30 s"),
+        (EditRequest("A tone.", seconds=1, nfe=0), "nfe \\(Euler steps\\) must be a whole number from 1 to 64"),
+        (EditRequest("A tone.", seconds=1, cfg=11), "between 0 and 10"),
+        (EditRequest("A tone.", seconds=1, t_grid="0, 0.5, 0.5, 1"), "strictly increasing"),
+        (EditRequest("A tone.", seconds=1, t_grid="0, x, 1"), "not a comma-separated list"),
+    ],
+)
+def test_bad_requests_fail_before_any_model_runs(studio, request_, message, monkeypatch):
+    monkeypatch.setattr(AuKPipeline, "load", lambda self: pytest.fail("a model was loaded for a bad request"))
+    with pytest.raises(InputError, match=message):
+        studio.edit(request_, "flash")
+
+
+def test_missing_weights_message_lists_the_download_command(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.delenv(resolve.QWEN_OMNI.env_var, raising=False)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    with pytest.raises(Exception, match="hf download Qwen/Qwen2.5-Omni-3B --local-dir ckpts/Qwen2.5-Omni-3B"):
+        resolve.resolve(resolve.QWEN_OMNI)
+
+
+def test_command_line_edit(weights, tmp_path):
+    source = _tone(tmp_path / "cli_in.wav", seconds=0.3, channels=1)
+    out = tmp_path / "cli_out.wav"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}  # as from a checkout, run in another folder
+    done = subprocess.run(
+        [sys.executable, "-m", "auk_app", "edit", "--checkpoint", str(weights / "AuK"),
+         "--qwen", str(weights / "Qwen2.5-Omni-3B"), "--input", str(source), "--instruction",
+         "Increase the volume by 3 dB.", "--output", str(out), "--nfe", "2", "--seed", "5"],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    record = json.loads(done.stdout)
+    assert record["seed"] == 5 and record["nfe"] == 2
+    assert read_audio(out).n_samples == record["gen_frames"] * 480
+    bad = subprocess.run([sys.executable, "-m", "auk_app", "edit", "--checkpoint", str(weights / "AuK"),
+                          "--instruction", "A tone.", "--output", str(tmp_path / "x.wav")],
+                         capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)
+    assert bad.returncode == 2 and "cannot infer a duration" in bad.stderr
+    assert not (tmp_path / "x.wav").exists()
