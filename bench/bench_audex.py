@@ -4,7 +4,7 @@ Prints one JSON line. Both settings run the same phase-masked sampler over the s
 so their ratio is the cost of the second (unconditional) row. The tiny LM measures loop and
 sampler overhead, not the 2B model's speed.
 
-    python bench/bench_audex.py [--tokens 400] [--repeats 3] [--threads 1]
+    python -m bench.bench_audex [--tokens 400] [--repeats 3] [--threads 1]
 """
 
 from __future__ import annotations

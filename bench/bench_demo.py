@@ -1,6 +1,6 @@
 """Score the embedded demo model on held-out clips and print every measure as a table.
 
-    python bench/bench_demo.py [--clips 20] [--checkpoint assets/AuK-Tiny] [--seed 0]
+    python -m bench.bench_demo [--clips 20] [--checkpoint assets/AuK-Tiny] [--seed 0]
 
 The same measures and bars as the test suite (training/evaluation.py), on freshly generated
 held-out clips, through the service with the checkpoint's default knobs; one row per family

@@ -1,6 +1,6 @@
 """Time AuKTransformer: one DiT step, a Base sampling run (32 steps, CFG) and a Flash run.
 
-    python bench/bench_dit.py [--sizes tiny mid real] [--device cuda] [--frames 250]
+    python -m bench.bench_dit [--sizes tiny mid real] [--device cuda] [--frames 250]
 
 Prints one JSON line per model size: ms per step for a single step and for each run, target
 tokens per second, peak memory (CUDA: max_memory_allocated; CPU: the process's peak RSS), and
