@@ -32,7 +32,9 @@ def status_line(info: dict[str, Any]) -> str:
 def demo_banner() -> str:
     return (
         "⚠ **The embedded demo model is in use, not the released AuK weights.** AuK-Tiny is a small model "
-        "trained for this app: it shows every step of the pipeline, not the quality of AuK. " + GET_WEIGHTS
+        "trained for this app: it shows every step of the pipeline, not the quality of AuK. It generates "
+        "sine tones from text (\"Generate a 450 Hz sine tone.\", 200–700 Hz in 50 Hz steps) and changes the "
+        "volume of simple tones, by less than asked; pitch and noise edits are beyond it. " + GET_WEIGHTS
     )
 
 

@@ -20,17 +20,13 @@ import soundfile as sf
 
 REPO = Path(__file__).resolve().parents[2]
 EMBEDDED_DEMO = REPO / "assets" / "AuK-Tiny"
-DEV_DEMO = Path("/tmp/auk_dev_demo")  # the undertrained development copy, until the embedded one lands
 SR = 24_000
 
 
 @pytest.fixture(scope="session")
 def demo_dir() -> Path:
-    """The demo model every app test uses: assets/AuK-Tiny when present, else the development copy."""
-    for candidate in (EMBEDDED_DEMO, DEV_DEMO):
-        if (candidate / "config.json").is_file() or (candidate / "config.yaml").is_file():
-            return candidate
-    pytest.skip(f"no demo model in {EMBEDDED_DEMO} or {DEV_DEMO}")
+    """The demo model every app test uses: the one shipped in assets/AuK-Tiny."""
+    return EMBEDDED_DEMO
 
 
 @pytest.fixture(scope="session")
@@ -69,10 +65,9 @@ def free_port() -> int:
 
 
 @pytest.fixture
-def app_command(demo_dir) -> list[str]:
-    """``python app.py`` as a user runs it (plus --demo-dir while the embedded model has not landed)."""
-    command = [sys.executable, str(REPO / "app.py")]
-    return command if demo_dir == EMBEDDED_DEMO else [*command, "--demo-dir", str(demo_dir)]
+def app_command() -> list[str]:
+    """``python app.py`` as a user runs it."""
+    return [sys.executable, str(REPO / "app.py")]
 
 
 @pytest.fixture
