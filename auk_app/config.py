@@ -8,7 +8,6 @@ from dataclasses import dataclass
 AUK_SAMPLE_RATE = 24_000
 AUK_HOP = 480
 AUK_FRAME_RATE = AUK_SAMPLE_RATE // AUK_HOP  # 50 latent frames per second
-
 QWEN_SAMPLE_RATE = 16_000  # what the thinker's Whisper-style feature extractor expects
 MAX_TOTAL_FRAMES = 65_536  # reference + target, the DiT's hard cap (≈ 21.8 min)
 
