@@ -114,8 +114,7 @@ def audex_panel(
         spec_ax.set_ylabel("mel band")
         fig.colorbar(image, ax=spec_ax, label="dB re 1.0")
     for ax, (title, codec_ids, report) in zip(axes[2:], token_streams):
-        draw_token_stream(ax, codec_ids, report)
-        ax.set_title(f"{title}\n{ax.get_title()}", fontsize=9, loc="left")
+        draw_token_stream(ax, codec_ids, report, heading=title)
     fig.suptitle(caption, fontsize=9)
     return _save(fig, path)
 

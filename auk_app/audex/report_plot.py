@@ -30,9 +30,9 @@ def _title(report: Mapping[str, Any]) -> str:
     )
 
 
-def draw_token_stream(ax, codec_ids: Sequence[int], report: Mapping[str, Any]) -> None:
+def draw_token_stream(ax, codec_ids: Sequence[int], report: Mapping[str, Any], *, heading: str = "") -> None:
     """Draw the stream into ``ax``: codec ids (0..8191) in order, titled from ``report``
-    (a :func:`~auk_app.audex.report.build_report` dict)."""
+    (a :func:`~auk_app.audex.report.build_report` dict) under an optional ``heading`` line."""
     books = [c // XCODEC1_CODEBOOK_SIZE for c in codec_ids]
     upper = range(XCODEC1_NUM_CODEBOOKS, AUDEX_AUDIOCODEC_VOCAB_SIZE // XCODEC1_CODEBOOK_SIZE)
     groups = [(f"codebook {b}", colour, {b}) for b, colour in enumerate(_PHASE_COLOURS)]
@@ -49,7 +49,7 @@ def draw_token_stream(ax, codec_ids: Sequence[int], report: Mapping[str, Any]) -
     ax.set_ylim(-100, AUDEX_AUDIOCODEC_VOCAB_SIZE + 100)
     ax.set_xlabel("index in the codec stream")
     ax.set_ylabel("codec id")
-    ax.set_title(_title(report), fontsize=9)
+    ax.set_title(f"{heading}\n{_title(report)}" if heading else _title(report), fontsize=9, loc="left")
     if codec_ids:
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, markerscale=2)
 

@@ -3,9 +3,10 @@
 import json
 
 import torch
+from matplotlib.figure import Figure
 
 from auk_app.audex.report import build_report
-from auk_app.audex.report_plot import save_token_plot
+from auk_app.audex.report_plot import draw_token_stream, save_token_plot
 from auk_app.audex.rvq import frames_to_codes, stream_to_frames
 from auk_app.audex.xcodec import decode_frames
 
@@ -82,3 +83,12 @@ def test_plot_is_written_as_png(pipeline, tmp_path):
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 5000
     empty = build_report([], "max_tokens", pipeline.thinker.vocab)
     assert save_token_plot([], empty, tmp_path / "empty.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_panel_titles_are_one_block_per_stream(pipeline):
+    """A heading and the report's summary share one title: nothing drawn over anything else."""
+    result = pipeline.generate("Rain falling on a tin roof.", codec_cap=40, decode=False)
+    ax = Figure().add_subplot()
+    draw_token_stream(ax, result.codec_ids, result.report, heading="With the mask")
+    assert ax.get_title(loc="center") == "" and ax.get_title(loc="right") == ""
+    assert ax.get_title(loc="left").startswith("With the mask\n40 codec tokens = 10 frames")
