@@ -112,7 +112,8 @@ def audex_panel(
         image = _draw_mel(spec_ax, mel, seconds, vmax=float(mel.max()))
         spec_ax.set_xlabel("time (s)")
         spec_ax.set_ylabel("mel band")
-        fig.colorbar(image, ax=spec_ax, label="dB re 1.0")
+        colour_axis = spec_ax.inset_axes([1.01, 0.0, 0.015, 1.0])  # beside the plot, not past the token legends
+        fig.colorbar(image, cax=colour_axis, label="dB re 1.0")
     for ax, (title, codec_ids, report) in zip(axes[2:], token_streams):
         draw_token_stream(ax, codec_ids, report, heading=title)
     fig.suptitle(caption, fontsize=9)
