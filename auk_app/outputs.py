@@ -19,9 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from auk_app import dsp, figures, levels
-from auk_app.audio_io import read_audio, write_wav
-from auk_app.config import AUK_SAMPLE_RATE
+from auk_app import figures, levels
+from auk_app.audio_io import write_wav
 from auk_app.manifest import audex_manifest, edit_manifest, file_sha256, write_manifest
 
 MAX_AGE_SECONDS = 3600  # Gradio's own cache copies expire on the same schedule (Blocks delete_cache)
@@ -72,16 +71,14 @@ def render_edit(
     stem = f"auk_{entry.key}_{slug(record['instruction'])}_seed{record['seed']}"
     wav = result.wav
     audio = write_wav(folder / f"{stem}.wav", wav, result.sample_rate)
-    source_24k, source_info = None, None
+    source_info = None
     if source_path is not None:
-        waveform = read_audio(source_path)
-        source_24k = dsp.resample(dsp.to_mono(waveform.samples), waveform.sample_rate, AUK_SAMPLE_RATE)
         source_info = {
             "file": Path(source_path).name,
             "sha256": file_sha256(source_path),
-            "sample_rate": waveform.sample_rate,
-            "channels": waveform.channels,
-            **levels.levels(source_24k, AUK_SAMPLE_RATE),
+            "sample_rate": record["source_sample_rate"],
+            "channels": record["source_channels"],
+            **levels.levels(result.source, result.sample_rate),
         }
     after = levels.levels(wav, result.sample_rate)
     before = None if source_info is None else {k: source_info[k] for k in after}
@@ -93,7 +90,7 @@ def render_edit(
         **after,
     }
     figure = figures.before_after(
-        folder / f"{stem}.png", wav, result.sample_rate, source=source_24k,
+        folder / f"{stem}.png", wav, result.sample_rate, source=result.source,
         caption=f"{record['instruction'][:110]}\n{levels.describe(before, after)}",
     )
     manifest = edit_manifest(

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import secrets
 import threading
 from pathlib import Path
 from typing import Any
@@ -27,12 +26,13 @@ from auk_app.audex.rvq import MAX_TTA_FRAMES
 from auk_app.auk.pipeline import EditRequest
 from auk_app.errors import AppError, InputError
 from auk_app.service import ModelEntry, Studio
-from auk_app.validate import check_instruction, check_sampling, check_seconds, parse_t_grid
+from auk_app.validate import (
+    check_duration_known, check_instruction, check_sampling, check_seconds, check_seed, parse_t_grid, random_seed,
+)
 from auk_app.zerogpu import gpu
 
 log = logging.getLogger(__name__)
 
-SEED_SPACE = 2**31  # randomised seeds stay below 2^31 so they survive any int32 round trip
 CODEC_TOKENS_PER_SECOND = 4 * FRAME_RATE_HZ  # XCodec1: 4 codebooks × 50 frames per second = 200
 MAX_AUDEX_SECONDS = MAX_CODEC_CAP / CODEC_TOKENS_PER_SECOND  # 20 s of tokens…
 DECODED_AUDEX_SECONDS = MAX_TTA_FRAMES / FRAME_RATE_HZ  # …of which decode keeps 10 s
@@ -90,16 +90,8 @@ def _checked(check, value) -> dict:
     return _ok()
 
 
-def check_seed(seed: Any) -> None:
-    if seed is None or isinstance(seed, bool) or not float(seed).is_integer() or not 0 <= seed < 2**63:
-        raise InputError(f"The seed must be a whole number from 0 to 2^63-1; got {seed!r}. Or tick “Randomise seed”.")
-
-
 def pick_seed(seed: Any, randomize: bool) -> int:
-    if randomize:
-        return secrets.randbelow(SEED_SPACE)
-    check_seed(seed)
-    return int(seed)
+    return random_seed() if randomize else check_seed(seed)
 
 
 def codec_cap(max_seconds: Any) -> int:
@@ -259,18 +251,11 @@ class Handlers:
         else:
             findings = upload_check.check_upload(audio, limits)
             audio_ok = gr.validate(findings["verdict"] != "rejected", findings["message"])
-        if audio is None and not seconds:
-            seconds_ok = gr.validate(False, (
-                "Without a source clip there is no length to match: set the duration in seconds "
-                "(e.g. 3, or the builder's estimate), or upload a clip to edit."
-            ))
-        else:
-            seconds_ok = _checked(lambda v: check_seconds(v, limits), seconds)
         return [
             audio_ok,
             _checked(lambda v: check_instruction(v, limits), instruction),
             _checked(self.studio.entry, model),
-            seconds_ok,
+            _checked(lambda v: check_duration_known(check_seconds(v, limits), audio is not None), seconds),
             _checked(lambda v: check_sampling(v, None, None, limits), nfe),
             _checked(lambda v: check_sampling(None, v, None, limits), cfg),
             _checked(lambda v: check_sampling(None, None, v, limits), sway),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import secrets
 from collections.abc import Sequence
 
 import numpy as np
@@ -60,6 +61,33 @@ def check_seconds(seconds: float | None, limits: Limits) -> float | None:
             f"The requested duration is {seconds:g} s; the limit is {limits.max_target_seconds:g} s. Ask for less."
         )
     return float(seconds)
+
+
+def check_duration_known(seconds: float | None, has_clip: bool) -> None:
+    """A target length must come from somewhere: ``seconds`` (None = automatic) or the clip."""
+    if seconds is None and not has_clip:
+        raise InputError(
+            "Without a source clip the model cannot infer a duration: there is no length to match. Set the "
+            "duration in seconds (e.g. 3, or the builder's estimate), or upload a clip to edit."
+        )
+
+
+RANDOM_SEED_SPACE = 2**31  # randomised seeds stay below 2^31 so they survive any int32 round trip
+
+
+def random_seed() -> int:
+    return secrets.randbelow(RANDOM_SEED_SPACE)
+
+
+def check_seed(seed) -> int:
+    """A whole number in [0, 2^63) (a number box's 5.0 counts as 5), returned as an int."""
+    if seed is None or isinstance(seed, bool) or not isinstance(seed, (int, float)) or not float(seed).is_integer() \
+            or not 0 <= seed < 2**63:
+        raise InputError(
+            f"The seed must be a whole number from 0 to 2^63-1; got {seed!r}. "
+            "Leave it out (or tick “Randomise seed”) for a random one."
+        )
+    return int(seed)
 
 
 def check_sampling(nfe: int | None, cfg: float | None, sway: float | None, limits: Limits) -> None:

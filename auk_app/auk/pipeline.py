@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import math
-import secrets
 import threading
 import time
 from collections import OrderedDict
@@ -32,7 +31,10 @@ from auk_app.auk.sampler import sample_latents
 from auk_app.config import AUK_HOP, AUK_SAMPLE_RATE, MAX_TOTAL_FRAMES, QWEN_SAMPLE_RATE, Limits, frames_for_seconds
 from auk_app.errors import Cancelled, CheckpointError, InputError
 from auk_app.runtime import autocast, pick_device, pick_dtype
-from auk_app.validate import check_clip, check_instruction, check_sampling, check_seconds, parse_t_grid
+from auk_app.validate import (
+    check_clip, check_duration_known, check_instruction, check_sampling, check_seconds, check_seed, parse_t_grid,
+    random_seed,
+)
 
 Progress = Callable[[str, int, int], None]
 VAE_SEED_OFFSET = 0x5EED0A0C  # vLLM-Omni's posterior-draw seed offset, so both draws differ
@@ -61,14 +63,17 @@ class EditResult:
     wav: np.ndarray  # float32 mono at 24 kHz: gen_frames·480 samples, or the source's length with fit_to_source
     sample_rate: int
     record: dict[str, Any] = field(default_factory=dict)
+    source: np.ndarray | None = None  # the clip as the model read it (mono, 24 kHz, whole length), for display
 
 
 @dataclass(frozen=True)
 class _Clip:
-    wav_24k: np.ndarray  # trimmed to whole hops
+    source_24k: np.ndarray  # the whole clip, mono at 24 kHz
+    wav_24k: np.ndarray  # its whole hops, what the VAE encodes
     wav_16k: np.ndarray | None
     source_seconds: float
-    source_samples_24k: int  # before trimming, for callers that want the exact source length
+    source_rate: int
+    source_channels: int
     digest: str
 
 
@@ -146,6 +151,7 @@ class AuKPipeline:
                 raise Cancelled("Stopped before the result was ready; nothing was produced.")
 
         plan = self._plan(request)
+        check_duration_known(plan["seconds"], request.audio is not None)
         clip = _prepare_clip(request.audio, self.limits, want_16k=self._uses_audio()) if request.audio is not None else None
         fit = request.fit_to_source and clip is not None and plan["seconds"] is None
         gen_frames, ref_frames, capped = _frame_budget(plan["seconds"], clip, fit)
@@ -196,7 +202,7 @@ class AuKPipeline:
             with self._placed(vae), torch.inference_mode():
                 wav = vae.decode(latents.float())[0].cpu().numpy().astype(np.float32)
             if fit:
-                wav = wav[: clip.source_samples_24k]
+                wav = wav[: clip.source_24k.shape[0]]
             report("decode", 1, 1)
             timings["decode"] = time.perf_counter() - tick
 
@@ -221,7 +227,9 @@ class AuKPipeline:
             "seconds": seconds_out,
             "sample_rate": AUK_SAMPLE_RATE,
             "source_seconds": clip.source_seconds if clip else None,
-            "source_samples_24k": clip.source_samples_24k if clip else None,
+            "source_samples_24k": clip.source_24k.shape[0] if clip else None,
+            "source_sample_rate": clip.source_rate if clip else None,
+            "source_channels": clip.source_channels if clip else None,
             "vae_sample": request.vae_sample,
             "condition_cache_hit": cache_hit,
             "timings": {k: round(v, 4) for k, v in timings.items()},
@@ -229,7 +237,7 @@ class AuKPipeline:
             "device": str(self.device),
             "dtype": str(self.dtype).removeprefix("torch."),
         }
-        return EditResult(wav=wav, sample_rate=AUK_SAMPLE_RATE, record=record)
+        return EditResult(wav=wav, sample_rate=AUK_SAMPLE_RATE, record=record, source=clip.source_24k if clip else None)
 
     # ------------------------------------------------------------------ steps
 
@@ -244,9 +252,7 @@ class AuKPipeline:
         seconds = check_seconds(request.seconds, limits)
         check_sampling(request.nfe, request.cfg, request.sway, limits)
         t_grid = parse_t_grid(request.t_grid, limits)
-        if request.seed is not None and not (isinstance(request.seed, int) and 0 <= request.seed < 2**63):
-            raise InputError(f"The seed must be a whole number from 0 to 2^63-1; got {request.seed!r}.")
-        seed = request.seed if request.seed is not None else secrets.randbelow(2**31)
+        seed = check_seed(request.seed) if request.seed is not None else random_seed()
         defaults = self.checkpoint.defaults
         given = {"nfe": request.nfe, "cfg": request.cfg, "sway": request.sway, "t_grid": t_grid}
         if self.checkpoint.is_flash:
@@ -309,10 +315,12 @@ def _prepare_clip(source, limits: Limits, *, want_16k: bool) -> _Clip:
         raise InputError("The clip is shorter than one 20 ms frame after resampling to 24 kHz. Upload a longer clip.")
     trimmed = np.ascontiguousarray(wav_24k[: frames * AUK_HOP])
     return _Clip(
+        source_24k=wav_24k,
         wav_24k=trimmed,
         wav_16k=dsp.resample(mono, waveform.sample_rate, QWEN_SAMPLE_RATE) if want_16k else None,
         source_seconds=waveform.seconds,
-        source_samples_24k=wav_24k.shape[0],
+        source_rate=waveform.sample_rate,
+        source_channels=waveform.channels,
         digest=hashlib.sha1(trimmed.tobytes()).hexdigest(),
     )
 
@@ -322,13 +330,8 @@ def _frame_budget(seconds: float | None, clip: _Clip | None, fit: bool) -> tuple
     ref_frames = clip.wav_24k.shape[0] // AUK_HOP if clip else 0
     if seconds is not None:
         gen_frames = max(1, frames_for_seconds(seconds))
-    elif clip is not None:
-        gen_frames = math.ceil(clip.source_samples_24k / AUK_HOP) if fit else ref_frames
-    else:
-        raise InputError(
-            "Without a source clip the model cannot infer a duration. Set the duration in seconds "
-            "(e.g. 3) or upload a clip to edit."
-        )
+    else:  # automatic: check_duration_known has made sure there is a clip
+        gen_frames = math.ceil(clip.source_24k.shape[0] / AUK_HOP) if fit else ref_frames
     capped = ref_frames + gen_frames > MAX_TOTAL_FRAMES
     if capped:
         gen_frames = max(1, MAX_TOTAL_FRAMES - ref_frames)

@@ -14,6 +14,7 @@ import pytest
 import soundfile as sf
 
 from auk_app import levels, outputs, rvq_table, ui_text, zerogpu
+from auk_app.audio_io import read_audio
 from auk_app.auk.pipeline import EditResult
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -25,15 +26,19 @@ def _sine(seconds: float, amplitude: float, rate: int = SR) -> np.ndarray:
     return (amplitude * np.sin(2 * np.pi * 440 * t)).astype(np.float32)
 
 
-def _result(wav: np.ndarray) -> EditResult:
+def _result(wav: np.ndarray, source_path=None) -> EditResult:
+    """A pipeline result for ``wav``; with ``source_path`` (a 24 kHz mono clip) as its source."""
+    source = None if source_path is None else read_audio(source_path)
+    assert source is None or (source.sample_rate, source.channels) == (SR, 1)
     record = {
         "model": "AuK-Tiny (demo)", "variant": "base", "checkpoint": "/ckpt", "instruction": "Decrease the volume by 10 dB.",
         "seed": 11, "nfe": 16, "cfg": 1.0, "sway": -1.0, "t_grid": None, "ignored": [], "gen_frames": 25,
         "ref_frames": 25, "frames_capped": False, "fit_to_source": True, "seconds": wav.size / SR,
         "sample_rate": SR, "vae_sample": False, "condition_cache_hit": False,
         "timings": {"sample": 0.1, "total": 0.2}, "rtf": 0.4, "device": "cpu", "dtype": "float32",
+        "source_sample_rate": None if source is None else SR, "source_channels": None if source is None else 1,
     }
-    return EditResult(wav=wav, sample_rate=SR, record=record)
+    return EditResult(wav=wav, sample_rate=SR, record=record, source=None if source is None else source.samples[0])
 
 
 ENTRY = SimpleNamespace(key="demo", label="AuK-Tiny (demo)", demo=True)
@@ -41,7 +46,7 @@ ENTRY = SimpleNamespace(key="demo", label="AuK-Tiny (demo)", demo=True)
 
 def test_the_wav_keeps_the_models_level(tmp_path, clips):
     quiet = _sine(0.5, 0.1)  # −20 dBFS: Gradio's float path would have raised this to full scale
-    made = outputs.render_edit(_result(quiet), ENTRY, source_path=clips.voice, requested={},
+    made = outputs.render_edit(_result(quiet, clips.voice), ENTRY, source_path=clips.voice, requested={},
                                randomized_seed=False, root=tmp_path)
     info = sf.info(str(made.audio))
     assert (info.samplerate, info.channels, info.subtype) == (SR, 1, "PCM_16")
@@ -52,7 +57,7 @@ def test_the_wav_keeps_the_models_level(tmp_path, clips):
 
 
 def test_edit_deliverables_live_in_a_fresh_folder_with_a_complete_manifest(tmp_path, clips):
-    made = outputs.render_edit(_result(_sine(0.6, 0.3)), ENTRY, source_path=clips.voice,
+    made = outputs.render_edit(_result(_sine(0.6, 0.3), clips.voice), ENTRY, source_path=clips.voice,
                                requested={"seconds": 0, "nfe": None}, randomized_seed=True, root=tmp_path)
     assert made.audio.parent == made.figure.parent == made.manifest_file.parent
     assert made.audio.parent.parent == tmp_path
