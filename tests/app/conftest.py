@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.conftest import REPO
+
 EMBEDDED_DEMO = REPO / "assets" / "AuK-Tiny"
 SR = 24_000
 
@@ -130,6 +131,25 @@ def flash_app(demo_dir, flash_dir, gradio_temp):
 
 
 # ----------------------------------------------------------------------------- clips
+
+# (a `clips` attribute, words its refusal must contain): one kind of bad upload each
+BAD_UPLOADS = [
+    ("silent", "silent"),
+    ("empty", "empty"),
+    ("nan", "NaN"),
+    ("too_long", "the limit is 30 s"),
+    ("too_short", "at least 20 ms"),
+    ("too_many_channels", "9 channels"),
+    ("unreadable", "Could not read"),
+]
+
+
+@pytest.fixture(params=BAD_UPLOADS, ids=[name for name, _ in BAD_UPLOADS])
+def bad_upload(request, clips) -> tuple[Path, str]:
+    """(path of a bad clip, words its refusal must contain), once per kind."""
+    name, words = request.param
+    return getattr(clips, name), words
+
 
 
 def _voice_like(seconds: float, rate: int, channels: int = 1, peak: float = 0.5) -> np.ndarray:

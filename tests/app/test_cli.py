@@ -4,20 +4,16 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
-
-APP = Path(__file__).resolve().parents[2] / "app.py"
 
 OPTIONS = ("--host", "--port", "--share", "--auk-base", "--auk-flash", "--qwen", "--audex", "--xcodec", "--download",
            "--device", "--dtype", "--preload", "--default-model")
 
 
-def test_help_lists_every_option_and_the_defaults():
-    done = subprocess.run([sys.executable, str(APP), "--help"], capture_output=True, text=True,
+def test_help_lists_every_option_and_the_defaults(app_command):
+    done = subprocess.run([*app_command, "--help"], capture_output=True, text=True,
                           timeout=60, check=True)
     for option in OPTIONS:
         assert option in done.stdout, option

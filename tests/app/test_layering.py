@@ -9,14 +9,24 @@ PACKAGE = Path(__file__).resolve().parents[2] / "auk_app"
 UI_LAYER = {"ui.py", "ui_handlers.py"}
 
 
-def _imports(path: Path) -> set[str]:
+def _imports(path: Path, source: str | None = None) -> set[str]:
+    """Every module a file may import, absolute: ``from auk_app import service`` gives both
+    ``auk_app`` and ``auk_app.service``; relative imports are resolved against the file's package."""
     names = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(ast.parse(path.read_text() if source is None else source)):
         if isinstance(node, ast.Import):
             names |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            names.add(node.module)
+        elif isinstance(node, ast.ImportFrom):
+            package = path.relative_to(PACKAGE.parent).with_suffix("").parts[: -node.level] if node.level else ()
+            base = ".".join([*package, *([node.module] if node.module else [])])
+            names |= {base} | {f"{base}.{alias.name}" for alias in node.names}
     return names
+
+
+def test_the_import_reader_sees_names_and_relative_imports():
+    source = "from auk_app import service\nfrom ..ui import build_demo\nfrom . import tta\n"
+    names = _imports(PACKAGE / "audex" / "any_module.py", source)
+    assert {"auk_app.service", "auk_app.ui", "auk_app.audex.tta"} <= names
 
 
 def test_only_the_ui_layer_imports_gradio():
