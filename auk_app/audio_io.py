@@ -7,6 +7,7 @@ MP3 through libsndfile) and, for anything else, librosa's audioread fallback.
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,7 +15,9 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
+from auk_app.config import Limits
 from auk_app.errors import InputError
+from auk_app.validate import check_format
 
 
 @dataclass(frozen=True)
@@ -37,28 +40,50 @@ class Waveform:
         return self.n_samples / self.sample_rate
 
 
-def read_audio(path: str | Path) -> Waveform:
-    """Decode a file; unreadable or unsupported files raise InputError naming the file."""
+def read_audio(path: str | Path, limits: Limits | None = None) -> Waveform:
+    """Decode a file; unreadable or unsupported files raise InputError naming the file.
+
+    With ``limits`` the header is checked before anything is decoded, and at most one second
+    past the length limit is decoded, so a small file that unpacks to hours (a FLAC of silence)
+    costs neither time nor memory.
+    """
     path = Path(path)
     if not path.is_file():
         raise InputError(f"The audio file {path.name} does not exist or is not a file.")
+    max_seconds = None if limits is None else limits.max_input_seconds + 1.0
     try:
-        data, rate = sf.read(str(path), dtype="float32", always_2d=True)
-        return Waveform(np.ascontiguousarray(data.T), int(rate))
+        handle = sf.SoundFile(str(path))
     except (sf.LibsndfileError, RuntimeError, TypeError, ValueError):
-        pass
+        return _read_with_librosa(path, limits, max_seconds)
+    with handle:
+        rate = int(handle.samplerate)
+        if limits is not None:
+            check_format(rate, handle.channels, handle.frames, limits)
+        frames = -1 if max_seconds is None else math.ceil(max_seconds * rate)
+        try:
+            data = handle.read(frames, dtype="float32", always_2d=True)
+        except (sf.LibsndfileError, RuntimeError) as exc:
+            raise InputError(f"{path.name} is damaged: its audio data could not be decoded. Re-export it.") from exc
+    return Waveform(np.ascontiguousarray(data.T), rate)
+
+
+def _read_with_librosa(path: Path, limits: Limits | None, max_seconds: float | None) -> Waveform:
+    """Formats libsndfile does not know, through librosa's audioread fallback (no header to check first)."""
     try:
         import librosa
 
         with warnings.catch_warnings():  # the audioread fallback is deprecated upstream and says so loudly
             warnings.simplefilter("ignore")
-            data, rate = librosa.load(str(path), sr=None, mono=False, dtype=np.float32)
+            data, rate = librosa.load(str(path), sr=None, mono=False, dtype=np.float32, duration=max_seconds)
     except Exception as exc:  # audioread raises its own hierarchy, and nothing more specific
         raise InputError(
-            f"Could not read {path.name} as audio ({type(exc).__name__}). "
+            f"Could not read {path.name} as audio: the format is not supported or the file is damaged. "
             "Upload a WAV, FLAC, OGG or MP3 file."
         ) from exc
-    return Waveform(np.atleast_2d(data).astype(np.float32), int(rate))
+    waveform = Waveform(np.atleast_2d(data).astype(np.float32), int(rate))
+    if limits is not None:
+        check_format(waveform.sample_rate, waveform.channels, waveform.n_samples, limits)
+    return waveform
 
 
 def from_array(samples: np.ndarray, sample_rate: int) -> Waveform:
@@ -75,13 +100,13 @@ def from_array(samples: np.ndarray, sample_rate: int) -> Waveform:
     return Waveform(np.ascontiguousarray(samples, dtype=np.float32), int(sample_rate))
 
 
-def load_audio(source: str | Path | tuple[np.ndarray, int] | Waveform) -> Waveform:
-    """A path, an (array, rate) pair or a Waveform, as a Waveform."""
+def load_audio(source: str | Path | tuple[np.ndarray, int] | Waveform, limits: Limits | None = None) -> Waveform:
+    """A path, an (array, rate) pair or a Waveform, as a Waveform (files read within ``limits``)."""
     if isinstance(source, Waveform):
         return source
     if isinstance(source, tuple):
         return from_array(*source)
-    return read_audio(source)
+    return read_audio(source, limits)
 
 
 def write_wav(path: str | Path, mono: np.ndarray, sample_rate: int, *, subtype: str = "PCM_16") -> Path:

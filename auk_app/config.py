@@ -10,6 +10,10 @@ AUK_HOP = 480
 AUK_FRAME_RATE = AUK_SAMPLE_RATE // AUK_HOP  # 50 latent frames per second
 QWEN_SAMPLE_RATE = 16_000  # what the thinker's Whisper-style feature extractor expects
 MAX_TOTAL_FRAMES = 65_536  # reference + target, the DiT's hard cap (≈ 21.8 min)
+# The shortest clip or target: two latent frames. Measured on the demo model, a one-frame target
+# (a clip under 40 ms, or seconds ≤ 0.02) decodes to all zeros after the PCM16 write; two frames
+# give sound (tests/app/test_api.py holds both sides of this line).
+MIN_SECONDS = 2 * AUK_HOP / AUK_SAMPLE_RATE
 
 
 def frames_for_seconds(seconds: float) -> int:
@@ -22,6 +26,10 @@ class Limits:
     """What one request may ask for; every message that enforces these names the value."""
 
     max_input_seconds: float = 30.0  # the model was trained on targets up to 30 s
+    min_seconds: float = MIN_SECONDS
+    min_sample_rate: int = 4_000  # below this there is no speech band left to edit
+    max_sample_rate: int = 768_000  # the highest rate audio interfaces record at
+    max_peak: float = 64.0  # +36 dBFS: float files may exceed full scale a little, never by this much
     max_target_seconds: float = 30.0
     max_channels: int = 8
     min_nfe: int = 1
@@ -31,3 +39,4 @@ class Limits:
     max_sway: float = 1.0
     max_grid_points: int = 65
     max_instruction_chars: int = 1000
+    max_caption_chars: int = 1000

@@ -6,6 +6,8 @@ tested on its own.
 
 from __future__ import annotations
 
+import math
+
 from typing import Any
 
 from auk_app import instructions
@@ -122,9 +124,10 @@ student. **Audex** makes 16 kHz sound from a caption: a language model samples X
 under an RVQ phase mask. The embedded **AuK-Tiny** and the tiny Audex demo show the mechanics only.
 
 ### Limits
-Source clips up to {limits.max_input_seconds:g} s and {limits.max_channels} channels; targets up to
-{limits.max_target_seconds:g} s; nfe {limits.min_nfe}–{limits.max_nfe}; cfg 0–{limits.max_cfg:g};
-sway {limits.min_sway:g} to {limits.max_sway:g}; instructions up to {limits.max_instruction_chars} characters;
+Source clips from {limits.min_seconds * 1000:.0f} ms to {limits.max_input_seconds:g} s, up to {limits.max_channels} channels,
+{limits.min_sample_rate / 1000:g}–{limits.max_sample_rate / 1000:g} kHz, peaks up to {20 * math.log10(limits.max_peak):+.0f} dBFS; targets from
+{limits.min_seconds:g} s to {limits.max_target_seconds:g} s; nfe {limits.min_nfe}–{limits.max_nfe}; cfg 0–{limits.max_cfg:g};
+sway {limits.min_sway:g} to {limits.max_sway:g}; instructions and captions up to {limits.max_instruction_chars} characters;
 uploads up to {max_file_size.upper()}. Audex: up to {audex_seconds:g} s of tokens, of which {decoded_seconds:g} s are decoded.
 
 ### Getting the released weights

@@ -3,12 +3,13 @@
 The app runs this as the Gradio validator of every AuK request and as ``/inspect_audio``. It
 never raises for a bad clip; it returns findings with a verdict (``ok``, ``warning`` or
 ``rejected``) and one English message that names the problem and the fix. The rejections are
-validate.check_clip's (unreadable, empty, non-finite, too short, too long, too many channels)
-plus silence, which the pipeline would accept and turn into a meaningless edit.
+audio_io's (unreadable, damaged) and validate.check_clip's (sample rate, channels, length,
+non-finite, absurd peaks, silence): the same checks the pipeline and the CLI run.
 """
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +20,11 @@ from auk_app.audio_io import read_audio
 from auk_app.config import AUK_SAMPLE_RATE, Limits
 from auk_app.errors import InputError
 from auk_app.levels import dbfs_or_none
-from auk_app.validate import check_clip
+from auk_app.validate import SILENCE_PEAK, check_clip
 
-# −80 dBFS: ten times the 16-bit step (1/32768 ≈ −90 dBFS), so a clip below it holds dither at most.
-SILENCE_PEAK = 1e-4
+# Uploads decoded at once for checks, whoever asks (validators run outside Gradio's queue): with
+# the 31 s decode bound this caps the memory a burst of large uploads can take.
+_DECODING = threading.BoundedSemaphore(2)
 # |x| at or above this is full scale for every PCM depth (PCM16's largest sample is 32767/32768).
 FULL_SCALE = 0.999
 CLIP_RUN = 3  # consecutive full-scale samples: a flat top, not just one loud peak
@@ -39,7 +41,8 @@ def check_upload(path: str | Path | None, limits: Limits = Limits()) -> dict[str
         findings["message"] = "No audio was given. Upload or record a clip to check."
         return findings
     try:
-        waveform = read_audio(path)
+        with _DECODING:
+            waveform = read_audio(path, limits)
     except InputError as exc:
         findings["message"] = str(exc)
         return findings
@@ -56,12 +59,6 @@ def check_upload(path: str | Path | None, limits: Limits = Limits()) -> dict[str
         check_clip(mono, waveform.sample_rate, limits, channels=waveform.channels)
     except InputError as exc:
         findings["message"] = str(exc)
-        return findings
-    if findings["silent"]:
-        findings["message"] = (
-            f"The clip is silent (peak {_level(findings['peak_dbfs'])}, below −80 dBFS): there is nothing to edit. "
-            "Upload a clip with sound in it, or remove it to generate speech from the instruction alone."
-        )
         return findings
     notes = []
     if findings["clipping"]:

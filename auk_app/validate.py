@@ -3,42 +3,90 @@
 from __future__ import annotations
 
 import math
+import re
 import secrets
 from collections.abc import Sequence
 
 import numpy as np
 
-from auk_app.config import AUK_HOP, AUK_SAMPLE_RATE, Limits
+from auk_app.config import Limits
 from auk_app.errors import InputError
 
 
-def check_clip(mono: np.ndarray, sample_rate: int, limits: Limits, *, channels: int = 1) -> None:
-    """Refuse clips the model cannot use: empty, non-finite, too short, too long, too many channels."""
+# −80 dBFS: ten times the 16-bit step (1/32768 ≈ −90 dBFS), so a clip below it holds dither at most.
+SILENCE_PEAK = 1e-4
+_SHOWN_CHARS = 80  # values echoed in messages are cut here, so a bad 1000-point grid stays one line
+
+
+def shown(value) -> str:
+    """``repr(value)``, abbreviated: messages name the value without echoing a huge one."""
+    text = repr(value)
+    return text if len(text) <= _SHOWN_CHARS else f"{text[:_SHOWN_CHARS - 20]}… ({len(text)} characters)"
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _length(n_samples: int, sample_rate: int) -> str:
+    seconds = n_samples / sample_rate
+    if seconds >= 1:
+        return f"{seconds:.1f} s"
+    if n_samples < 100:
+        return f"{n_samples} sample{'s' * (n_samples != 1)} ({seconds * 1000:.2f} ms)"
+    return f"{seconds * 1000:.1f} ms"
+
+
+def check_format(sample_rate: int, channels: int, n_samples: int, limits: Limits) -> None:
+    """What a file's header alone can refuse; the audio reader runs it before decoding anything."""
+    if not limits.min_sample_rate <= sample_rate <= limits.max_sample_rate:
+        raise InputError(
+            f"The clip's sample rate is {sample_rate} Hz; accepted rates are {limits.min_sample_rate / 1000:g} kHz to "
+            f"{limits.max_sample_rate / 1000:g} kHz. The file's header is probably damaged: re-export it "
+            "(e.g. at 24 or 48 kHz) and upload it again."
+        )
     if channels > limits.max_channels:
         raise InputError(
             f"The clip has {channels} channels; at most {limits.max_channels} are accepted. "
             "Export it as mono or stereo and upload it again."
         )
-    if mono.size == 0:
+    if n_samples == 0:
         raise InputError("The clip is empty (0 samples). Upload a clip with sound in it.")
-    if not np.isfinite(mono).all():
-        raise InputError("The clip contains NaN or infinite samples. Re-export it from your editor and upload it again.")
-    seconds = mono.size / sample_rate
-    min_seconds = AUK_HOP / AUK_SAMPLE_RATE
-    if seconds < min_seconds:
-        raise InputError(
-            f"The clip lasts {seconds * 1000:.1f} ms; the model needs at least {min_seconds * 1000:.0f} ms "
-            "(one 20 ms latent frame). Upload a longer clip."
-        )
+    seconds = n_samples / sample_rate
     if seconds > limits.max_input_seconds:
         raise InputError(
-            f"The clip lasts {seconds:.1f} s; the limit is {limits.max_input_seconds:g} s. "
+            f"The clip lasts {_length(n_samples, sample_rate)}; the limit is {limits.max_input_seconds:g} s. "
             f"Trim it to at most {limits.max_input_seconds:g} s and upload it again."
+        )
+    if seconds < limits.min_seconds:
+        raise InputError(
+            f"The clip lasts {_length(n_samples, sample_rate)}; the model needs at least "
+            f"{limits.min_seconds * 1000:.0f} ms (two 20 ms latent frames). Upload a longer clip."
+        )
+
+
+def check_clip(mono: np.ndarray, sample_rate: int, limits: Limits, *, channels: int = 1) -> None:
+    """Refuse clips the model cannot use: a bad format or length, non-finite, absurdly loud or silent samples."""
+    check_format(sample_rate, channels, mono.size, limits)
+    if not np.isfinite(mono).all():
+        raise InputError("The clip contains NaN or infinite samples. Re-export it from your editor and upload it again.")
+    peak = float(np.abs(mono).max())
+    if peak > limits.max_peak:
+        raise InputError(
+            f"The clip peaks at {20 * np.log10(peak):+.1f} dBFS ({peak:.3g} × full scale); the limit is "
+            f"{20 * np.log10(limits.max_peak):+.0f} dBFS ({limits.max_peak:g} ×). The file is damaged or wrongly "
+            "scaled: normalise it in your editor and upload it again."
+        )
+    if peak < SILENCE_PEAK:
+        shown_peak = "−∞ dBFS" if peak == 0 else f"{20 * np.log10(peak):.1f} dBFS"
+        raise InputError(
+            f"The clip is silent (peak {shown_peak}, below −80 dBFS): there is nothing to edit. "
+            "Upload a clip with sound in it, or remove it to generate speech from the instruction alone."
         )
 
 
 def check_instruction(instruction: str, limits: Limits) -> str:
-    text = (instruction or "").strip()
+    text = instruction.strip() if isinstance(instruction, str) else ""
     if not text:
         raise InputError("The instruction is empty. Describe the edit or the sound, e.g. \"Raise the pitch by 2 semitones.\"")
     if len(text) > limits.max_instruction_chars:
@@ -48,17 +96,47 @@ def check_instruction(instruction: str, limits: Limits) -> str:
     return text
 
 
+def without_control_tokens(text: str, tokenizer) -> str:
+    """User text with every added token's string removed, so it stays plain text in a prompt.
+
+    Tokenizers match added tokens (``<|im_end|>``, ``<audiogen_start>``, ``<|AUDIO|>``, ``[SEP]``)
+    anywhere in a string: spliced into a chat prompt unchanged, a caption or an instruction could
+    close its turn or start the audio stream. Removal repeats, since it can join two halves of one.
+    """
+    added = sorted(tokenizer.get_added_vocab(), key=len, reverse=True)
+    pattern = re.compile("|".join(map(re.escape, added))) if added else None
+    while pattern is not None and (cleaned := pattern.sub("", text)) != text:
+        text = cleaned
+    return text
+
+
+def check_caption(caption: str, limits: Limits) -> str:
+    text = caption.strip() if isinstance(caption, str) else ""
+    if not text:
+        raise InputError("The caption is empty. Describe the sound to generate, e.g. “Rain falling on a tin roof”.")
+    if len(text) > limits.max_caption_chars:
+        raise InputError(
+            f"The caption has {len(text)} characters; the limit is {limits.max_caption_chars}. Shorten it."
+        )
+    return text
+
+
 def check_seconds(seconds: float | None, limits: Limits) -> float | None:
     """Target length in seconds, or None (0 means automatic)."""
     if seconds is None:
         return None
     if not isinstance(seconds, (int, float)) or math.isnan(seconds) or seconds < 0:
-        raise InputError(f"The duration must be 0 (automatic) or a positive number of seconds; got {seconds!r}.")
+        raise InputError(f"The duration must be 0 (automatic) or a positive number of seconds; got {shown(seconds)}.")
     if seconds == 0:
         return None
     if seconds > limits.max_target_seconds:
         raise InputError(
             f"The requested duration is {seconds:g} s; the limit is {limits.max_target_seconds:g} s. Ask for less."
+        )
+    if seconds < limits.min_seconds:
+        raise InputError(
+            f"The requested duration is {seconds:g} s; the shortest is {limits.min_seconds:g} s (two 20 ms latent "
+            "frames). Ask for more, or 0 to match the source clip."
         )
     return float(seconds)
 
@@ -81,22 +159,21 @@ def random_seed() -> int:
 
 def check_seed(seed) -> int:
     """A whole number in [0, 2^63) (a number box's 5.0 counts as 5), returned as an int."""
-    if seed is None or isinstance(seed, bool) or not isinstance(seed, (int, float)) or not float(seed).is_integer() \
-            or not 0 <= seed < 2**63:
+    if not _is_number(seed) or not float(seed).is_integer() or not 0 <= seed < 2**63:
         raise InputError(
-            f"The seed must be a whole number from 0 to 2^63-1; got {seed!r}. "
+            f"The seed must be a whole number from 0 to 2^63-1; got {shown(seed)}. "
             "Leave it out (or tick “Randomise seed”) for a random one."
         )
     return int(seed)
 
 
 def check_sampling(nfe: int | None, cfg: float | None, sway: float | None, limits: Limits) -> None:
-    if nfe is not None and (isinstance(nfe, bool) or not float(nfe).is_integer() or not limits.min_nfe <= nfe <= limits.max_nfe):
-        raise InputError(f"nfe (Euler steps) must be a whole number from {limits.min_nfe} to {limits.max_nfe}; got {nfe!r}.")
-    if cfg is not None and not (isinstance(cfg, (int, float)) and 0 <= cfg <= limits.max_cfg):
-        raise InputError(f"cfg (guidance strength) must be between 0 and {limits.max_cfg:g}; got {cfg!r}.")
-    if sway is not None and not (isinstance(sway, (int, float)) and limits.min_sway <= sway <= limits.max_sway):
-        raise InputError(f"sway must be between {limits.min_sway:g} and {limits.max_sway:g}; got {sway!r}.")
+    if nfe is not None and (not _is_number(nfe) or not float(nfe).is_integer() or not limits.min_nfe <= nfe <= limits.max_nfe):
+        raise InputError(f"nfe (Euler steps) must be a whole number from {limits.min_nfe} to {limits.max_nfe}; got {shown(nfe)}.")
+    if cfg is not None and not (_is_number(cfg) and 0 <= cfg <= limits.max_cfg):
+        raise InputError(f"cfg (guidance strength) must be between 0 and {limits.max_cfg:g}; got {shown(cfg)}.")
+    if sway is not None and not (_is_number(sway) and limits.min_sway <= sway <= limits.max_sway):
+        raise InputError(f"sway must be between {limits.min_sway:g} and {limits.max_sway:g}; got {shown(sway)}.")
 
 
 def parse_t_grid(value: str | Sequence[float] | None, limits: Limits) -> list[float] | None:
@@ -108,7 +185,7 @@ def parse_t_grid(value: str | Sequence[float] | None, limits: Limits) -> list[fl
             grid = [float(part) for part in value.replace(";", ",").split(",") if part.strip()]
         except ValueError:
             raise InputError(
-                f"The time grid {value!r} is not a comma-separated list of numbers, e.g. \"0, 0.3, 0.7, 1\"."
+                f"The time grid {shown(value)} is not a comma-separated list of numbers, e.g. \"0, 0.3, 0.7, 1\"."
             ) from None
     else:
         grid = [float(t) for t in value]
@@ -120,5 +197,5 @@ def parse_t_grid(value: str | Sequence[float] | None, limits: Limits) -> list[fl
     elif any(b <= a for a, b in zip(grid, grid[1:])):
         problem = "must be strictly increasing"
     if problem:
-        raise InputError(f"The time grid {grid} {problem}, e.g. \"0, 0.3, 0.7, 1\".")
+        raise InputError(f"The time grid {shown(grid)} {problem}, e.g. \"0, 0.3, 0.7, 1\".")
     return grid

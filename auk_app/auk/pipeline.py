@@ -195,6 +195,7 @@ class AuKPipeline:
                     on_step=on_step,
                 )
             timings["sample"] = time.perf_counter() - tick
+            checkpoint_stop()
 
             tick = time.perf_counter()
             report("decode", 0, 1)
@@ -212,7 +213,7 @@ class AuKPipeline:
         record = {
             "model": self.checkpoint.name,
             "variant": self.checkpoint.variant,
-            "checkpoint": str(self.checkpoint.directory),
+            "checkpoint": self.checkpoint.directory.name,  # never the server's disk layout
             "instruction": plan["instruction"],
             "seed": plan["seed"],
             "nfe": plan["nfe"],
@@ -306,7 +307,7 @@ class AuKPipeline:
 
 
 def _prepare_clip(source, limits: Limits, *, want_16k: bool) -> _Clip:
-    waveform = load_audio(source)
+    waveform = load_audio(source, limits)
     mono = dsp.to_mono(waveform.samples)
     check_clip(mono, waveform.sample_rate, limits, channels=waveform.channels)
     wav_24k = dsp.resample(mono, waveform.sample_rate, AUK_SAMPLE_RATE)

@@ -138,9 +138,15 @@ BAD_UPLOADS = [
     ("empty", "empty"),
     ("nan", "NaN"),
     ("too_long", "the limit is 30 s"),
-    ("too_short", "at least 20 ms"),
+    ("too_short", "lasts 10.0 ms; the model needs at least 40 ms"),
+    ("one_sample", "lasts 1 sample (0.04 ms)"),
     ("too_many_channels", "9 channels"),
     ("unreadable", "Could not read"),
+    ("rate_zero", "sample rate is 0 Hz; accepted rates are 4 kHz to 768 kHz"),
+    ("rate_one", "sample rate is 1 Hz"),
+    ("huge_peak", "peaks at +600.0 dBFS"),
+    # 1 MB of FLAC that unpacks to two hours: the length comes from the header, nothing is decoded
+    ("bomb", "lasts 7200.0 s; the limit is 30 s"),
 ]
 
 
@@ -177,6 +183,8 @@ def clips(tmp_path_factory) -> SimpleNamespace:
     nan[100:120] = np.nan
     unreadable = root / "unreadable.wav"
     unreadable.write_bytes(b"this is not audio " * 64)
+    huge = _voice_like(0.3, SR)
+    huge[50] = 1e30
     return SimpleNamespace(
         voice=wav("voice.wav", _voice_like(0.6, SR), SR),
         stereo=wav("stereo_44k.wav", _voice_like(0.5, 44_100, channels=2), 44_100),
@@ -186,6 +194,28 @@ def clips(tmp_path_factory) -> SimpleNamespace:
         nan=wav("nan.wav", nan, SR, subtype="FLOAT"),
         too_long=wav("too_long.wav", _voice_like(31.0, 8_000), 8_000),
         too_short=wav("too_short.wav", _voice_like(0.01, SR), SR),
+        one_sample=wav("one_sample.wav", np.full(1, 0.5, np.float32), SR),
         too_many_channels=wav("nine_channels.wav", _voice_like(0.1, SR, channels=9), SR),
         unreadable=unreadable,
+        rate_zero=_with_header_rate(wav("rate_zero.wav", _voice_like(0.5, SR), SR), 0),
+        rate_one=_with_header_rate(wav("rate_one.wav", _voice_like(0.5, SR), SR), 1),
+        huge_peak=wav("huge_peak.wav", huge, SR, subtype="FLOAT"),
+        bomb=_silent_flac(root / "bomb.flac", hours=2, rate=8_000),
     )
+
+
+def _with_header_rate(path: Path, rate: int) -> Path:
+    """A PCM WAV whose fmt chunk claims ``rate`` (bytes 24–27 of soundfile's plain RIFF header)."""
+    data = bytearray(path.read_bytes())
+    data[24:28] = rate.to_bytes(4, "little")
+    path.write_bytes(bytes(data))
+    return path
+
+
+def _silent_flac(path: Path, *, hours: float, rate: int) -> Path:
+    """Hours of digital silence in a tiny FLAC, written a minute at a time."""
+    minute = np.zeros(60 * rate, np.int16)
+    with sf.SoundFile(str(path), "w", rate, 1, format="FLAC", subtype="PCM_16") as handle:
+        for _ in range(int(hours * 60)):
+            handle.write(minute)
+    return path

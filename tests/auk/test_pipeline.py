@@ -173,7 +173,7 @@ def test_stop_between_steps_cancels(studio):
         (lambda d: (sf.write(d / "empty.wav", np.zeros(0), 16000), d / "empty.wav")[1], "The clip is empty"),
         (lambda d: (sf.write(d / "nan.wav", np.full(2000, np.nan, np.float32), 16000, subtype="FLOAT"), d / "nan.wav")[1],
          "NaN or infinite"),
-        (lambda d: (sf.write(d / "short.wav", np.zeros(100), 24000), d / "short.wav")[1], "at least 20 ms"),
+        (lambda d: (sf.write(d / "short.wav", np.zeros(100), 24000), d / "short.wav")[1], "at least 40 ms"),
         (lambda d: _tone(d / "long.wav", seconds=3.5, channels=1), "the limit is 3 s"),
         (lambda d: (sf.write(d / "many.wav", np.zeros((2400, 9)), 24000), d / "many.wav")[1], "at most 8 are accepted"),
     ],
