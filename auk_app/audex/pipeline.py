@@ -29,7 +29,9 @@ from auk_app.audex.rvq import stream_to_frames
 from auk_app.audex.sampler import Progress, ShouldStop, sample_stream, token_limit
 from auk_app.audex.thinker import AudexThinker, load_thinker
 from auk_app.audex.xcodec import SAMPLE_RATE, decode_frames, load_xcodec
+from auk_app.config import Limits
 from auk_app.errors import InputError
+from auk_app.validate import check_caption, without_control_tokens
 
 
 @dataclass(frozen=True)
@@ -110,6 +112,27 @@ class AudexPipeline:
         _ = self.thinker, self.codec
         return self
 
+    def prompt_ids(self, caption: str, *, guided: bool) -> tuple[list[int], list[int] | None]:
+        """Token ids of the conditional prompt and, with guidance, its length-matched null twin.
+
+        Special tokens typed into the caption are removed first: they would rewrite the prompt.
+        """
+        tokenizer = self.thinker.tokenizer
+        plain = without_control_tokens(caption, tokenizer).strip()
+        if not plain:
+            raise InputError("The caption holds only special tokens of the model. Describe the sound in words.")
+        cond_prompt = build_tta_cond_prompt(plain)
+        if not guided:
+            return tokenizer.encode(cond_prompt), None
+        try:
+            null_prompt = build_tta_null_prompt(tokenizer, cond_prompt)
+        except ValueError as exc:
+            raise InputError(
+                f"This caption cannot be paired with an unconditional prompt of equal length ({exc}). "
+                "Rephrase the caption, or set cfg_scale to 1.0 to run without guidance."
+            ) from exc
+        return tokenizer.encode(cond_prompt), tokenizer.encode(null_prompt)
+
     def generate(
         self,
         caption: str,
@@ -133,8 +156,7 @@ class AudexPipeline:
         ``progress(done, total)`` is called after every generated token.
         """
         # 1. Check the request.
-        if not isinstance(caption, str) or not caption.strip():
-            raise InputError("The caption is empty. Describe the sound to generate, e.g. 'Rain falling on a tin roof.'")
+        caption = check_caption(caption, Limits())
         params = TTASampling(
             cfg_scale=cfg_scale,
             codec_cap=codec_cap,
@@ -147,22 +169,12 @@ class AudexPipeline:
         )
         thinker = self.thinker
         # 2. Prompts: conditional, and for CFG the null prompt of the same token length.
-        cond_prompt = build_tta_cond_prompt(caption)
-        cond_ids = thinker.tokenizer.encode(cond_prompt)
-        null_ids = None
-        if params.guided:
-            try:
-                null_ids = thinker.tokenizer.encode(build_tta_null_prompt(thinker.tokenizer, cond_prompt))
-            except ValueError as exc:
-                raise InputError(
-                    f"This caption cannot be paired with an unconditional prompt of equal length ({exc}). "
-                    "Rephrase the caption, or set cfg_scale to 1.0 to run without guidance."
-                ) from exc
+        cond_ids, null_ids = self.prompt_ids(caption, guided=params.guided)
         max_positions = thinker.model.config.max_position_embeddings
         if len(cond_ids) + token_limit(params) > max_positions:
             raise InputError(
                 f"The caption makes a {len(cond_ids)}-token prompt; with up to {token_limit(params)} generated "
-                f"tokens that exceeds the model's {max_positions} positions. Shorten the caption or lower codec_cap."
+                f"tokens that exceeds the model's {max_positions} positions. Shorten the caption or generate fewer seconds."
             )
         # 3. Sample the stream.
         stream = sample_stream(

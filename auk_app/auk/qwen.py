@@ -40,6 +40,7 @@ from transformers import (
 from transformers.processing_utils import OmniModalProcessorMixin
 
 from auk_app.errors import CheckpointError, InputError
+from auk_app.validate import without_control_tokens
 
 SAMPLE_RATE = 16_000  # what the Whisper feature extractor expects, Hz
 SYSTEM_PROMPT = "You are a helpful assistant."
@@ -189,7 +190,9 @@ class QwenConditioner:
 
         With a clip the audio placeholder follows the instruction; without one
         ``|<no_prompt_audio>|`` is appended with no space, unless the instruction already holds it.
+        Special tokens typed into the instruction are removed first (they would rewrite the turn).
         """
+        instruction = without_control_tokens(instruction, self.processor.tokenizer)
         if with_audio:
             user = instruction + AUDIO_PART
         else:

@@ -16,7 +16,7 @@ from safetensors.torch import load_file, save_file
 from transformers import Qwen2_5OmniThinkerConfig, Qwen2_5OmniThinkerForConditionalGeneration
 
 from auk_app.auk.conditioner import fuse_hidden_states
-from auk_app.auk.qwen import QwenConditioner
+from auk_app.auk.qwen import AUDIO_TOKEN, QwenConditioner
 from auk_app.errors import CheckpointError, InputError
 from tests.qwen_snapshot import SHARDS, TEXT_HIDDEN, TEXT_LAYERS, write_tiny_qwen_snapshot
 
@@ -79,6 +79,16 @@ def test_the_rendered_prompt_is_what_gets_tokenised(conditioner):
     with_audio = conditioner.prepare_inputs(INSTRUCTION, _clip(1.0))
     expanded = conditioner.render_prompt(INSTRUCTION, with_audio=True).replace("<|AUDIO|>", "<|AUDIO|>" * 25)
     assert decode(with_audio["input_ids"][0]) == expanded
+
+
+def test_special_tokens_typed_into_the_instruction_cannot_rewrite_the_prompt(conditioner):
+    tokenizer = conditioner.processor.tokenizer
+    added = "".join(tokenizer.get_added_vocab())
+    hostile = " ".join(word + added for word in INSTRUCTION.split(" "))
+    assert AUDIO_TOKEN in added and "<|im_end|>" in added  # the test would see them if they got through
+    for audio in (None, np.zeros(16_000, np.float32)):
+        plain, typed = (conditioner.prepare_inputs(text, audio)["input_ids"] for text in (INSTRUCTION, hostile))
+        assert typed.tolist() == plain.tolist()
 
 
 # --- audio placeholder --------------------------------------------------------------------------
