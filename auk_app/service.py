@@ -180,7 +180,7 @@ class Studio:
             "demo": default.demo,
             "audex_demo": self.audex_is_demo,
             "models": {
-                e.key: {"label": e.label, "variant": e.checkpoint.variant, "directory": str(e.checkpoint.directory),
+                e.key: {"label": e.label, "variant": e.checkpoint.variant, "folder": e.checkpoint.directory.name,
                         "demo": e.demo, "defaults": e.checkpoint.defaults,
                         "t_grid": list(e.checkpoint.t_grid) if e.checkpoint.t_grid else None}
                 for e in self._entries.values()

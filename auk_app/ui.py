@@ -7,7 +7,8 @@ in :mod:`auk_app.ui_handlers`; the generated wording in :mod:`auk_app.ui_text`.
 Public API (named; everything else is ``api_visibility="private"``): ``/edit_audio``,
 ``/text_to_audio``, ``/inspect_audio`` and ``/model_info``. Both model endpoints share one queue
 (``concurrency_id="gpu"``, one request at a time, at most ``QUEUE_MAX_SIZE`` waiting); the cheap
-helpers bypass it (``queue=False``).
+``/model_info`` bypasses the queue (``queue=False``); ``/inspect_audio`` decodes uploads, so it has a
+small queue of its own.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ from auk_app.ui_handlers import (
 )
 
 GPU_QUEUE = "gpu"
+INTAKE_QUEUE = "intake"  # /inspect_audio decodes uploads: queued, a few at a time, like the model runs
+INTAKE_CONCURRENCY = 2
 QUEUE_MAX_SIZE = 16  # beyond this a request is refused at once instead of waiting for minutes
 # 30 s at 48 kHz, 8 channels, 32-bit float is 46 MB: the largest clip the limits accept, with room.
 MAX_FILE_SIZE = "50mb"
@@ -124,7 +127,7 @@ def _edit_tab(studio: Studio, handlers: Handlers) -> SimpleNamespace:
             )
             c.seconds.render()
             with gr.Row():
-                c.seed = gr.Number(0, label="Seed", precision=0, elem_id="seed",
+                c.seed = gr.Number(0, label="Seed", step=1, elem_id="seed",
                                    info="0 to 2^63−1; the seed used is written back here.")
                 c.randomize = gr.Checkbox(True, label="Randomise seed", elem_id="randomize")
             with gr.Accordion("Advanced sampling", open=False, elem_id="advanced"):
@@ -180,10 +183,10 @@ def _audex_tab(handlers: Handlers) -> SimpleNamespace:
             with gr.Row():
                 c.temperature = gr.Number(AUDEX_DEFAULTS.temperature, label="Temperature", step=0.1,
                                           elem_id="temperature", info="above 0; 1.0 recommended")
-                c.top_k = gr.Number(AUDEX_DEFAULTS.top_k, label="top-k", precision=0, elem_id="top-k",
+                c.top_k = gr.Number(AUDEX_DEFAULTS.top_k, label="top-k", step=1, elem_id="top-k",
                                     info="1 or more; 80 recommended")
             with gr.Row():
-                c.seed = gr.Number(0, label="Seed", precision=0, elem_id="audex-seed",
+                c.seed = gr.Number(0, label="Seed", step=1, elem_id="audex-seed",
                                    info="The seed used is written back here.")
                 c.randomize = gr.Checkbox(True, label="Randomise seed", elem_id="audex-randomize")
             c.compare = gr.Checkbox(False, label="Also run without the RVQ phase mask and compare",
@@ -257,11 +260,12 @@ def build_demo(studio: Studio) -> gr.Blocks:
         e.stop.click(h.stop, None, None, cancels=[edit], **private)
         a.stop.click(h.stop, None, None, cancels=[audex], **private)
 
-        # Cheap public helpers, outside the queue.
+        # Public helpers without a model: /model_info outside the queue, /inspect_audio in its own.
         info_button.click(h.model_info, None, api_result, api_name="model_info", queue=False,
                           api_description=h.model_info.__doc__)
-        inspect_button.click(h.inspect_audio, e.audio, api_result, api_name="inspect_audio", queue=False,
-                             api_description=h.inspect_audio.__doc__)
+        inspect_button.click(h.inspect_audio, e.audio, api_result, api_name="inspect_audio",
+                             api_description=h.inspect_audio.__doc__, concurrency_id=INTAKE_QUEUE,
+                             concurrency_limit=INTAKE_CONCURRENCY)
 
         # UI plumbing.
         e.model.change(h.on_model_change, e.model, [e.nfe, e.cfg, e.sway, e.t_grid, e.knob_note], **private)

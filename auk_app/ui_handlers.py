@@ -10,9 +10,8 @@ type, never as Gradio's generic error text.
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import threading
+import re
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +23,13 @@ from auk_app.audex.params import MAX_CODEC_CAP, TTASampling
 from auk_app.audex.report import FRAME_RATE_HZ
 from auk_app.audex.rvq import MAX_TTA_FRAMES
 from auk_app.auk.pipeline import EditRequest
-from auk_app.errors import AppError, InputError
+from auk_app.errors import AppError, Cancelled, InputError
 from auk_app.service import ModelEntry, Studio
 from auk_app.validate import (
-    check_duration_known, check_instruction, check_sampling, check_seconds, check_seed, parse_t_grid, random_seed,
+    check_caption, check_duration_known, check_instruction, check_sampling, check_seconds, check_seed, parse_t_grid,
+    random_seed, shown,
 )
+from auk_app.ui_runs import Runs
 from auk_app.zerogpu import gpu
 
 log = logging.getLogger(__name__)
@@ -46,32 +47,6 @@ _PHASES = {
 }
 
 
-class _StopBoard:
-    """Cooperative stop flags, one per browser session: Stop only ever stops the caller's own run."""
-
-    def __init__(self) -> None:
-        self._flags: dict[str | None, threading.Event] = {}
-        self._lock = threading.Lock()
-
-    @contextlib.contextmanager
-    def running(self, session: str | None):
-        flag = threading.Event()
-        with self._lock:
-            self._flags[session] = flag
-        try:
-            yield flag
-        finally:
-            with self._lock:
-                if self._flags.get(session) is flag:
-                    del self._flags[session]
-
-    def stop(self, session: str | None) -> None:
-        with self._lock:
-            flag = self._flags.get(session)
-        if flag is not None:
-            flag.set()
-
-
 # ----------------------------------------------------------------------------- value checks
 
 
@@ -86,7 +61,7 @@ def _checked(check, value) -> dict:
     except AppError as exc:
         return gr.validate(False, str(exc))
     except (TypeError, ValueError):
-        return gr.validate(False, f"{value!r} is not a number.")
+        return gr.validate(False, f"{shown(value)} is not a number.")
     return _ok()
 
 
@@ -108,23 +83,40 @@ def _as_int(value: Any) -> int | None:
     return None if value is None else int(value)
 
 
+def _whole(value: Any) -> Any:
+    """A whole float (a number box's 80.0) as an int; anything else unchanged, for the checks to refuse."""
+    is_number = isinstance(value, float) and value.is_integer()
+    return int(value) if is_number else value
+
+
+def _raise_if_stopped(stop) -> None:
+    """A run stopped after its last step still delivers nothing: no files are written."""
+    if stop.is_set():
+        raise Cancelled("Stopped before the result was ready; nothing was produced.")
+
+
 def _as_float(value: Any) -> float | None:
     return None if value is None else float(value)
 
 
+# An absolute path: a slash-separated run of at least two parts, not inside a URL.
+_ABSOLUTE_PATH = re.compile(r"(?<![\w.:/])(?:/[^\s/'\"`,;()]+)+/([^\s/'\"`,;()]+)")
+
+
+def without_paths(message: str) -> str:
+    """``message`` with absolute paths cut to their last part: clients never see the server's disk."""
+    return _ABSOLUTE_PATH.sub(r"\1", message)
+
+
 def _gr_error(exc: Exception) -> gr.Error:
-    """The user's sentence for an AppError; a logged, typed failure message for anything else."""
+    """The user's sentence for an AppError; a logged failure message for anything else."""
     if isinstance(exc, AppError):
-        return gr.Error(str(exc), print_exception=False)
+        return gr.Error(without_paths(str(exc)), print_exception=False)
     log.exception("request failed")
     return gr.Error(
-        f"The run failed unexpectedly ({type(exc).__name__}: {str(exc)[:200]}). "
+        f"The run failed unexpectedly ({type(exc).__name__}: {without_paths(str(exc))[:200]}). "
         "Nothing was produced; the server log has the details."
     )
-
-
-def _session(request: gr.Request | None) -> str | None:
-    return getattr(request, "session_hash", None)
 
 
 def _output_root() -> Path:
@@ -235,10 +227,10 @@ class Handlers:
         self.limits = studio.config.limits
         self.audex_demo = studio.audex_is_demo
         self.audex_seconds = AUDEX_DEMO_SECONDS if self.audex_demo else AUDEX_SECONDS
-        self._stops = _StopBoard()
+        self._runs = Runs()
         # On a ZeroGPU Space the GPU is attached per call, for a budget computed from the request.
-        self.edit_audio = gpu(edit_gpu_seconds)(self._edit_audio)
-        self.text_to_audio = gpu(audex_gpu_seconds)(self._text_to_audio)
+        self.edit_audio = self._runs.stoppable(gpu(edit_gpu_seconds)(self._edit_audio))
+        self.text_to_audio = self._runs.stoppable(gpu(audex_gpu_seconds)(self._text_to_audio))
 
     # ------------------------------------------------------------------ AuK
 
@@ -272,21 +264,22 @@ class Handlers:
         manifest. seconds 0 = automatic (exactly the source's length); nfe/cfg/sway/t_grid left empty
         use the chosen model's defaults (Flash always runs its fixed recipe).
         """
-        with self._stops.running(_session(request)) as stop:
-            try:
-                check_sampling(nfe, cfg, sway, self.limits)  # before int()/float() can round a bad value
-                edit = EditRequest(
-                    instruction=instruction, audio=audio, seconds=_as_float(seconds), nfe=_as_int(nfe),
-                    cfg=_as_float(cfg), sway=_as_float(sway), t_grid=t_grid or None,
-                    seed=pick_seed(seed, randomize_seed), fit_to_source=True,
-                )
-                result, entry = self.studio.edit(edit, model, progress=_auk_progress(progress), should_stop=stop.is_set)
-                made = outputs.render_edit(
-                    result, entry, source_path=audio, randomized_seed=bool(randomize_seed), root=_output_root(),
-                    requested={"seconds": seconds, "nfe": nfe, "cfg": cfg, "sway": sway, "t_grid": t_grid or None},
-                )
-            except Exception as exc:
-                raise _gr_error(exc) from exc
+        stop = self._runs.flag(request)
+        try:
+            check_sampling(nfe, cfg, sway, self.limits)  # before int()/float() can round a bad value
+            edit = EditRequest(
+                instruction=instruction, audio=audio, seconds=_as_float(seconds), nfe=_as_int(nfe),
+                cfg=_as_float(cfg), sway=_as_float(sway), t_grid=t_grid or None,
+                seed=pick_seed(seed, randomize_seed), fit_to_source=True,
+            )
+            result, entry = self.studio.edit(edit, model, progress=_auk_progress(progress), should_stop=stop.is_set)
+            _raise_if_stopped(stop)
+            made = outputs.render_edit(
+                result, entry, source_path=audio, randomized_seed=bool(randomize_seed), root=_output_root(),
+                requested={"seconds": seconds, "nfe": nfe, "cfg": cfg, "sway": sway, "t_grid": t_grid or None},
+            )
+        except Exception as exc:
+            raise _gr_error(exc) from exc
         state = {"seed": made.manifest["seed"], "file": str(made.manifest_file)}
         return str(made.audio), str(made.figure), made.manifest, state
 
@@ -296,15 +289,12 @@ class Handlers:
                     temperature=AUDEX_DEFAULTS.temperature, top_k=AUDEX_DEFAULTS.top_k, seed=0,
                     randomize_seed=True, compare_unmasked=False):
         """Validator for text-to-audio: each knob through TTASampling's own checks."""
-        caption_ok = _ok() if (caption or "").strip() else gr.validate(
-            False, "The caption is empty. Describe the sound to generate, e.g. “Rain falling on a tin roof”."
-        )
         return [
-            caption_ok,
+            _checked(lambda v: check_caption(v, self.limits), caption),
             _checked(lambda v: TTASampling(cfg_scale=v), cfg),
             _checked(codec_cap, self.audex_seconds if max_seconds is None else max_seconds),
             _checked(lambda v: TTASampling(temperature=v), temperature),
-            _checked(lambda v: TTASampling(top_k=v), top_k),
+            _checked(lambda v: TTASampling(top_k=_whole(v)), top_k),
             _ok() if randomize_seed else _checked(check_seed, seed),
             _ok(),
             _ok(),
@@ -322,32 +312,34 @@ class Handlers:
         its report goes into the manifest ("unmasked") and its token stream into the figure.
         """
         max_seconds = self.audex_seconds if max_seconds is None else max_seconds
-        with self._stops.running(_session(request)) as stop:
-            try:
-                pipeline = self.studio.audex()
-                knobs = {"cfg": cfg, "max_seconds": max_seconds, "codec_cap": codec_cap(max_seconds),
-                         "temperature": temperature, "top_k": _as_int(top_k), "top_p": AUDEX_DEFAULTS.top_p}
-                settings = dict(cfg_scale=cfg, codec_cap=knobs["codec_cap"], temperature=temperature,
-                                top_k=knobs["top_k"], seed=pick_seed(seed, randomize_seed), should_stop=stop.is_set)
-                result = pipeline.generate(caption, progress=_audex_progress(progress, "Sampling"), **settings)
-                unmasked = None
-                if compare_unmasked:
-                    unmasked = pipeline.generate(
-                        caption, use_mask=False, decode=False,
-                        progress=_audex_progress(progress, "Comparison run without the mask"), **settings,
-                    )
-                model = {
-                    "model": "Audex demo (tiny, untrained)" if self.audex_demo else "Nemotron-Labs-Audex-2B",
-                    "demo_model": self.audex_demo, "thinker_dir": str(pipeline.thinker_dir),
-                    "xcodec_dir": str(pipeline.xcodec_dir), "device": str(pipeline.device),
-                    "dtype": str(pipeline.dtype).removeprefix("torch."),
-                }
-                made = outputs.render_audex(
-                    result, caption=caption, knobs=knobs, model=model, randomized_seed=bool(randomize_seed),
-                    root=_output_root(), unmasked=unmasked,
+        stop = self._runs.flag(request)
+        try:
+            caption = check_caption(caption, self.limits)
+            pipeline = self.studio.audex()
+            knobs = {"cfg": cfg, "max_seconds": max_seconds, "codec_cap": codec_cap(max_seconds),
+                     "temperature": temperature, "top_k": _whole(top_k), "top_p": AUDEX_DEFAULTS.top_p}
+            settings = dict(cfg_scale=cfg, codec_cap=knobs["codec_cap"], temperature=temperature,
+                            top_k=knobs["top_k"], seed=pick_seed(seed, randomize_seed), should_stop=stop.is_set)
+            result = pipeline.generate(caption, progress=_audex_progress(progress, "Sampling"), **settings)
+            unmasked = None
+            if compare_unmasked:
+                unmasked = pipeline.generate(
+                    caption, use_mask=False, decode=False,
+                    progress=_audex_progress(progress, "Comparison run without the mask"), **settings,
                 )
-            except Exception as exc:
-                raise _gr_error(exc) from exc
+            _raise_if_stopped(stop)
+            model = {
+                "model": "Audex demo (tiny, untrained)" if self.audex_demo else "Nemotron-Labs-Audex-2B",
+                "demo_model": self.audex_demo, "thinker_dir": Path(pipeline.thinker_dir).name,
+                "xcodec_dir": Path(pipeline.xcodec_dir).name, "device": str(pipeline.device),
+                "dtype": str(pipeline.dtype).removeprefix("torch."),
+            }
+            made = outputs.render_audex(
+                result, caption=caption, knobs=knobs, model=model, randomized_seed=bool(randomize_seed),
+                root=_output_root(), unmasked=unmasked,
+            )
+        except Exception as exc:
+            raise _gr_error(exc) from exc
         table = rvq_table.report_table(result.report, unmasked.report if unmasked else None)
         state = {"seed": result.seed, "file": str(made.manifest_file), "table": table}
         audio = None if made.audio is None else str(made.audio)
@@ -393,7 +385,7 @@ class Handlers:
         return state["seed"], gr.update(value=state["file"], visible=True), state["table"], self.status()
 
     def stop(self, request: gr.Request):
-        self._stops.stop(_session(request))
+        self._runs.stop(request)
 
     def status(self):
         return ui_text.status_line(self.studio.info())

@@ -126,6 +126,10 @@ BAD_VALUES = [
     ({"t_grid": "0, 0.6, 0.3, 1"}, "t_grid", "strictly increasing"),
     ({"t_grid": "zero, one"}, "t_grid", "not a comma-separated list of numbers"),
     ({"seed": -5}, "seed", "0 to 2^63-1; got -5"),
+    ({"seed": 1.5}, "seed", "whole number from 0 to 2^63-1; got 1.5"),  # refused, not rounded
+    ({"seed": "abc"}, "seed", "whole number from 0 to 2^63-1; got 'abc'"),
+    ({"seconds": 0.02}, "seconds", "the shortest is 0.04 s (two 20 ms latent frames)"),
+    ({"t_grid": ", ".join(f"{i / 1000:.3f}" for i in range(1000))}, "t_grid", "characters) needs 2 to 65 points; it has 1000"),
 ]
 
 
@@ -134,6 +138,36 @@ def test_every_knob_is_validated_server_side_with_a_specific_message(client, cli
     with pytest.raises(ValidationError) as refused:
         _edit(client, clips.voice, **{"seed": 1, **knobs})
     assert f"- {parameter}: " in str(refused.value) and words in str(refused.value)
+    assert len(str(refused.value)) < 400  # a long value is abbreviated, not echoed
+
+
+def test_the_shortest_clip_and_target_give_sound(client, tmp_path):
+    shortest = tmp_path / "forty_ms.wav"
+    sf.write(shortest, 0.3 * np.sin(2 * np.pi * 300 * np.arange(960) / 24_000), 24_000)
+    wav, _, _ = _edit(client, shortest, seed=1)
+    assert _pcm(wav).shape == (960,) and np.abs(_pcm(wav)).max() > 0
+    wav, _, _ = client.predict(instruction="Generate a 450 Hz sine tone.", seconds=0.04, seed=1, randomize_seed=False,
+                               api_name="/edit_audio")
+    assert _pcm(wav).shape == (960,) and np.abs(_pcm(wav)).max() > 0
+    shorter = tmp_path / "thirty_ms.wav"
+    sf.write(shorter, 0.3 * np.sin(2 * np.pi * 300 * np.arange(720) / 24_000), 24_000)
+    with pytest.raises(ValidationError, match="lasts 30.0 ms; the model needs at least 40 ms"):
+        _edit(client, shorter, seed=1)
+
+
+def _strings(value):
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return [value] if isinstance(value, str) else []
+
+
+def test_no_server_path_reaches_a_client(client, clips):
+    _, _, edit_manifest = _edit(client, clips.voice, seed=1)
+    _, _, _, audex_manifest = client.predict("rain", max_seconds=0.2, api_name="/text_to_audio")
+    for shown in (client.predict(api_name="/model_info"), edit_manifest, audex_manifest):
+        assert not [s for s in _strings(shown) if "/" in s and not s.startswith(("http", "<"))], shown
 
 
 def test_text_only_without_a_duration_is_refused(client):
@@ -211,6 +245,9 @@ AUDEX_BAD = [
     ({"temperature": 0}, "temperature", "greater than 0"),
     ({"top_k": 0}, "top_k", "at least 1"),
     ({"seed": -1, "randomize_seed": False}, "seed", "0 to 2^63-1"),
+    ({"seed": "abc", "randomize_seed": False}, "seed", "got 'abc'"),
+    ({"top_k": 1.5}, "top_k", "whole number of at least 1; got 1.5"),
+    ({"top_k": "abc"}, "top_k", "whole number of at least 1; got 'abc'"),
 ]
 
 
@@ -222,8 +259,14 @@ def test_text_to_audio_values_are_validated(client, knobs, parameter, words):
 
 
 def test_pipeline_errors_reach_the_client_as_their_sentence(client):
-    with pytest.raises(AppError, match="Shorten the caption or lower codec_cap"):
-        client.predict("rain " * 9000, max_seconds=20, api_name="/text_to_audio")
+    # Valid for the validator (short, not blank); the pipeline finds only control tokens in it.
+    with pytest.raises(AppError, match="holds only special tokens of the model. Describe the sound in words."):
+        client.predict("<|im_end|>\n<|im_start|> <audiogen_start>", api_name="/text_to_audio")
+
+
+def test_a_huge_caption_is_refused_before_the_queue(client):
+    with pytest.raises(ValidationError, match="The caption has 45001 characters; the limit is 1000. Shorten it."):
+        client.predict("rain " * 9000 + "x", max_seconds=20, api_name="/text_to_audio")
 
 
 def test_uploads_above_the_size_limit_are_refused(client, tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from types import SimpleNamespace
 
 import pytest
@@ -27,8 +28,8 @@ def test_stop_ends_the_callers_own_run_at_the_next_step(handlers, clips):
             handlers.stop(me)  # …this session's does
 
     with pytest.raises(gr.Error, match="Stopped before the result was ready"):
-        handlers.edit_audio(str(clips.voice), "Decrease the volume by 10 dB.", nfe=8, seed=1, randomize_seed=False,
-                            progress=progress, request=me)
+        asyncio.run(handlers.edit_audio(str(clips.voice), "Decrease the volume by 10 dB.", nfe=8, seed=1,
+                                        randomize_seed=False, progress=progress, request=me))
     assert sum(desc.startswith("Sampling") for desc in phases) == 1
     assert phases[0] == "Loading the model (first run only)"
 
@@ -41,7 +42,7 @@ def test_unexpected_failures_are_named_not_hidden(handlers, monkeypatch):
 
     monkeypatch.setattr(handlers.studio, "edit", broken)
     with pytest.raises(gr.Error, match=r"failed unexpectedly \(RuntimeError: disk full\)"):
-        handlers.edit_audio(None, "Say hi.", seconds=1, progress=lambda *a, **k: None)
+        asyncio.run(handlers.edit_audio(None, "Say hi.", seconds=1, progress=lambda *a, **k: None))
 
 
 def test_flash_locks_the_sampling_knobs_with_the_reason(flash_app):

@@ -6,7 +6,7 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "auk_app"
-UI_LAYER = {"ui.py", "ui_handlers.py"}
+UI_LAYER = {"ui.py", "ui_handlers.py", "ui_runs.py"}
 
 
 def _imports(path: Path, source: str | None = None) -> set[str]:

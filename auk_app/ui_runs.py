@@ -1,0 +1,98 @@
+"""Model runs that stop when their request goes away: Stop, a client's cancel, a closed tab.
+
+Gradio runs a sync handler in a worker thread it cannot interrupt and holds the concurrency
+slot until that thread returns, so a cancelled edit used to keep the GPU for all its remaining
+steps. Here the handler runs in a thread the request may abandon, beside a stop flag the
+pipelines check between steps (and Audex between tokens):
+
+* Stop and ``gradio_client``'s ``job.cancel()`` make Gradio cancel the request's task; the
+  coroutine ends at once and raises the flag on its way out, so the thread ends within one step
+  and the next request waits at most that long for the pipeline's lock.
+* A client that disconnects (a closed tab, a killed script) is not cancelled by Gradio 6: its
+  SSE stream only marks the session's queued events dead (``Event.alive``). A watcher polls that
+  mark and raises the flag. This reads the queue's internals, pinned with the gradio version and
+  held by tests/app/test_cancel.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import inspect
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import gradio as gr
+
+DISCONNECT_POLL_SECONDS = 0.2
+
+
+class Runs:
+    """The stop flag of each session's current run."""
+
+    def __init__(self) -> None:
+        self._flags: dict[str | None, threading.Event] = {}
+        self._lock = threading.Lock()
+
+    def flag(self, request: gr.Request | None) -> threading.Event:
+        """The caller's flag; a fresh one where no run is registered (a ZeroGPU worker process)."""
+        with self._lock:
+            return self._flags.get(_session(request)) or threading.Event()
+
+    def stop(self, request: gr.Request | None) -> None:
+        self.flag(request).set()
+
+    @contextlib.contextmanager
+    def _running(self, session: str | None):
+        flag = threading.Event()
+        with self._lock:
+            self._flags[session] = flag
+        try:
+            yield flag
+        finally:
+            flag.set()  # whatever ended the request, its thread has nothing left to deliver
+            with self._lock:
+                if self._flags.get(session) is flag:
+                    del self._flags[session]
+
+    def stoppable(self, handler: Callable[..., Any]) -> Callable[..., Any]:
+        """``handler`` (sync, with a ``request`` parameter) as a coroutine with the same signature."""
+        signature = inspect.signature(handler)
+
+        @functools.wraps(handler)
+        async def run(*args, **kwargs):
+            request = signature.bind_partial(*args, **kwargs).arguments.get("request")
+            with self._running(_session(request)) as flag:
+                watcher = asyncio.create_task(_watch_disconnect(request, flag))
+                try:
+                    work = functools.partial(handler, *args, **kwargs)
+                    return await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
+                finally:
+                    watcher.cancel()
+
+        return run
+
+
+async def _watch_disconnect(request: gr.Request | None, flag: threading.Event) -> None:
+    while not flag.is_set():
+        if _disconnected(request):
+            flag.set()
+            return
+        await asyncio.sleep(DISCONNECT_POLL_SECONDS)
+
+
+def _disconnected(request: gr.Request | None) -> bool:
+    """Whether Gradio has marked a running event of the caller's session dead (its client went away)."""
+    session = _session(request)
+    app = getattr(getattr(request, "request", None), "app", None)
+    if session is None or app is None:
+        return False
+    queue = app.get_blocks()._queue
+    return any(not event.alive for job in queue.active_jobs if job for event in job if event.session_hash == session)
+
+
+def _session(request: gr.Request | None) -> str | None:
+    return getattr(request, "session_hash", None)
