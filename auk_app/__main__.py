@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
-from auk_app.errors import AppError
+from auk_app.errors import AppError, InputError
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -39,6 +40,17 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def check_output(path: Path) -> None:
+    """Refuse an output the edit could not be written to, before anything loads."""
+    if path.is_dir():
+        raise InputError(f"--output {path} is a folder; give a file name such as {path / 'out.wav'}.")
+    parent = path.parent
+    if not parent.is_dir():
+        raise InputError(f"--output {path}: the folder {parent} does not exist. Create it first.")
+    if not os.access(parent, os.W_OK):
+        raise InputError(f"--output {path}: the folder {parent} is not writable. Choose another place.")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     from auk_app.audio_io import write_wav
@@ -46,6 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     from auk_app.service import Studio, StudioConfig
 
     try:
+        check_output(args.output)
         studio = Studio(StudioConfig(
             extra_auk=(args.checkpoint,) if args.checkpoint else (), qwen=args.qwen, device=args.device,
             dtype=args.dtype, download=args.download,
@@ -55,10 +68,13 @@ def main(argv: list[str] | None = None) -> int:
             sway=args.sway, t_grid=args.t_grid, seed=args.seed, vae_sample=args.vae_sample,
         )
         result, _ = studio.edit(request, args.checkpoint.name if args.checkpoint else "auto")
+        write_wav(args.output, result.wav, result.sample_rate)
     except AppError as error:
         print(error, file=sys.stderr)
         return 2
-    write_wav(args.output, result.wav, result.sample_rate)
+    except Exception as error:  # a bug or the disk: still one sentence, and no half-written file
+        print(f"The edit failed unexpectedly ({type(error).__name__}: {error}).", file=sys.stderr)
+        return 2
     print(json.dumps(result.record, indent=1))
     return 0
 

@@ -6,12 +6,26 @@ import contextlib
 
 import torch
 
+from auk_app.errors import InputError
 
-def pick_device(requested: str | None = None) -> torch.device:
-    """``requested`` if given, else the first CUDA device, else the CPU."""
-    if requested and requested != "auto":
-        return torch.device(requested)
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
+          "float16": torch.float16, "fp16": torch.float16}
+
+
+def pick_device(requested: str | torch.device | None = None) -> torch.device:
+    """``requested`` if given and present, else the first CUDA device, else the CPU."""
+    if not requested or requested == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        device = torch.device(requested)
+    except (RuntimeError, TypeError):
+        raise InputError(f"Unknown device {requested!r}. Use auto, cpu, cuda or cuda:N.") from None
+    if device.type == "cpu" or (device.type == "cuda" and (device.index or 0) < torch.cuda.device_count()):
+        return device
+    raise InputError(
+        f"The device {str(requested)!r} is not available here (this PyTorch build sees "
+        f"{torch.cuda.device_count()} CUDA device(s)). Use auto or cpu."
+    )
 
 
 def pick_dtype(device: torch.device, requested: str | torch.dtype | None = None) -> torch.dtype:
@@ -22,8 +36,9 @@ def pick_dtype(device: torch.device, requested: str | torch.dtype | None = None)
     if isinstance(requested, torch.dtype):
         return requested
     if requested and requested != "auto":
-        return {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
-                "float16": torch.float16, "fp16": torch.float16}[requested]
+        if requested not in DTYPES:
+            raise InputError(f"Unknown dtype {requested!r}. Use one of: auto, {', '.join(DTYPES)}.")
+        return DTYPES[requested]
     return torch.bfloat16 if device.type == "cuda" else torch.float32
 
 

@@ -1,0 +1,66 @@
+"""``python -m auk_app edit``'s contract: a request that cannot be served prints one sentence,
+exits with status 2 and writes no file; the command refuses what the app refuses."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+from tests.conftest import REPO
+
+SR = 24_000
+
+
+def _tone(seconds: float = 0.5) -> np.ndarray:
+    return (0.3 * np.sin(2 * np.pi * 300 * np.arange(int(seconds * SR)) / SR)).astype(np.float32)
+
+
+def _input(tmp_path, kind: str):
+    path = tmp_path / f"{kind}.wav"
+    if kind == "rate_zero":
+        sf.write(path, _tone(), SR, subtype="PCM_16")
+        data = bytearray(path.read_bytes())
+        data[24:28] = (0).to_bytes(4, "little")  # the fmt chunk's sample rate
+        path.write_bytes(bytes(data))
+    elif kind == "huge":
+        tone = _tone()
+        tone[100] = 1e30
+        sf.write(path, tone, SR, subtype="FLOAT")
+    elif kind == "silent":
+        sf.write(path, np.zeros(SR, np.float32), SR)
+    else:
+        sf.write(path, _tone(), SR)
+    return path
+
+
+CASES = [
+    # (input kind, output relative to tmp_path, extra arguments, words of the one sentence)
+    ("good", "missing/out.wav", ["--checkpoint", "no-such-checkpoint"], "the folder"),
+    ("good", ".", [], "is a folder; give a file name"),
+    ("rate_zero", "out.wav", [], "sample rate is 0 Hz"),
+    ("huge", "out.wav", [], "peaks at +600.0 dBFS"),
+    ("silent", "out.wav", [], "The clip is silent"),
+    ("good", "out.wav", ["--device", "cuda"], "is not available here"),
+    ("good", "out.wav", ["--device", "quantum"], "Unknown device 'quantum'"),
+    ("good", "out.wav", ["--dtype", "float8"], "Unknown dtype 'float8'"),
+]
+
+
+@pytest.mark.parametrize(("kind", "output", "extra", "words"), CASES, ids=[c[3] for c in CASES])
+def test_a_request_that_cannot_be_served_is_one_sentence_and_status_2(tmp_path, kind, output, extra, words):
+    source = _input(tmp_path, kind)
+    before = set(tmp_path.rglob("*"))
+    env = {**os.environ, "PYTHONPATH": str(REPO), "CUDA_VISIBLE_DEVICES": ""}
+    done = subprocess.run(
+        [sys.executable, "-m", "auk_app", "edit", "--input", str(source), "--instruction",
+         "Increase the volume by 6 dB.", "--output", str(tmp_path / output), "--nfe", "2", *extra],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env,
+    )
+    assert done.returncode == 2, done.stderr
+    assert words in done.stderr and done.stderr.strip().count("\n") == 0, done.stderr
+    assert done.stdout == "" and set(tmp_path.rglob("*")) == before  # nothing written, not even a partial file
