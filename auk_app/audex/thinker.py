@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from transformers import ArceeConfig, ArceeForCausalLM, AutoTokenizer
+from transformers import ArceeConfig, ArceeForCausalLM, PreTrainedTokenizerFast
 from transformers.initialization import no_init_weights
 
 from auk_app.audex.vocab import AudexVocab
@@ -196,7 +196,9 @@ def load_thinker(path: str | Path, *, device: torch.device | str, dtype: torch.d
     _check_files(directory)
     config = arcee_config(_read_json(directory / "config.json"), source=directory / "config.json")
     try:
-        tokenizer = AutoTokenizer.from_pretrained(str(directory), local_files_only=True)
+        # The named class reads tokenizer.json directly; AutoTokenizer would first parse config.json and
+        # warn, on every load, that transformers does not know the nemotron_dense model type.
+        tokenizer = PreTrainedTokenizerFast.from_pretrained(str(directory), local_files_only=True)
     except (OSError, ValueError) as exc:
         raise CheckpointError(f"The tokenizer in {directory} could not be loaded ({exc}). Download it again.") from exc
     try:

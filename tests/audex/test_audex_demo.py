@@ -44,3 +44,11 @@ def test_tokenizer_and_vocab_padding(pipeline):
     assert len(vocab.codec_of) == 8192
     assert pipeline.thinker.model.config.vocab_size > vocab.tokenizer_size  # padding rows, as in the real 205312
     assert tokenizer.encode("Rain falling on a tin roof.").count(names["<unk>"]) == 0
+
+
+def test_demo_sound_stays_below_full_scale(pipeline):
+    import numpy as np
+
+    peaks = [float(np.abs(pipeline.generate("rain on a tin roof", codec_cap=600, seed=seed).waveform).max())
+             for seed in range(3)]
+    assert 0.05 < min(peaks) and max(peaks) < 0.9, peaks  # audible, and no clipping in the PCM16 write

@@ -3,6 +3,8 @@
 import json
 import math
 import shutil
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -12,6 +14,7 @@ from auk_app.audex.demo import SHARD_NAME
 from auk_app.audex.thinker import arcee_config, load_thinker
 from auk_app.audex.xcodec import load_xcodec
 from auk_app.errors import CheckpointError
+from tests.conftest import REPO
 
 
 @pytest.fixture
@@ -101,6 +104,15 @@ def test_loads_from_root_or_audiogen_folder_and_from_a_local_shard(snapshot):
     audex = snapshot / "audex"
     shutil.move(audex / "checkpoint_folder_full" / SHARD_NAME, audex / "checkpoint_folder_audiogen")
     assert _load(snapshot).model.lm_head.weight.dtype == torch.float32
+
+
+def test_loading_says_nothing_about_an_unknown_model_type(demo_snapshot):
+    # A fresh process: transformers prints some warnings only once per process.
+    code = ("import sys; from auk_app.audex.thinker import load_thinker; "
+            "load_thinker(sys.argv[1], device='cpu', dtype=__import__('torch').float32)")
+    done = subprocess.run([sys.executable, "-c", code, str(demo_snapshot.audex_root)], capture_output=True, text=True,
+                          timeout=120, cwd=REPO, check=True)
+    assert "model of type" not in done.stderr
 
 
 def test_bf16_weights_keep_rope_in_float32(pipeline, demo_snapshot):
