@@ -10,8 +10,11 @@ voice description…), renders the template, and proposes a duration:
 * speech from text → 0.0656 s per UTF-8 byte (English) or 0.0803 s (Chinese), the prompt
   enhancer's baseline; content edits add or remove that much for the changed words.
 
-Durations are rounded up to whole 20 ms latent frames (50 per second) and capped at the
-target limit. Everything is pure: the UI shows and applies the result, nothing runs a model.
+Estimates are quantised as upstream's prompt enhancer does (``_quantize_model_duration`` in
+``auk/infer/pe.py``): to the nearest whole 20 ms latent frame, at least one, capped at the target
+limit, and proposed as a number of seconds that the pipeline's own rounding
+(``config.frames_for_seconds``, upstream's ``ceil(s · 24000 / 480)``) maps back to exactly
+those frames. Everything is pure: the UI shows and applies the result, nothing runs a model.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from auk_app.config import AUK_FRAME_RATE, Limits, frames_for_seconds
+from auk_app.config import AUK_FRAME_RATE, Limits, frames_for_seconds, seconds_for_frames
 
 SECONDS_PER_BYTE_EN = 0.0656  # prompt-enhancer TTS baseline, spec §7
 SECONDS_PER_BYTE_ZH = 0.0803
@@ -85,9 +88,11 @@ class Built:
 # ----------------------------------------------------------------------------- durations
 
 
-def frames_up(seconds: float) -> float:
-    """Round up to whole 20 ms latent frames, the model's time grid."""
-    return frames_for_seconds(seconds) / AUK_FRAME_RATE
+def estimate_frames(seconds: float) -> int:
+    """An estimate in whole 20 ms latent frames: the nearest, at least one, as upstream's prompt
+    enhancer rounds (nearest, unlike ceil, is also blind to an estimate's float noise: 5 s × 1.06
+    is 5.300000000000001 s, which ceil would make 266 frames)."""
+    return max(1, round(seconds * AUK_FRAME_RATE))
 
 
 def speech_seconds(text: str, *, whole_utterance: bool = True) -> float:
@@ -350,11 +355,10 @@ def build(key: str, fields: Fields, *, source_seconds: float | None, limits: Lim
     instruction = chosen.render(filled)
     duration = chosen.duration(filled, source_seconds)
     if duration.seconds > 0:
-        seconds = frames_up(duration.seconds)
-        reason = duration.reason
-        if seconds > limits.max_target_seconds:
-            seconds, reason = limits.max_target_seconds, f"{reason}, capped at the {limits.max_target_seconds:g} s limit"
-        duration = Duration(seconds, reason)
+        frames, reason = estimate_frames(duration.seconds), duration.reason
+        if frames > frames_for_seconds(limits.max_target_seconds):
+            frames, reason = frames_for_seconds(limits.max_target_seconds), f"{reason}, capped at the {limits.max_target_seconds:g} s limit"
+        duration = Duration(seconds_for_frames(frames), f"{reason}; {frames} frames = {frames / AUK_FRAME_RATE:g} s of audio")
     problem = ""
     empty = [slot.label for name, slot in chosen.slots.items() if not slot.choices and not filled[name].strip()]
     if empty:

@@ -99,6 +99,13 @@ def test_text_only_generation_with_a_custom_grid_and_a_randomised_seed(client):
     assert manifest["source"] is None
 
 
+def test_seconds_become_frames_as_upstream_rounds_them(client):
+    wav, _, manifest = client.predict(instruction="Generate a 450 Hz sine tone.", seconds=2.24, nfe=1, seed=1,
+                                      randomize_seed=False, api_name="/edit_audio")
+    # ceil(2.24 · 24000 / 480), the expression of upstream AuK and vLLM-Omni: 112.00000000000001 → 113
+    assert manifest["gen_frames"] == 113 and _pcm(wav).shape == (113 * 480,)
+
+
 def test_stereo_44k_source_is_mixed_resampled_and_matched_in_length(client, clips):
     wav, _, manifest = _edit(client, clips.stereo, seed=3, model="demo")
     assert _pcm(wav).shape == (12_000,)  # 0.5 s at 24 kHz

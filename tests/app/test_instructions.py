@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from auk_app import instructions
-from auk_app.config import Limits
-from auk_app.instructions import build, frames_up, speech_seconds
+from auk_app.config import Limits, frames_for_seconds
+from auk_app.instructions import build, speech_seconds
 
 
 def test_catalogue_covers_the_sixteen_tasks_of_the_spec():
@@ -65,22 +65,30 @@ def test_same_length_tasks_ask_for_automatic_duration():
     assert "3.46 s" in built.duration.reason
 
 
-def test_speed_divides_the_source_and_rounds_up_to_whole_frames():
+def test_speed_divides_the_source_and_quantises_to_the_nearest_frame():
     built = build("speed", {"amount": "1.5"}, source_seconds=3.0)
-    assert built.duration.seconds == pytest.approx(2.0)
-    assert build("speed", {"amount": "0.75"}, source_seconds=3.01).duration.seconds == pytest.approx(4.02)
+    assert built.duration.seconds == 2.0
+    assert build("speed", {"amount": "0.75"}, source_seconds=3.01).duration.seconds == 4.02  # 4.0133 s
+
+
+def test_a_proposed_duration_gives_exactly_its_frames_through_the_pipelines_rounding():
+    # 3.36 s ÷ 1.5 is 112 frames; 2.24 s would give 113 through ceil(s · 24000 / 480), so 2.23 s
+    built = build("speed", {"amount": "1.5"}, source_seconds=3.36)
+    assert built.duration.seconds == 2.23 and frames_for_seconds(built.duration.seconds) == 112
+    assert "112 frames = 2.24 s of audio" in built.duration.reason
 
 
 def test_tts_estimate_is_0_0656_s_per_byte():
     text = "x" * 100
     built = build("zero_shot_tts", {"text": text}, source_seconds=2.0)
-    assert built.duration.seconds == pytest.approx(frames_up(6.56))
+    assert built.duration.seconds == 6.56 and "328 frames" in built.duration.reason
     assert speech_seconds("Hi") == pytest.approx(2 * 0.0656 / 0.3)  # very short texts are spoken slowly
 
 
 def test_emotion_uses_the_enhancers_stretch():
-    assert build("emotion", {"option": "sad"}, source_seconds=5.0).duration.seconds == pytest.approx(6.1)
-    assert build("emotion", {"option": "happy"}, source_seconds=5.0).duration.seconds == pytest.approx(5.3)
+    assert build("emotion", {"option": "sad"}, source_seconds=5.0).duration.seconds == 6.1
+    # 5 × 1.06 is 5.300000000000001: the nearest frame is 265, where ceil would give 266
+    assert build("emotion", {"option": "happy"}, source_seconds=5.0).duration.seconds == 5.3
 
 
 def test_estimates_are_capped_at_the_target_limit():
@@ -92,7 +100,7 @@ def test_estimates_are_capped_at_the_target_limit():
 
 def test_content_edit_adds_the_length_of_the_changed_words():
     built = build("content_edit", {"mode": "Replace", "original": "one", "text": "one hundred"}, source_seconds=2.0)
-    assert built.duration.seconds == pytest.approx(frames_up(2.0 + 8 * 0.0656), abs=1e-9)
+    assert built.duration.seconds == 2.52  # 2.5248 s to the nearest frame
 
 
 def test_problems_name_what_is_missing():

@@ -90,9 +90,10 @@ def test_generation_without_a_clip(studio, tmp_path):
     assert result.record["ref_frames"] == 0
 
 
-def test_durations_are_whole_frames_without_float_error(studio):
+def test_durations_become_frames_exactly_as_upstream_rounds_them(studio):
     result, _ = studio.edit(EditRequest("Generate a 450 Hz sine tone.", seconds=2.24, nfe=1, seed=1), "base")
-    assert result.record["gen_frames"] == 112 and result.wav.shape == (112 * 480,)  # 50 · 2.24 is 112.00000000000001
+    # upstream's ceil(2.24 · 24000 / 480): the quotient is 112.00000000000001, so 113 frames
+    assert result.record["gen_frames"] == 113 and result.wav.shape == (113 * 480,)
 
 
 def test_fit_to_source_returns_the_exact_source_length(studio, tmp_path):
