@@ -376,10 +376,11 @@ class Handlers:
         usable = findings is not None and findings["verdict"] != "rejected"
         return ui_text.upload_verdict(findings), (findings["duration_s"] if usable else None)
 
-    def preview(self, task_key, mode, text, original, option, amount, source_seconds):
+    def preview(self, task_key, mode, text, original, option, amount, source_seconds, language=instructions.EN):
         fields = {"mode": mode, "text": text, "original": original, "option": option, "amount": amount}
         built = instructions.build(task_key, {k: v or "" for k, v in fields.items()},
-                                   source_seconds=source_seconds, limits=self.limits)
+                                   source_seconds=source_seconds, language=language or instructions.EN,
+                                   limits=self.limits)
         return ui_text.builder_preview(built), {"instruction": built.instruction, "seconds": built.duration.seconds}
 
     @staticmethod
