@@ -145,6 +145,11 @@ def _edit_tab(studio: Studio, handlers: Handlers) -> SimpleNamespace:
                     info=f"Comma-separated, strictly increasing, within [0, 1], 2–{limits.max_grid_points} points.",
                     **knobs[3],
                 )
+                c.vae_sample = gr.Checkbox(
+                    True, label="Sample the clip's latent (vae_sample)", elem_id="vae-sample",
+                    info="On: a draw from the VAE posterior, seeded by the seed, as upstream AuK does. "
+                         "Off: the posterior mean, as vLLM-Omni does.",
+                )
             with gr.Row():
                 c.run = gr.Button("Generate", variant="primary", elem_id="run-edit", scale=3)
                 c.stop = gr.Button("Stop", variant="stop", elem_id="stop-edit", scale=1)
@@ -243,7 +248,8 @@ def build_demo(studio: Studio) -> gr.Blocks:
         # Model endpoints: validated before the queue, one GPU queue for both.
         edit = e.run.click(
             h.edit_audio,
-            inputs=[e.audio, e.instruction, e.model, e.seconds, e.nfe, e.cfg, e.sway, e.t_grid, e.seed, e.randomize],
+            inputs=[e.audio, e.instruction, e.model, e.seconds, e.nfe, e.cfg, e.sway, e.t_grid, e.seed, e.randomize,
+                    e.vae_sample],
             outputs=[e.output, e.figure, e.manifest, e.state],
             validator=h.check_edit, api_name="edit_audio", api_description=h.edit_audio.__doc__,
             concurrency_id=GPU_QUEUE, concurrency_limit=1,
