@@ -13,6 +13,7 @@ import json
 import sys
 from pathlib import Path
 
+from auk_app.config import DTYPE_CHOICES
 from auk_app.errors import AppError
 
 
@@ -40,7 +41,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="take the VAE posterior's mean instead, as vLLM-Omni does")
     edit.set_defaults(vae_sample=True)
     edit.add_argument("--device")
-    edit.add_argument("--dtype")
+    edit.add_argument("--dtype", default="auto", choices=DTYPE_CHOICES,
+                      help="autocast-bf16 = upstream AuK's float32 weights under bf16 autocast (see app.py --help)")
     edit.add_argument("--download", action="store_true", help="download missing weights from the Hugging Face Hub")
     return parser
 

@@ -10,6 +10,8 @@ AUK_HOP = 480
 AUK_FRAME_RATE = AUK_SAMPLE_RATE // AUK_HOP  # 50 latent frames per second
 QWEN_SAMPLE_RATE = 16_000  # what the thinker's Whisper-style feature extractor expects
 MAX_TOTAL_FRAMES = 65_536  # reference + target, the DiT's hard cap (≈ 21.8 min)
+# --dtype choices (runtime.PRECISIONS defines them; named here so argument parsing stays torch-free)
+DTYPE_CHOICES = ("auto", "float32", "bfloat16", "float16", "autocast-bf16")
 
 
 def frames_for_seconds(seconds: float) -> int:

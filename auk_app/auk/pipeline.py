@@ -36,7 +36,7 @@ from auk_app.auk.conditioner import TextConditioner, fuse_hidden_states, load_co
 from auk_app.auk.sampler import sample_latents
 from auk_app.config import AUK_HOP, AUK_SAMPLE_RATE, MAX_TOTAL_FRAMES, QWEN_SAMPLE_RATE, Limits, frames_for_seconds
 from auk_app.errors import Cancelled, CheckpointError, InputError
-from auk_app.runtime import autocast, pick_device, pick_dtype
+from auk_app.runtime import Precision, autocast, pick_device, pick_precision
 from auk_app.validate import (
     check_clip, check_duration_known, check_instruction, check_sampling, check_seconds, check_seed, parse_t_grid,
     random_seed,
@@ -105,7 +105,7 @@ class AuKPipeline:
         *,
         text_encoder_path: str | Path | None = None,
         device: str | torch.device | None = None,
-        dtype: str | torch.dtype | None = None,
+        dtype: str | torch.dtype | Precision | None = None,
         offload: bool = False,
         limits: Limits = Limits(),
         cache_size: int = 8,
@@ -113,7 +113,7 @@ class AuKPipeline:
         self.checkpoint = checkpoint if isinstance(checkpoint, AuKCheckpoint) else read_auk_checkpoint(checkpoint)
         self.text_encoder_path = text_encoder_path
         self.device = pick_device(device)
-        self.dtype = pick_dtype(self.device, dtype)
+        self.precision = pick_precision(self.device, dtype)
         self.offload = offload and self.device.type != "cpu"
         self.limits = limits
         self._model: AuKModel | None = None
@@ -132,9 +132,9 @@ class AuKPipeline:
         if self._model is not None:
             return
         home = torch.device("cpu") if self.offload else self.device
-        model = load_auk_checkpoint(self.checkpoint, device=home, dtype=self.dtype)
+        model = load_auk_checkpoint(self.checkpoint, device=home, dtype=self.precision.weights)
         kind = self.checkpoint.text_encoder["kind"]
-        conditioner = load_conditioner(kind, self.text_encoder_path, device=home, dtype=self.dtype)
+        conditioner = load_conditioner(kind, self.text_encoder_path, device=home, dtype=self.precision.weights)
         if conditioner.hidden_size != self.checkpoint.dit_config["text_hidden_dim"]:
             raise CheckpointError(
                 f"The text encoder's hidden size {conditioner.hidden_size} does not match the DiT's text input "
@@ -194,7 +194,7 @@ class AuKPipeline:
 
             tick = time.perf_counter()
             dit = self._model.dit
-            with self._placed(dit), autocast(self.device, self.dtype):
+            with self._placed(dit), autocast(self.device, self.precision):
                 latents = sample_latents(
                     dit,
                     text=text,
@@ -252,7 +252,7 @@ class AuKPipeline:
             "timings": {k: round(v, 4) for k, v in timings.items()},
             "rtf": round(total / seconds_out, 4),
             "device": str(self.device),
-            "dtype": str(self.dtype).removeprefix("torch."),
+            "dtype": self.precision.name,
         }
         return EditResult(wav=wav, sample_rate=AUK_SAMPLE_RATE, record=record, source=clip.wav_24k if clip else None)
 
@@ -290,7 +290,7 @@ class AuKPipeline:
             self._cache.move_to_end(key)
             return (*self._cache[key], True)
         conditioner = self._conditioner
-        with self._placed(conditioner.model), autocast(self.device, self.dtype), torch.inference_mode():
+        with self._placed(conditioner.model), autocast(self.device, self.precision), torch.inference_mode():
             layers, c_mask = conditioner.hidden_states(instruction, clip.wav_16k if clip else None)
             text = fuse_hidden_states(layers, self._model.layer_weights.to(self.device), self._model.layer_scale.to(self.device))
         posterior = None

@@ -246,6 +246,32 @@ def test_bad_requests_fail_before_any_model_runs(studio, request_, message, monk
         studio.edit(request_, "flash")
 
 
+# bf16 activations meet float32 RMSNorm weights under autocast: torch takes its unfused path and says so
+@pytest.mark.filterwarnings("ignore:Mismatch dtype between input and weight")
+@pytest.mark.parametrize(
+    ("dtype", "weights_dtype", "matmul_dtype"),
+    [("autocast-bf16", torch.float32, torch.bfloat16), ("bfloat16", torch.bfloat16, torch.bfloat16),
+     ("float32", torch.float32, torch.float32)],
+)
+def test_precision_recipes_keep_weights_and_autocast_as_named(weights, tmp_path, dtype, weights_dtype, matmul_dtype):
+    """autocast-bf16 is upstream's recipe: float32 weights, bf16 matmuls under autocast (CPU has it too)."""
+    pipeline = AuKPipeline(weights / "AuK", text_encoder_path=weights / "Qwen2.5-Omni-3B", device="cpu", dtype=dtype)
+    seen = []
+
+    def record(module, inputs, output):
+        if isinstance(module, torch.nn.Linear):  # every DiT and thinker projection; the VAE has none
+            seen.append((module.weight.dtype, output.dtype))
+
+    handle = torch.nn.modules.module.register_module_forward_hook(record)
+    try:
+        result = pipeline.generate(EditRequest("Raise the pitch.", audio=_tone(tmp_path / "p.wav", seconds=0.2),
+                                               nfe=2, seed=1))
+    finally:
+        handle.remove()
+    assert len(seen) > 50 and set(seen) == {(weights_dtype, matmul_dtype)}
+    assert result.record["dtype"] == dtype and np.isfinite(result.wav).all()
+
+
 def test_missing_weights_message_lists_the_download_command(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
