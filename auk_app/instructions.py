@@ -400,9 +400,11 @@ def build(
     duration = chosen.duration(filled, source_seconds)
     if duration.seconds > 0:
         frames, reason = estimate_frames(duration.seconds), duration.reason
-        if frames > frames_for_seconds(limits.max_target_seconds):
-            frames, reason = frames_for_seconds(limits.max_target_seconds), f"{reason}, capped at the {limits.max_target_seconds:g} s limit"
-        duration = Duration(seconds_for_frames(frames), f"{reason}; {frames} frames = {frames / AUK_FRAME_RATE:g} s of audio")
+        cap = frames_for_seconds(limits.max_target_seconds)
+        if frames > cap:
+            frames, reason = cap, f"{reason}, capped at the {limits.max_target_seconds:g} s limit"
+        reason = f"{reason}; {frames} frames = {frames / AUK_FRAME_RATE:g} s of audio"
+        duration = Duration(seconds_for_frames(frames), reason)
     problem = ""
     empty = [slot.label for name, slot in chosen.slots.items()
              if not slot.choices and f"{{{name}}}" in english and not filled[name].strip()]
