@@ -14,6 +14,7 @@ import os
 import sys
 from pathlib import Path
 
+from auk_app.config import DTYPE_CHOICES
 from auk_app.resolve import AUDEX, AUK_BASE, AUK_FLASH, QWEN_OMNI, XCODEC1, Repo
 
 DEFAULT_HOST = "127.0.0.1"
@@ -53,8 +54,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
     run = parser.add_argument_group("runtime")
     run.add_argument("--device", default="auto", help="auto (CUDA when available, else CPU), cpu, cuda, cuda:1, …")
-    run.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"],
-                     help="weights dtype for the DiT and the text encoders (auto: bfloat16 on CUDA, else float32)")
+    run.add_argument("--dtype", default="auto", choices=DTYPE_CHOICES,
+                     help="how the DiT and the text encoders run (auto: bfloat16 on CUDA, else float32). float32, "
+                          "bfloat16, float16: weights in that dtype (bfloat16 is vLLM-Omni's recipe); autocast-bf16: "
+                          "float32 weights under bf16 autocast, upstream AuK's recipe, twice bfloat16's weight memory")
     run.add_argument("--offload", action="store_true", help="keep only the component in use on the GPU (less memory)")
     run.add_argument("--preload", action="store_true", help="load the default models at start instead of on first use")
     run.add_argument("--default-model", default="auto", metavar="NAME",

@@ -14,6 +14,7 @@ import os
 import sys
 from pathlib import Path
 
+from auk_app.config import DTYPE_CHOICES
 from auk_app.errors import AppError, InputError
 
 
@@ -33,9 +34,16 @@ def _parser() -> argparse.ArgumentParser:
     edit.add_argument("--sway", type=float)
     edit.add_argument("--t-grid", help="comma-separated time grid, e.g. 0,0.3,0.7,1")
     edit.add_argument("--seed", type=int)
-    edit.add_argument("--vae-sample", action="store_true", help="sample the VAE posterior instead of its mean")
+    latent = edit.add_mutually_exclusive_group()
+    latent.add_argument("--vae-sample", dest="vae_sample", action="store_true",
+                        help="the source clip's latent is a draw from the VAE posterior seeded by --seed, as upstream "
+                             "AuK samples it (the default)")
+    latent.add_argument("--vae-mean", dest="vae_sample", action="store_false",
+                        help="take the VAE posterior's mean instead, as vLLM-Omni does")
+    edit.set_defaults(vae_sample=True)
     edit.add_argument("--device")
-    edit.add_argument("--dtype")
+    edit.add_argument("--dtype", default="auto", choices=DTYPE_CHOICES,
+                      help="autocast-bf16 = upstream AuK's float32 weights under bf16 autocast (see app.py --help)")
     edit.add_argument("--download", action="store_true", help="download missing weights from the Hugging Face Hub")
     return parser
 

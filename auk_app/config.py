@@ -14,11 +14,28 @@ MAX_TOTAL_FRAMES = 65_536  # reference + target, the DiT's hard cap (≈ 21.8 mi
 # (a clip under 40 ms, or seconds ≤ 0.02) decodes to all zeros after the PCM16 write; two frames
 # give sound (tests/app/test_api.py holds both sides of this line).
 MIN_SECONDS = 2 * AUK_HOP / AUK_SAMPLE_RATE
+# --dtype choices (runtime.PRECISIONS defines them; named here so argument parsing stays torch-free)
+DTYPE_CHOICES = ("auto", "float32", "bfloat16", "float16", "autocast-bf16")
 
 
 def frames_for_seconds(seconds: float) -> int:
-    """ceil(50 · s), rounded first so that 2.24 s is 112 frames, not float error's 113."""
-    return math.ceil(round(seconds * AUK_FRAME_RATE, 6))
+    """Target latent frames for a duration, with upstream AuK's and vLLM-Omni's own float expression,
+    ``ceil(s · 24000 / 480)``, float error included: 2.24 s → 113 frames (2.24 · 24000 / 480 is
+    112.00000000000001), 1.1 s → 56. Same seconds, same frames as the reference implementations."""
+    return math.ceil(seconds * AUK_SAMPLE_RATE / AUK_HOP)
+
+
+def seconds_for_frames(n_frames: int) -> float:
+    """A duration that :func:`frames_for_seconds` maps back to exactly ``n_frames``.
+
+    ``n / 50`` s where float error allows; for the 96 of the first 1500 counts where it does not
+    (112 frames: 2.24 s gives 113) half a frame less, ``n / 50 − 0.01`` s (2.23 s), which is
+    half a frame away from either boundary.
+    """
+    seconds = n_frames / AUK_FRAME_RATE
+    if frames_for_seconds(seconds) != n_frames:
+        seconds = round((n_frames - 0.5) / AUK_FRAME_RATE, 2)
+    return seconds
 
 
 @dataclass(frozen=True)

@@ -1,17 +1,22 @@
 """Offline instruction builder: the 16 AuK tasks, their canonical wording and a target duration.
 
 AuK picks its task purely from the instruction text (spec/auk.md §7), and the model was trained
-on a handful of templates, so the closer a request stays to them the better it works. Each task
-here names the fields a person fills in (words to replace, semitones, dB, speed factor, emotion,
-voice description…), renders the template, and proposes a duration:
+on a handful of templates, so the closer a request stays to them the better it works. The
+templates are upstream's cookbook sentences, verbatim, in English and Chinese (``TEMPLATES``; AuK
+is bilingual). Each task names the fields a person fills in (words to replace, semitones, dB,
+speed factor, emotion, voice description…), renders the template in the chosen language, and
+proposes a duration:
 
 * same-length tasks → 0 (automatic), which the pipeline turns into the source's exact length;
 * speed → source ÷ factor; emotion → source × the upstream prompt enhancer's factor;
 * speech from text → 0.0656 s per UTF-8 byte (English) or 0.0803 s (Chinese), the prompt
   enhancer's baseline; content edits add or remove that much for the changed words.
 
-Durations are rounded up to whole 20 ms latent frames (50 per second) and capped at the
-target limit. Everything is pure: the UI shows and applies the result, nothing runs a model.
+Estimates are quantised as upstream's prompt enhancer does (``_quantize_model_duration`` in
+``auk/infer/pe.py``): to the nearest whole 20 ms latent frame, at least one, capped at the target
+limit, and proposed as a number of seconds that the pipeline's own rounding
+(``config.frames_for_seconds``, upstream's ``ceil(s · 24000 / 480)``) maps back to exactly
+those frames. Everything is pure: the UI shows and applies the result, nothing runs a model.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from auk_app.config import AUK_FRAME_RATE, Limits, frames_for_seconds
+from auk_app.config import AUK_FRAME_RATE, Limits, frames_for_seconds, seconds_for_frames
 
 SECONDS_PER_BYTE_EN = 0.0656  # prompt-enhancer TTS baseline, spec §7
 SECONDS_PER_BYTE_ZH = 0.0803
@@ -31,6 +36,9 @@ DEFAULT_EMOTION_STRETCH = 1.06
 NONVERBAL_SECONDS = 1.0  # room for one added laugh, cough or breath (our estimate; spec gives none)
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 
+EN, ZH = "en", "zh"
+LANGUAGES = (EN, ZH)  # the order of each template pair
+LANGUAGE_CHOICES = (("English", EN), ("中文", ZH))  # the builder's language choice: label, value
 FIELD_NAMES = ("mode", "text", "original", "option", "amount")  # the builder's five generic inputs
 CHOICE_FIELDS = ("mode", "option", "amount")  # dropdowns; "text" and "original" are text boxes
 Fields = Mapping[str, str]
@@ -61,14 +69,26 @@ class Task:
     name: str
     needs_audio: bool
     slots: dict[str, Slot]
-    render: Callable[[Fields], str]
     duration: Callable[[Fields, float | None], Duration]
+    variant: str | None = None  # the field whose value picks one of the task's templates
     reliable: bool | None = None  # community test verdict without the prompt enhancer; None: not tested
     note: str = ""
 
     @property
     def label(self) -> str:
         return f"{self.category} · {self.name}"
+
+    def templates(self, fields: Fields) -> tuple[str, str]:
+        """The (English, Chinese) cookbook template for ``fields``."""
+        return TEMPLATES[f"{self.key}:{fields.get(self.variant)}" if self.variant else self.key]
+
+    def render(self, fields: Fields, language: str = EN) -> str:
+        """The instruction in ``language`` (``EN`` or ``ZH``): free text as typed, dropdown values in
+        the template's language."""
+        values = {name: (fields.get(name) or "").strip() for name in FIELD_NAMES}
+        if language == ZH:
+            values.update({name: ZH_WORDS.get(values[name], values[name]) for name in CHOICE_FIELDS})
+        return self.templates(fields)[LANGUAGES.index(language)].format(**values)
 
 
 @dataclass(frozen=True)
@@ -85,9 +105,11 @@ class Built:
 # ----------------------------------------------------------------------------- durations
 
 
-def frames_up(seconds: float) -> float:
-    """Round up to whole 20 ms latent frames, the model's time grid."""
-    return frames_for_seconds(seconds) / AUK_FRAME_RATE
+def estimate_frames(seconds: float) -> int:
+    """An estimate in whole 20 ms latent frames: the nearest, at least one, as upstream's prompt
+    enhancer rounds (nearest, unlike ceil, is also blind to an estimate's float noise: 5 s × 1.06
+    is 5.300000000000001 s, which ceil would make 266 frames)."""
+    return max(1, round(seconds * AUK_FRAME_RATE))
 
 
 def speech_seconds(text: str, *, whole_utterance: bool = True) -> float:
@@ -157,65 +179,95 @@ def _nonverbal(fields: Fields, source: float | None) -> Duration:
 
 # ----------------------------------------------------------------------------- templates
 
-
-def _quoted(fields: Fields, name: str) -> str:
-    return fields.get(name, "").strip()
-
-
-def _zero_shot(f: Fields) -> str:
-    return f'Say the following with the same voice: "{_quoted(f, "text")}"'
-
-
-def _instruct_tts(f: Fields) -> str:
-    voice, text = _quoted(f, "original"), _quoted(f, "text")
-    if _CJK.search(voice + text):
-        return f'请基于下面的描述: "{voice}",生成语音内容"{text}".'
-    return f'Generate speech based on the following description: "{voice}". The content to speak is: "{text}".'
-
-
-def _content_edit(f: Fields) -> str:
-    mode, new, old = f.get("mode", "Replace"), _quoted(f, "text"), _quoted(f, "original")
-    if mode == "Replace":
-        return f"把‘{old}’改成‘{new}’" if _CJK.search(old + new) else f"Replace '{old}' with '{new}'."
-    if mode == "Add before":
-        return f"Add '{new}' before '{old}'."
-    if mode == "Add after":
-        return f"Add '{new}' after '{old}'."
-    return f"Remove '{new}'."
-
-
-_NONVERBAL_PLURAL = {"breath": "breaths", "laugh": "laughs", "cough": "coughs"}
-_ENHANCE = {
-    "Remove noise": "Remove only the background noise, preserve everything else, and output audio of the same length.",
-    "Remove reverberation": "Remove only the reverberation, preserve everything else, and output audio of the same length.",
-    "Remove noise and reverberation": (
-        "Preserve all speakers, remove noise and reverberation, and output clean speech of the same length."
+# The cookbook's templates verbatim (Tencent-Hunyuan/AuK, docs/COOKBOOK.md §1.1–5.4): (English, Chinese).
+# A key is the task, or "task:variant" where the task's ``variant`` field picks the sentence; {name}
+# is a builder field. The model keys on its training wording: change these only with the cookbook.
+TEMPLATES: dict[str, tuple[str, str]] = {
+    # §1.1: the cookbook gives one template for both languages ("EN & CN").
+    "zero_shot_tts": ('Say the following with the same voice: "{text}"',) * 2,
+    "instruct_tts": (
+        'Generate speech based on the following description: "{original}". The content to speak is: "{text}".',
+        '请基于下面的描述: "{original}",生成语音内容"{text}".',
+    ),
+    "content_edit:Replace": ("Replace '{original}' with '{text}'.", "把‘{original}’改成‘{text}’"),
+    "content_edit:Add before": ("Add '{text}' before '{original}'.", "在‘{original}’前面加上‘{text}’"),
+    "content_edit:Add after": ("Add '{text}' after '{original}'.", "在‘{original}’后面加上‘{text}’"),
+    "content_edit:Remove": ("Remove '{text}'.", "删掉‘{text}’"),
+    "content_edit:Remove before": ("Remove '{text}' before '{original}'.", "删掉‘{original}’前面的‘{text}’"),
+    "content_edit:Remove after": ("Remove '{text}' after '{original}'.", "删掉‘{original}’后面的‘{text}’"),
+    "lyric_edit": ('Change "{original}" to "{text}" in the vocal recording.', "把这段歌词中的“{original}”改成“{text}”。"),
+    # "semitones" even for 1: the template's wording, which the model keys on.
+    "pitch": ("{mode} the pitch by {amount} semitones.", "将音调{mode}{amount}个半音。"),
+    "speed": ("Adjust the speech speed to {amount}x.", "将语速调整为{amount}倍。"),
+    "volume": ("{mode} the volume by {amount} dB.", "将音量{mode}{amount}分贝。"),
+    "emotion": ("Change the emotion to {option}.", "将情感转变为{option}。"),
+    "timbre": (
+        'Keep the spoken content unchanged and change the timbre to: "{original}".',
+        "请将这段音频的音色修改为符合以下描述的声音：“{original}”。",
+    ),
+    "de_accent": (
+        "Remove the regional accent while preserving the speaker's voice and content.",
+        "请去掉这段语音里的方言口音，保持说话人音色一致。",
+    ),
+    # breath, laugh and cough all take a plain -s in the English plural
+    "nonverbal:Remove all": ("Remove all {option}s from the audio.", "删除音频中所有的{option}。"),
+    "nonverbal:Add at the beginning": ("Add a {option} at the beginning of the speech.", "在语音开头增加{option}。"),
+    "nonverbal:Add at the end": ("Add a {option} at the end of the speech.", "在语音结尾增加{option}。"),
+    "whisper:Speech → whisper": (
+        "Convert this speech into a soft whisper while preserving the speaker and content.",
+        "用小声耳语的方式把这段话说出来。",
+    ),
+    "whisper:Whisper → speech": (
+        "Convert this whispered speech into a normal speaking voice while preserving the speaker and content.",
+        "把这段耳语转换成正常说话的声音。",
+    ),
+    "enhance:Remove noise": (
+        "Remove only the background noise, preserve everything else, and output audio of the same length.",
+        "请只去除背景噪声，保留其他内容，输出等长结果。",
+    ),
+    "enhance:Remove reverberation": (
+        "Remove only the room reverberation, preserve everything else, and output audio of the same length.",
+        "请只去除房间混响，保留其他内容，输出等长结果。",
+    ),
+    "enhance:Remove noise and reverberation": (
+        "Preserve all speakers, remove noise and reverberation, and output clean speech of the same length.",
+        "请保留所有说话人，去除噪声和混响，输出等长的纯净语音。",
+    ),
+    "enhance:Repair": (
+        "Repair the {option} and restore natural, clear speech.",
+        "请修复这段音频的{option}，恢复自然清晰的人声。",
+    ),
+    "speech_separation": (
+        "Keep only the {option} speaker to start talking and remove all other speakers.",
+        "只保留第{option}个开始说话的人，去掉其余说话人。",
+    ),
+    "music_separation:the singing voice": (
+        "Keep only the singing voice and remove everything else.",
+        "请只保留歌声，其余声音都去掉。",
+    ),
+    "music_separation:all human voices": (
+        "Keep all human voices, including speech and singing, and remove everything else.",
+        "请保留所有人声，包括说话和歌唱，其余声音都去掉。",
+    ),
+    "target_speaker": (
+        'Keep only the speaker who says "{text}" and remove all other speakers.',
+        "请只保留说“{text}”的人，去掉其他说话人。",
     ),
 }
-_WHISPER = {
-    "Speech → whisper": "Convert this speech into a soft whisper while preserving the speaker and content.",
-    "Whisper → speech": "Convert this whisper into normal speech while preserving the speaker and content.",
-}
-_MUSIC = {
-    "the singing voice": "Keep only the singing voice and remove everything else.",
-    "all human voices": "Keep only the human voices and remove everything else.",
-}
 
-
-def _enhance(f: Fields) -> str:
-    mode = f.get("mode", "Remove noise")
-    if mode == "Repair":
-        return f"Repair the {f.get('option') or 'clipping'} and restore natural, clear speech."
-    return _ENHANCE[mode]
-
-
-def _nonverbal_text(f: Fields) -> str:
-    sound = f.get("option") or "laugh"
-    mode = f.get("mode", "Remove all")
-    if mode == "Remove all":
-        return f"Remove all {_NONVERBAL_PLURAL.get(sound, sound + 's')} from the audio."
-    where = "beginning" if mode == "Add at the beginning" else "end"
-    return f"Add a {sound} at the {where} of the speech."
+# Chinese for the dropdown values a Chinese template takes, in the cookbook's own words and order:
+# 升高/降低 (§3.1, §3.3), the eight emotions (§4.1), the nonverbal sounds (§4.4, whose "add" form
+# names no sounds of its own, so it takes the "remove" form's), the four repairs (§5.1). The
+# speaker order fills §5.2's {序号} with a Chinese numeral, as upstream's prompt enhancer does
+# (``_integer_to_zh``); the cookbook itself shows no filled example. Numbers stay digits.
+ZH_WORDS = {
+    "Raise": "升高", "Lower": "降低", "Increase": "升高", "Decrease": "降低",
+    "happy": "开心", "angry": "愤怒", "sad": "悲伤", "fearful": "恐惧", "surprised": "惊讶", "disgusted": "厌恶",
+    "calm": "平静", "excited": "兴奋",
+    "breath": "换气声", "laugh": "笑声", "cough": "咳嗽声",
+    "telephone effect": "电话感", "muffling": "闷声", "clipping": "削波", "dropouts": "丢包",
+    "first": "一", "second": "二",
+}  # fmt: skip
 
 
 # ----------------------------------------------------------------------------- catalogue
@@ -223,11 +275,17 @@ def _nonverbal_text(f: Fields) -> str:
 _TEXT = "text"
 _EMOTIONS = ("happy", "angry", "sad", "fearful", "surprised", "disgusted", "calm", "excited")
 
+
+def _variants(key: str) -> tuple[str, ...]:
+    """The variants the template table has for ``key``, in table order."""
+    return tuple(k.split(":", 1)[1] for k in TEMPLATES if k.startswith(key + ":"))
+
+
 TASKS: tuple[Task, ...] = (
     Task(
         "zero_shot_tts", "Speech generation", "Zero-shot TTS (clone the clip's voice)", True,
         {_TEXT: Slot("Text to speak", placeholder="Ladies and gentlemen, it's an honor to be here.")},
-        _zero_shot, _text_estimate, reliable=True,
+        _text_estimate, reliable=True,
     ),
     Task(
         "instruct_tts", "Speech generation", "Instruct TTS (voice from a description, no clip)", False,
@@ -235,17 +293,17 @@ TASKS: tuple[Task, ...] = (
             "original": Slot("Voice description", placeholder="A warm, low female voice, speaking slowly."),
             _TEXT: Slot("Text to speak", placeholder="The library opens at nine."),
         },
-        _instruct_tts, _text_estimate, reliable=True,
+        _text_estimate, reliable=True,
         note="Known limitation: parts of the description can leak into the speech.",
     ),
     Task(
         "content_edit", "Content editing", "Speech content editing", True,
         {
-            "mode": Slot("Edit", ("Replace", "Add before", "Add after", "Remove"), "Replace"),
+            "mode": Slot("Edit", _variants("content_edit"), "Replace"),
             "original": Slot("Words to replace / anchor words", placeholder="seven o'clock"),
             _TEXT: Slot("New words / words to add or remove", placeholder="eight o'clock"),
         },
-        _content_edit, _content_delta, reliable=False, note="Spell digits out as words.",
+        _content_delta, variant="mode", reliable=False, note="Spell digits out as words.",
     ),
     Task(
         "lyric_edit", "Content editing", "Lyric editing (a cappella)", True,
@@ -253,83 +311,68 @@ TASKS: tuple[Task, ...] = (
             "original": Slot("Original lyrics", placeholder="under the moonlight"),
             _TEXT: Slot("New lyrics", placeholder="under the streetlight"),
         },
-        lambda f: f'Change "{_quoted(f, "original")}" to "{_quoted(f, "text")}" in the vocal recording.',
         _same_length, reliable=False,
     ),
     Task(
         "pitch", "Acoustic editing", "Pitch", True,
         {"mode": Slot("Direction", ("Raise", "Lower"), "Raise"), "amount": Slot("Semitones", ("1", "2", "3"), "2")},
-        # "semitones" even for 1: the training template's wording, which the model keys on.
-        lambda f: f"{f.get('mode') or 'Raise'} the pitch by {f.get('amount') or '2'} semitones.",
         _same_length, reliable=False,
     ),
     Task(
         "speed", "Acoustic editing", "Speed", True,
         {"amount": Slot("Speed factor", ("0.5", "0.75", "1.25", "1.5", "2.0"), "1.5")},
-        lambda f: f"Adjust the speech speed to {f.get('amount') or '1.5'}x.",
         _speed, reliable=False,
     ),
     Task(
         "volume", "Acoustic editing", "Volume", True,
         {"mode": Slot("Direction", ("Increase", "Decrease"), "Decrease"), "amount": Slot("dB", ("5", "10", "15"), "10")},
-        lambda f: f"{f.get('mode') or 'Decrease'} the volume by {f.get('amount') or '10'} dB.",
         _same_length, reliable=True,
     ),
     Task(
         "emotion", "Paralinguistic", "Emotion", True,
         {"option": Slot("Emotion", _EMOTIONS, "happy")},
-        lambda f: f"Change the emotion to {f.get('option') or 'happy'}.",
         _emotion, reliable=False,
     ),
     Task(
         "timbre", "Paralinguistic", "Timbre", True,
         {"original": Slot("New timbre", placeholder="a deep, husky male voice")},
-        lambda f: f'Keep the spoken content unchanged and change the timbre to: "{_quoted(f, "original")}".',
         _same_length, reliable=False,
     ),
-    Task(
-        "de_accent", "Paralinguistic", "De-accent", True, {},
-        lambda f: "Remove the regional accent while preserving the speaker's voice and content.",
-        _same_length, reliable=False,
-    ),
+    Task("de_accent", "Paralinguistic", "De-accent", True, {}, _same_length, reliable=False),
     Task(
         "nonverbal", "Paralinguistic", "Nonverbal sounds", True,
         {
-            "mode": Slot("Edit", ("Remove all", "Add at the beginning", "Add at the end"), "Remove all"),
+            "mode": Slot("Edit", _variants("nonverbal"), "Remove all"),
             "option": Slot("Sound", ("breath", "laugh", "cough"), "breath"),
         },
-        _nonverbal_text, _nonverbal, reliable=False,
+        _nonverbal, variant="mode", reliable=False,
     ),
     Task(
         "whisper", "Paralinguistic", "Whisper conversion", True,
-        {"mode": Slot("Direction", tuple(_WHISPER), "Speech → whisper")},
-        lambda f: _WHISPER[f.get("mode") or "Speech → whisper"],
-        _same_length, reliable=False,
+        {"mode": Slot("Direction", _variants("whisper"), "Speech → whisper")},
+        _same_length, variant="mode", reliable=False,
     ),
     Task(
         "enhance", "Enhancement & separation", "Speech enhancement", True,
         {
-            "mode": Slot("Fix", (*_ENHANCE, "Repair"), "Remove noise"),
+            "mode": Slot("Fix", _variants("enhance"), "Remove noise"),
             "option": Slot("Repair what", ("telephone effect", "muffling", "clipping", "dropouts"), "clipping"),
         },
-        _enhance, _same_length, reliable=True,
+        _same_length, variant="mode", reliable=True,
     ),
     Task(
         "speech_separation", "Enhancement & separation", "Speech separation", True,
         {"option": Slot("Keep the speaker who starts", ("first", "second"), "first")},
-        lambda f: f"Keep only the {f.get('option') or 'first'} speaker to start talking and remove all other speakers.",
         _same_length, reliable=True,
     ),
     Task(
         "music_separation", "Enhancement & separation", "Music separation", True,
-        {"option": Slot("Keep", tuple(_MUSIC), "the singing voice")},
-        lambda f: _MUSIC[f.get("option") or "the singing voice"],
-        _same_length, reliable=True,
+        {"option": Slot("Keep", _variants("music_separation"), "the singing voice")},
+        _same_length, variant="option", reliable=True,
     ),
     Task(
         "target_speaker", "Enhancement & separation", "Target speaker extraction", True,
         {_TEXT: Slot("What the speaker to keep says", placeholder="see you tomorrow")},
-        lambda f: f'Keep only the speaker who says "{_quoted(f, "text")}" and remove all other speakers.',
         _same_length,
     ),
 )
@@ -343,20 +386,28 @@ def task(key: str) -> Task:
         raise KeyError(f"unknown task {key!r}; known: {', '.join(TASKS_BY_KEY)}") from None
 
 
-def build(key: str, fields: Fields, *, source_seconds: float | None, limits: Limits = Limits()) -> Built:
-    """The instruction and duration for task ``key`` with ``fields`` (missing fields take defaults)."""
+def build(
+    key: str, fields: Fields, *, source_seconds: float | None, language: str = EN, limits: Limits = Limits()
+) -> Built:
+    """The instruction in ``language`` (``EN`` or ``ZH``) and the duration for task ``key`` with
+    ``fields`` (missing fields take defaults)."""
+    if language not in LANGUAGES:
+        raise ValueError(f"unknown instruction language {language!r}; known: {', '.join(LANGUAGES)}")
     chosen = task(key)
     filled = {name: (fields.get(name) or slot.default) for name, slot in chosen.slots.items()}
-    instruction = chosen.render(filled)
+    english, chinese = chosen.templates(filled)
+    instruction = chosen.render(filled, language)
     duration = chosen.duration(filled, source_seconds)
     if duration.seconds > 0:
-        seconds = frames_up(duration.seconds)
-        reason = duration.reason
-        if seconds > limits.max_target_seconds:
-            seconds, reason = limits.max_target_seconds, f"{reason}, capped at the {limits.max_target_seconds:g} s limit"
-        duration = Duration(seconds, reason)
+        frames, reason = estimate_frames(duration.seconds), duration.reason
+        cap = frames_for_seconds(limits.max_target_seconds)
+        if frames > cap:
+            frames, reason = cap, f"{reason}, capped at the {limits.max_target_seconds:g} s limit"
+        reason = f"{reason}; {frames} frames = {frames / AUK_FRAME_RATE:g} s of audio"
+        duration = Duration(seconds_for_frames(frames), reason)
     problem = ""
-    empty = [slot.label for name, slot in chosen.slots.items() if not slot.choices and not filled[name].strip()]
+    empty = [slot.label for name, slot in chosen.slots.items()
+             if not slot.choices and f"{{{name}}}" in english and not filled[name].strip()]
     if empty:
         problem = f"Fill in: {', '.join(empty)}."
     elif chosen.needs_audio and source_seconds is None:
@@ -369,4 +420,7 @@ def build(key: str, fields: Fields, *, source_seconds: float | None, limits: Lim
         reliability = "Community tests: works reliably."
     else:
         reliability = "Community tests: often unstable; try a few seeds."
-    return Built(instruction, duration, problem, reliability, chosen.note)
+    notes = [chosen.note]
+    if language == ZH and english == chinese:
+        notes.append("The cookbook gives this task one template for both languages, so 中文 uses it as it is.")
+    return Built(instruction, duration, problem, reliability, " ".join(note for note in notes if note))

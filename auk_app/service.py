@@ -18,7 +18,7 @@ from auk_app.auk.checkpoint import AuKCheckpoint, read_auk_checkpoint
 from auk_app.auk.pipeline import AuKPipeline, EditRequest, EditResult
 from auk_app.config import Limits
 from auk_app.errors import InputError
-from auk_app.runtime import pick_device, pick_dtype
+from auk_app.runtime import pick_device, pick_precision
 
 DEMO_DIR = Path(__file__).resolve().parent.parent / "assets" / "AuK-Tiny"
 GET_WEIGHTS = (
@@ -61,7 +61,7 @@ class Studio:
     def __init__(self, config: StudioConfig = StudioConfig()):
         self.config = config
         self.device = pick_device(config.device)
-        self.dtype = pick_dtype(self.device, config.dtype)
+        self.precision = pick_precision(self.device, config.dtype)
         self._entries = self._discover()
         self._default = self._pick_default(config.default_model)
         self._pipelines: dict[str, AuKPipeline] = {}
@@ -126,7 +126,7 @@ class Studio:
                 if entry.checkpoint.text_encoder["kind"] == "qwen2_5_omni":
                     text_encoder = self._qwen_dir(entry)
                 pipeline = AuKPipeline(
-                    entry.checkpoint, text_encoder_path=text_encoder, device=self.device, dtype=self.dtype,
+                    entry.checkpoint, text_encoder_path=text_encoder, device=self.device, dtype=self.precision,
                     offload=self.config.offload, limits=self.config.limits,
                 )
                 for other in self._pipelines.values():
@@ -158,7 +158,8 @@ class Studio:
                 if root is None or xcodec is None:
                     demo = shared_demo_snapshot()
                     root, xcodec, self._audex_demo = demo.thinker_dir, demo.xcodec_dir, True
-                self._audex = AudexPipeline.from_paths(root, xcodec, device=self.device, dtype=self.dtype)
+                # Audex has no float32-master recipe: under autocast-bf16 it runs bf16 weights, as released.
+                self._audex = AudexPipeline.from_paths(root, xcodec, device=self.device, dtype=self.precision.compute)
             return self._audex
 
     @property
@@ -176,7 +177,7 @@ class Studio:
             "default_model": default.key,
             "loaded_model": loaded,
             "device": str(self.device),
-            "dtype": str(self.dtype).removeprefix("torch."),
+            "dtype": self.precision.name,
             "demo": default.demo,
             "audex_demo": self.audex_is_demo,
             "models": {

@@ -108,6 +108,9 @@ def _edit_tab(studio: Studio, handlers: Handlers) -> SimpleNamespace:
                     c.task = gr.Dropdown([(t.label, t.key) for t in instructions.TASKS], value=first.key,
                                          label="Task", scale=3, elem_id="builder-task")
                     c.mode = gr.Dropdown(scale=2, elem_id="builder-mode", **fields[0])
+                    c.language = gr.Radio(list(instructions.LANGUAGE_CHOICES), value=instructions.EN,
+                                          label="Language", scale=1, elem_id="builder-language",
+                                          info="The cookbook's English or Chinese wording")
                 with gr.Row():
                     c.original = gr.Textbox(elem_id="builder-original", **fields[2])
                     c.text = gr.Textbox(elem_id="builder-text", **fields[1])
@@ -144,6 +147,11 @@ def _edit_tab(studio: Studio, handlers: Handlers) -> SimpleNamespace:
                     label="Time grid (t_grid)", elem_id="t-grid",
                     info=f"Comma-separated, strictly increasing, within [0, 1], 2–{limits.max_grid_points} points.",
                     **knobs[3],
+                )
+                c.vae_sample = gr.Checkbox(
+                    True, label="Sample the clip's latent (vae_sample)", elem_id="vae-sample",
+                    info="On: a draw from the VAE posterior, seeded by the seed, as upstream AuK does. "
+                         "Off: the posterior mean, as vLLM-Omni does.",
                 )
             with gr.Row():
                 c.run = gr.Button("Generate", variant="primary", elem_id="run-edit", scale=3)
@@ -243,7 +251,8 @@ def build_demo(studio: Studio) -> gr.Blocks:
         # Model endpoints: validated before the queue, one GPU queue for both.
         edit = e.run.click(
             h.edit_audio,
-            inputs=[e.audio, e.instruction, e.model, e.seconds, e.nfe, e.cfg, e.sway, e.t_grid, e.seed, e.randomize],
+            inputs=[e.audio, e.instruction, e.model, e.seconds, e.nfe, e.cfg, e.sway, e.t_grid, e.seed, e.randomize,
+                    e.vae_sample],
             outputs=[e.output, e.figure, e.manifest, e.state],
             validator=h.check_edit, api_name="edit_audio", api_description=h.edit_audio.__doc__,
             concurrency_id=GPU_QUEUE, concurrency_limit=1,
@@ -270,11 +279,12 @@ def build_demo(studio: Studio) -> gr.Blocks:
         # UI plumbing.
         e.model.change(h.on_model_change, e.model, [e.nfe, e.cfg, e.sway, e.t_grid, e.knob_note], **private)
         fields = [e.mode, e.text, e.original, e.option, e.amount]
-        builder = [e.task, *fields, e.source_seconds]
+        builder = [e.task, *fields, e.source_seconds, e.language]
         e.task.change(field_updates, e.task, fields, **private)
         e.audio.change(h.on_audio_change, e.audio, [e.verdict, e.source_seconds], **private).then(
             h.preview, builder, [e.built_md, e.built], **private)
-        gr.on([e.task.change] + [f.change for f in fields], h.preview, builder, [e.built_md, e.built], **private)
+        gr.on([e.task.change, e.language.change] + [f.change for f in fields], h.preview, builder,
+              [e.built_md, e.built], **private)
         e.use_built.click(h.apply_built, e.built, [e.instruction, e.seconds], **private)
         e.use_as_input.click(lambda path: path, e.output, e.audio, **private)
         demo.load(h.status, None, status, **private)

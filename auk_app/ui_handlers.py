@@ -235,7 +235,7 @@ class Handlers:
     # ------------------------------------------------------------------ AuK
 
     def check_edit(self, audio=None, instruction=None, model="auto", seconds=0, nfe=None, cfg=None, sway=None,
-                   t_grid=None, seed=0, randomize_seed=True):
+                   t_grid=None, seed=0, randomize_seed=True, vae_sample=True):
         """Validator: the upload check and every knob, before the request is queued."""
         limits = self.limits
         if audio is None:
@@ -254,15 +254,18 @@ class Handlers:
             _checked(lambda v: parse_t_grid(v, limits), t_grid),
             _ok() if randomize_seed else _checked(check_seed, seed),
             _ok(),
+            _ok(),
         ]
 
     def _edit_audio(self, audio=None, instruction=None, model="auto", seconds=0, nfe=None, cfg=None, sway=None,
-                    t_grid=None, seed=0, randomize_seed=True, progress=gr.Progress(), request: gr.Request = None):
+                    t_grid=None, seed=0, randomize_seed=True, vae_sample=True, progress=gr.Progress(),
+                    request: gr.Request = None):
         """Edit a clip, or generate speech/audio from the instruction alone, with AuK.
 
         Returns the 24 kHz WAV (PCM16, at the level the model produced), the before/after PNG and the
         manifest. seconds 0 = automatic (exactly the source's length); nfe/cfg/sway/t_grid left empty
-        use the chosen model's defaults (Flash always runs its fixed recipe).
+        use the chosen model's defaults (Flash always runs its fixed recipe). vae_sample True draws the
+        clip's latent from the VAE posterior with the seed, as upstream AuK does; False takes its mean.
         """
         stop = self._runs.flag(request)
         try:
@@ -270,13 +273,14 @@ class Handlers:
             edit = EditRequest(
                 instruction=instruction, audio=audio, seconds=_as_float(seconds), nfe=_as_int(nfe),
                 cfg=_as_float(cfg), sway=_as_float(sway), t_grid=t_grid or None,
-                seed=pick_seed(seed, randomize_seed), fit_to_source=True,
+                seed=pick_seed(seed, randomize_seed), vae_sample=bool(vae_sample), fit_to_source=True,
             )
             result, entry = self.studio.edit(edit, model, progress=_auk_progress(progress), should_stop=stop.is_set)
             _raise_if_stopped(stop)
             made = outputs.render_edit(
                 result, entry, source_path=audio, randomized_seed=bool(randomize_seed), root=_output_root(),
-                requested={"seconds": seconds, "nfe": nfe, "cfg": cfg, "sway": sway, "t_grid": t_grid or None},
+                requested={"seconds": seconds, "nfe": nfe, "cfg": cfg, "sway": sway, "t_grid": t_grid or None,
+                           "vae_sample": vae_sample},
             )
         except Exception as exc:
             raise _gr_error(exc) from exc
@@ -368,10 +372,11 @@ class Handlers:
         usable = findings is not None and findings["verdict"] != "rejected"
         return ui_text.upload_verdict(findings), (findings["duration_s"] if usable else None)
 
-    def preview(self, task_key, mode, text, original, option, amount, source_seconds):
+    def preview(self, task_key, mode, text, original, option, amount, source_seconds, language=instructions.EN):
         fields = {"mode": mode, "text": text, "original": original, "option": option, "amount": amount}
         built = instructions.build(task_key, {k: v or "" for k, v in fields.items()},
-                                   source_seconds=source_seconds, limits=self.limits)
+                                   source_seconds=source_seconds, language=language or instructions.EN,
+                                   limits=self.limits)
         return ui_text.builder_preview(built), {"instruction": built.instruction, "seconds": built.duration.seconds}
 
     @staticmethod

@@ -98,7 +98,7 @@ print(manifest["seed"], manifest["gen_frames"], manifest["timings"])
 
 | Endpoint | Parameters (defaults) | Returns |
 |---|---|---|
-| `/edit_audio` | `audio` (None), `instruction`, `model` ("auto"; or {models}), `seconds` (0 = exactly the source's length), `nfe`, `cfg`, `sway` (None = the model's defaults), `t_grid` (None = default; comma-separated), `seed` (0), `randomize_seed` (True) | WAV (24 kHz, PCM16), before/after PNG, manifest |
+| `/edit_audio` | `audio` (None), `instruction`, `model` ("auto"; or {models}), `seconds` (0 = exactly the source's length), `nfe`, `cfg`, `sway` (None = the model's defaults), `t_grid` (None = default; comma-separated), `seed` (0), `randomize_seed` (True), `vae_sample` (True = a seeded draw from the VAE posterior as upstream; False = its mean) | WAV (24 kHz, PCM16), before/after PNG, manifest |
 | `/text_to_audio` | `caption`, `cfg` (3.0), `max_seconds`, `temperature` (1.0), `top_k` (80), `seed` (0), `randomize_seed` (True), `compare_unmasked` (False) | WAV (16 kHz, PCM16), PNG, validity report, manifest |
 | `/inspect_audio` | `audio` | `sample_rate`, `channels`, `duration_s`, `peak`, `rms`, `silent`, `clipping`, `verdict`, `message` |
 | `/model_info` | none | `available_models`, `loaded_model`, `device`, `dtype`, `demo`, … |

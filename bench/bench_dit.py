@@ -21,7 +21,7 @@ import torch
 from auk_app.auk.checkpoint import FLASH_T_GRID
 from auk_app.auk.dit import AuKTransformer
 from auk_app.auk.sampler import sample_latents
-from auk_app.runtime import autocast, pick_device, pick_dtype
+from auk_app.runtime import autocast, pick_device, pick_precision
 
 SIZES = {
     "tiny": dict(dim=64, heads=2, dim_head=32, num_layers=1, num_single_layers=2, text_hidden_dim=64),
@@ -53,7 +53,8 @@ def _timed(fn, device: torch.device, repeats: int) -> float:
 
 
 def bench(size: str, device: torch.device, frames: int, repeats: int) -> dict:
-    dtype = pick_dtype(device)
+    precision = pick_precision(device)
+    dtype = precision.weights
     torch.manual_seed(0)
     with torch.device(device):
         dit = AuKTransformer(ff_mult=2.0, latent_dim=64, **SIZES[size]).to(dtype).eval()
@@ -65,11 +66,11 @@ def bench(size: str, device: torch.device, frames: int, repeats: int) -> dict:
         torch.cuda.reset_peak_memory_stats(device)
 
     def step():
-        with torch.inference_mode(), autocast(device, dtype):
+        with torch.inference_mode(), autocast(device, precision):
             dit(x, text.to(dtype), torch.tensor(0.5, device=device), ref=ref.to(dtype), ref_mask=ref_mask, cfg_infer=True)
 
     def run(**knobs):
-        with autocast(device, dtype):
+        with autocast(device, precision):
             sample_latents(dit, text=text, c_mask=None, ref=ref, ref_mask=ref_mask, gen_frames=frames, seed=0, **knobs)
 
     one_step = _timed(step, device, repeats)
@@ -79,7 +80,7 @@ def bench(size: str, device: torch.device, frames: int, repeats: int) -> dict:
         "size": size,
         "params": sum(p.numel() for p in dit.parameters()),
         "device": str(device),
-        "dtype": str(dtype).removeprefix("torch."),
+        "dtype": precision.name,
         "frames": frames,
         "step_cfg_ms": round(one_step * 1000, 2),
         "base_ms_per_step": round(base / 32 * 1000, 2),

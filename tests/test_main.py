@@ -47,7 +47,6 @@ CASES = [
     ("silent", "out.wav", [], "The clip is silent"),
     ("good", "out.wav", ["--device", "cuda"], "is not available here"),
     ("good", "out.wav", ["--device", "quantum"], "Unknown device 'quantum'"),
-    ("good", "out.wav", ["--dtype", "float8"], "Unknown dtype 'float8'"),
 ]
 
 

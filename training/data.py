@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from auk_app.config import seconds_for_frames
 from training.instructions import (
     denoise_instruction,
     pitch_instruction,
@@ -75,7 +76,10 @@ class Example:
 
     @property
     def seconds(self) -> float:
-        return self.target.size / SAMPLE_RATE
+        """The duration to request: for a whole-hop target one the pipeline turns into exactly its
+        frames (``ceil(s · 24000 / 480)`` makes 2.24 s 113 frames), else the plain length."""
+        frames, leftover = divmod(self.target.size, HOP)
+        return seconds_for_frames(frames) if leftover == 0 else self.target.size / SAMPLE_RATE
 
 
 def training_rng(seed: int, index: int) -> np.random.Generator:

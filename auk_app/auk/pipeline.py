@@ -1,10 +1,16 @@
 """The in-process AuK pipeline: instruction + optional source clip in, 24 kHz waveform out.
 
 Steps of one request, in order (each reported to ``progress(phase, done, total)``):
-check the request → prepare the clip (mono, 24 kHz, whole 480-sample hops; 16 kHz for the
-thinker) → load the models (once) → condition (fused text condition + VAE latents of the
-clip, cached per instruction and clip) → sample (Euler steps) → decode. Every check that can
-fail runs before any model does, and the result carries a record of every knob used.
+check the request → prepare the clip (mono, 24 kHz; 16 kHz for the thinker) → load the models
+(once) → condition (fused text condition + the VAE posterior of the whole clip, cached per
+instruction and clip) → draw the reference latents (the posterior mean, or a seeded sample of
+it) → sample (Euler steps) → decode. Every check that can fail runs before any model does, and
+the result carries a record of every knob used.
+
+The reference follows upstream AuK rather than vLLM-Omni: the clip is encoded whole, not cut to
+whole 480-sample hops first, and the reference mask marks the frames past ``T // 480`` as
+padding (one extra frame when 136 or more samples are left over, see ``AuKVAE.posterior``); by
+default the latent is a draw from the posterior, not its mean.
 """
 
 from __future__ import annotations
@@ -30,14 +36,16 @@ from auk_app.auk.conditioner import TextConditioner, fuse_hidden_states, load_co
 from auk_app.auk.sampler import sample_latents
 from auk_app.config import AUK_HOP, AUK_SAMPLE_RATE, MAX_TOTAL_FRAMES, QWEN_SAMPLE_RATE, Limits, frames_for_seconds
 from auk_app.errors import Cancelled, CheckpointError, InputError
-from auk_app.runtime import autocast, pick_device, pick_dtype
+from auk_app.runtime import Precision, autocast, pick_device, pick_precision
 from auk_app.validate import (
     check_clip, check_duration_known, check_instruction, check_sampling, check_seconds, check_seed, parse_t_grid,
     random_seed,
 )
 
 Progress = Callable[[str, int, int], None]
-VAE_SEED_OFFSET = 0x5EED0A0C  # vLLM-Omni's posterior-draw seed offset, so both draws differ
+# The posterior draw's generator is seeded with seed + this offset (vLLM-Omni's value): with the
+# request seed itself, ε and the initial noise would be the same random numbers.
+VAE_SEED_OFFSET = 0x5EED0A0C
 
 
 @dataclass(frozen=True)
@@ -52,7 +60,10 @@ class EditRequest:
     sway: float | None = None
     t_grid: str | Sequence[float] | None = None
     seed: int | None = None
-    vae_sample: bool = False
+    # The reference latent: a posterior draw mean + ε·std as upstream samples it (True), or the
+    # posterior mean as vLLM-Omni takes it (False). ε comes from a generator seeded with
+    # seed + VAE_SEED_OFFSET, so a seed reproduces the draw.
+    vae_sample: bool = True
     # With automatic duration: generate ceil(source / hop) frames and trim the output to the
     # source's exact length at 24 kHz, instead of the clip's whole frames only.
     fit_to_source: bool = False
@@ -68,13 +79,17 @@ class EditResult:
 
 @dataclass(frozen=True)
 class _Clip:
-    source_24k: np.ndarray  # the whole clip, mono at 24 kHz
-    wav_24k: np.ndarray  # its whole hops, what the VAE encodes
+    wav_24k: np.ndarray  # the whole clip, mono at 24 kHz: what the VAE encodes and the figure shows
     wav_16k: np.ndarray | None
     source_seconds: float
     source_rate: int
     source_channels: int
     digest: str
+
+    @property
+    def ref_frames(self) -> int:
+        """Valid reference frames, upstream's ``T // 480``; the encoder may emit one more."""
+        return self.wav_24k.shape[0] // AUK_HOP
 
 
 class AuKPipeline:
@@ -90,7 +105,7 @@ class AuKPipeline:
         *,
         text_encoder_path: str | Path | None = None,
         device: str | torch.device | None = None,
-        dtype: str | torch.dtype | None = None,
+        dtype: str | torch.dtype | Precision | None = None,
         offload: bool = False,
         limits: Limits = Limits(),
         cache_size: int = 8,
@@ -98,7 +113,7 @@ class AuKPipeline:
         self.checkpoint = checkpoint if isinstance(checkpoint, AuKCheckpoint) else read_auk_checkpoint(checkpoint)
         self.text_encoder_path = text_encoder_path
         self.device = pick_device(device)
-        self.dtype = pick_dtype(self.device, dtype)
+        self.precision = pick_precision(self.device, dtype)
         self.offload = offload and self.device.type != "cpu"
         self.limits = limits
         self._model: AuKModel | None = None
@@ -117,9 +132,9 @@ class AuKPipeline:
         if self._model is not None:
             return
         home = torch.device("cpu") if self.offload else self.device
-        model = load_auk_checkpoint(self.checkpoint, device=home, dtype=self.dtype)
+        model = load_auk_checkpoint(self.checkpoint, device=home, dtype=self.precision.weights)
         kind = self.checkpoint.text_encoder["kind"]
-        conditioner = load_conditioner(kind, self.text_encoder_path, device=home, dtype=self.dtype)
+        conditioner = load_conditioner(kind, self.text_encoder_path, device=home, dtype=self.precision.weights)
         if conditioner.hidden_size != self.checkpoint.dit_config["text_hidden_dim"]:
             raise CheckpointError(
                 f"The text encoder's hidden size {conditioner.hidden_size} does not match the DiT's text input "
@@ -167,7 +182,8 @@ class AuKPipeline:
 
             tick = time.perf_counter()
             report("condition", 0, 1)
-            text, c_mask, ref, cache_hit = self._condition(plan["instruction"], clip, request.vae_sample, plan["seed"])
+            text, c_mask, posterior, cache_hit = self._condition(plan["instruction"], clip)
+            ref, ref_mask = self._reference(posterior, clip, request.vae_sample, plan["seed"])
             report("condition", 1, 1)
             timings["condition"] = time.perf_counter() - tick
             checkpoint_stop()
@@ -178,13 +194,13 @@ class AuKPipeline:
 
             tick = time.perf_counter()
             dit = self._model.dit
-            with self._placed(dit), autocast(self.device, self.dtype):
+            with self._placed(dit), autocast(self.device, self.precision):
                 latents = sample_latents(
                     dit,
                     text=text,
                     c_mask=c_mask,
                     ref=ref,
-                    ref_mask=torch.ones(ref.shape[:2], dtype=torch.bool, device=self.device) if ref.shape[1] else None,
+                    ref_mask=ref_mask,
                     gen_frames=gen_frames,
                     nfe=plan["nfe"],
                     cfg_strength=plan["cfg"],
@@ -203,7 +219,7 @@ class AuKPipeline:
             with self._placed(vae), torch.inference_mode():
                 wav = vae.decode(latents.float())[0].cpu().numpy().astype(np.float32)
             if fit:
-                wav = wav[: clip.source_24k.shape[0]]
+                wav = wav[: clip.wav_24k.shape[0]]
             report("decode", 1, 1)
             timings["decode"] = time.perf_counter() - tick
 
@@ -223,12 +239,13 @@ class AuKPipeline:
             "ignored": plan["ignored"],
             "gen_frames": gen_frames,
             "ref_frames": ref_frames,
+            "ref_latent_frames": ref.shape[1],  # with the masked frame the encoder may add
             "frames_capped": capped,
             "fit_to_source": fit,
             "seconds": seconds_out,
             "sample_rate": AUK_SAMPLE_RATE,
             "source_seconds": clip.source_seconds if clip else None,
-            "source_samples_24k": clip.source_24k.shape[0] if clip else None,
+            "source_samples_24k": clip.wav_24k.shape[0] if clip else None,
             "source_sample_rate": clip.source_rate if clip else None,
             "source_channels": clip.source_channels if clip else None,
             "vae_sample": request.vae_sample,
@@ -236,9 +253,9 @@ class AuKPipeline:
             "timings": {k: round(v, 4) for k, v in timings.items()},
             "rtf": round(total / seconds_out, 4),
             "device": str(self.device),
-            "dtype": str(self.dtype).removeprefix("torch."),
+            "dtype": self.precision.name,
         }
-        return EditResult(wav=wav, sample_rate=AUK_SAMPLE_RATE, record=record, source=clip.source_24k if clip else None)
+        return EditResult(wav=wav, sample_rate=AUK_SAMPLE_RATE, record=record, source=clip.wav_24k if clip else None)
 
     # ------------------------------------------------------------------ steps
 
@@ -266,31 +283,40 @@ class AuKPipeline:
             plan["nfe"] = len(t_grid) - 1
         return {**plan, "t_grid": t_grid, "instruction": instruction, "seconds": seconds, "seed": seed, "ignored": ignored}
 
-    def _condition(self, instruction: str, clip: _Clip | None, vae_sample: bool, seed: int):
-        """(text [1, nt, T], c_mask [1, nt], ref latents [1, np, L]) — cached per instruction and clip."""
-        key = (self.checkpoint.name, instruction, clip.digest if clip else None, vae_sample and seed)
+    def _condition(self, instruction: str, clip: _Clip | None):
+        """(text [1, nt, T], c_mask [1, nt], the clip's VAE posterior (mean, std) [1, L, np] or None)
+        — cached per instruction and clip, so a re-roll runs neither the thinker nor the encoder."""
+        key = (self.checkpoint.name, instruction, clip.digest if clip else None)
         if key in self._cache:
             self._cache.move_to_end(key)
             return (*self._cache[key], True)
         conditioner = self._conditioner
-        with self._placed(conditioner.model), autocast(self.device, self.dtype), torch.inference_mode():
+        with self._placed(conditioner.model), autocast(self.device, self.precision), torch.inference_mode():
             layers, c_mask = conditioner.hidden_states(instruction, clip.wav_16k if clip else None)
             text = fuse_hidden_states(layers, self._model.layer_weights.to(self.device), self._model.layer_scale.to(self.device))
-        latent_dim = self._model.dit.latent_dim
-        ref = torch.zeros(1, 0, latent_dim, device=self.device)
+        posterior = None
         if clip is not None:
-            vae = self._model.vae
-            generator = None
-            if vae_sample:
-                generator = torch.Generator(device=self.device).manual_seed((seed + VAE_SEED_OFFSET) % 2**63)
-            with self._placed(vae), torch.inference_mode():
-                wav = torch.from_numpy(clip.wav_24k)[None].to(self.device)
-                ref = vae.encode(wav, sample=vae_sample, generator=generator)
-        entry = (text.to(self.device), c_mask.to(self.device), ref.to(self.device))
+            with self._placed(self._model.vae), torch.inference_mode():
+                posterior = self._model.vae.posterior(torch.from_numpy(clip.wav_24k)[None].to(self.device))
+        entry = (text.to(self.device), c_mask.to(self.device), posterior)
         self._cache[key] = entry
         if len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)
         return (*entry, False)
+
+    def _reference(self, posterior, clip: _Clip | None, vae_sample: bool, seed: int):
+        """The reference latents [1, np, L] and their mask [1, np] (None without a clip): frames
+        past the clip's ``T // 480`` valid ones are marked padding, as upstream masks by length."""
+        if clip is None:
+            return torch.zeros(1, 0, self._model.dit.latent_dim, device=self.device), None
+        mean, std = posterior
+        generator = None
+        if vae_sample:
+            generator = torch.Generator(device=mean.device).manual_seed((seed + VAE_SEED_OFFSET) % 2**63)
+        with torch.inference_mode():
+            ref = self._model.vae.latents(mean, std, sample=vae_sample, generator=generator)
+        ref_mask = torch.arange(ref.shape[1], device=ref.device)[None] < min(clip.ref_frames, ref.shape[1])
+        return ref, ref_mask
 
     @contextlib.contextmanager
     def _placed(self, module: torch.nn.Module):
@@ -310,29 +336,26 @@ def _prepare_clip(source, limits: Limits, *, want_16k: bool) -> _Clip:
     waveform = load_audio(source, limits)
     mono = dsp.to_mono(waveform.samples)
     check_clip(mono, waveform.sample_rate, limits, channels=waveform.channels)
-    wav_24k = dsp.resample(mono, waveform.sample_rate, AUK_SAMPLE_RATE)
-    frames = wav_24k.shape[0] // AUK_HOP
-    if frames == 0:
+    wav_24k = np.ascontiguousarray(dsp.resample(mono, waveform.sample_rate, AUK_SAMPLE_RATE))
+    if wav_24k.shape[0] < AUK_HOP:
         raise InputError("The clip is shorter than one 20 ms frame after resampling to 24 kHz. Upload a longer clip.")
-    trimmed = np.ascontiguousarray(wav_24k[: frames * AUK_HOP])
     return _Clip(
-        source_24k=wav_24k,
-        wav_24k=trimmed,
+        wav_24k=wav_24k,
         wav_16k=dsp.resample(mono, waveform.sample_rate, QWEN_SAMPLE_RATE) if want_16k else None,
         source_seconds=waveform.seconds,
         source_rate=waveform.sample_rate,
         source_channels=waveform.channels,
-        digest=hashlib.sha1(trimmed.tobytes()).hexdigest(),
+        digest=hashlib.sha1(wav_24k.tobytes()).hexdigest(),
     )
 
 
 def _frame_budget(seconds: float | None, clip: _Clip | None, fit: bool) -> tuple[int, int, bool]:
     """(target frames, reference frames, whether the 65,536-frame cap clamped the target)."""
-    ref_frames = clip.wav_24k.shape[0] // AUK_HOP if clip else 0
+    ref_frames = clip.ref_frames if clip else 0
     if seconds is not None:
         gen_frames = max(1, frames_for_seconds(seconds))
     else:  # automatic: check_duration_known has made sure there is a clip
-        gen_frames = math.ceil(clip.source_24k.shape[0] / AUK_HOP) if fit else ref_frames
+        gen_frames = math.ceil(clip.wav_24k.shape[0] / AUK_HOP) if fit else ref_frames
     capped = ref_frames + gen_frames > MAX_TOTAL_FRAMES
     if capped:
         gen_frames = max(1, MAX_TOTAL_FRAMES - ref_frames)

@@ -218,7 +218,10 @@ class QwenConditioner:
         audio = np.asarray(audio_16k, dtype=np.float32)
         if audio.ndim != 1:
             raise InputError(f"The text encoder takes a mono clip as a 1-D array; got shape {audio.shape}.")
-        inputs = self.processor(text=[prompt], audio=[audio], return_tensors="pt")
+        # The log-mel is float32 torch work on the CPU: a CPU autocast around the request would make
+        # it bf16 (which its numpy hand-off rejects); upstream's CUDA autocast never reaches it.
+        with torch.autocast("cpu", enabled=False):
+            inputs = self.processor(text=[prompt], audio=[audio], return_tensors="pt")
         if not (inputs["input_ids"] == self.processor.audio_token_id).any():
             # 3 mel frames (321 samples) are the least that leave one token after the two stride-2 steps.
             raise InputError(

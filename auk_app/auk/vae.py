@@ -389,21 +389,44 @@ class AuKVAE(nn.Module):
     def _stats(self):
         return self.global_mean.float(), self.global_log_std.float().sqrt()
 
-    def encode(self, wav: torch.Tensor, *, sample: bool = False, generator: torch.Generator | None = None) -> torch.Tensor:
-        """Mono waveform [b, T] at :attr:`sample_rate` → normalised latents [b, n, L].
+    def posterior(self, wav: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Mono waveform [b, T] at :attr:`sample_rate` → the encoder's raw posterior mean and std,
+        [b, L, n] each (channel-first; std is None without ``use_vae``).
 
-        The posterior mean by default (reproducible); ``sample=True`` draws
-        ``mean + ε·exp(log_std)`` with ε of shape [b, L, n] from ``generator``.
+        ``n`` is ``T // hop``, plus one frame when the leftover r = T mod hop is large enough.
+        A strided conv with kernel 2f, stride f and padding f − 1 turns L = f·M + e samples into
+        M + ⌊(e + f − 2)/f⌋ frames, so the leftover shrinks stage by stage; with the released
+        strides 2, 2, 2, 3, 4, 5 it still makes a frame when ⌊r/8⌋ ≥ 17, i.e. r ≥ 136 samples
+        (5.7 ms). Upstream encodes such clips whole and masks that frame out by length.
         """
         with torch.autocast(wav.device.type, enabled=False):
             stats = self.audio_encoder(wav.float()[:, None])
-            if self.use_vae:
-                mean, log_std = stats.chunk(2, dim=1)
-                z = mean + torch.randn(mean.shape, generator=generator, device=mean.device) * log_std.exp() if sample else mean
-            else:
-                z = stats
-            shift, scale = self._stats()
+            if not self.use_vae:
+                return stats, None
+            mean, log_std = stats.chunk(2, dim=1)
+            return mean, log_std.exp()
+
+    def latents(
+        self,
+        mean: torch.Tensor,
+        std: torch.Tensor | None,
+        *,
+        sample: bool = False,
+        generator: torch.Generator | None = None,
+    ) -> torch.Tensor:
+        """Posterior [b, L, n] → normalised latents [b, n, L]: the mean, or with ``sample`` a draw
+        ``mean + ε·std`` with ε [b, L, n] from ``generator`` (channel-first like upstream's, so the
+        same seeded generator gives upstream's ε)."""
+        with torch.autocast(mean.device.type, enabled=False):
+            z = mean
+            if sample and std is not None:
+                z = mean + torch.randn(mean.shape, generator=generator, device=mean.device) * std
+            shift, scale = (t.to(z.device) for t in self._stats())  # an offloaded VAE need not move to draw
             return (z.transpose(1, 2) - shift) / scale
+
+    def encode(self, wav: torch.Tensor, *, sample: bool = False, generator: torch.Generator | None = None) -> torch.Tensor:
+        """Mono waveform [b, T] → normalised latents [b, n, L]: :meth:`posterior`, then :meth:`latents`."""
+        return self.latents(*self.posterior(wav), sample=sample, generator=generator)
 
     def decode(self, latents: torch.Tensor) -> torch.Tensor:
         """Normalised latents [b, n, L] → waveform [b, n·hop] clamped to [-1, 1]."""

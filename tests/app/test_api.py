@@ -22,7 +22,7 @@ FAST = {"nfe": 4, "randomize_seed": False}  # a few Euler steps keep every edit 
 
 CONTRACT = {
     "/edit_audio": (["audio", "instruction", "model", "seconds", "nfe", "cfg", "sway", "t_grid", "seed",
-                     "randomize_seed"], 3),
+                     "randomize_seed", "vae_sample"], 3),
     "/text_to_audio": (["caption", "cfg", "max_seconds", "temperature", "top_k", "seed", "randomize_seed",
                         "compare_unmasked"], 4),
     "/inspect_audio": (["audio"], 1),
@@ -54,7 +54,7 @@ def test_view_api_is_the_documented_contract(client):
         assert len(info["returns"]) == n_returns, name
     defaults = {p["parameter_name"]: p["parameter_default"] for p in endpoints["/edit_audio"]["parameters"]}
     assert defaults == {"audio": None, "instruction": None, "model": "auto", "seconds": 0, "nfe": None, "cfg": None,
-                        "sway": None, "t_grid": None, "seed": 0, "randomize_seed": True}
+                        "sway": None, "t_grid": None, "seed": 0, "randomize_seed": True, "vae_sample": True}
 
 
 def test_model_info(client, demo_dir):
@@ -97,6 +97,22 @@ def test_text_only_generation_with_a_custom_grid_and_a_randomised_seed(client):
     assert manifest["t_grid"] == [0.0, 0.5, 1.0] and manifest["nfe"] == 2
     assert manifest["randomized_seed"] is True and isinstance(manifest["seed"], int) and manifest["seed"] >= 0
     assert manifest["source"] is None
+
+
+def test_seconds_become_frames_as_upstream_rounds_them(client):
+    wav, _, manifest = client.predict(instruction="Generate a 450 Hz sine tone.", seconds=2.24, nfe=1, seed=1,
+                                      randomize_seed=False, api_name="/edit_audio")
+    # ceil(2.24 · 24000 / 480), the expression of upstream AuK and vLLM-Omni: 112.00000000000001 → 113
+    assert manifest["gen_frames"] == 113 and _pcm(wav).shape == (113 * 480,)
+
+
+def test_vae_sample_defaults_to_a_seeded_draw_and_can_be_turned_off(client, clips):
+    drawn, _, manifest = _edit(client, clips.voice, seed=21, nfe=1)
+    again, _, _ = _edit(client, clips.voice, seed=21, nfe=1, vae_sample=True)
+    _, _, mean_manifest = _edit(client, clips.voice, seed=21, nfe=1, vae_sample=False)
+    assert manifest["vae_sample"] is True and mean_manifest["vae_sample"] is False
+    assert mean_manifest["requested"]["vae_sample"] is False
+    assert np.array_equal(_pcm(drawn), _pcm(again))  # the seed reproduces the draw
 
 
 def test_stereo_44k_source_is_mixed_resampled_and_matched_in_length(client, clips):

@@ -18,7 +18,7 @@ def test_help_lists_every_option_and_the_defaults(app_command):
     for option in OPTIONS:
         assert option in done.stdout, option
     for fact in ("127.0.0.1", "7860", "GRADIO_SERVER_NAME", "GRADIO_SERVER_PORT", "AUK_BASE_DIR", "AUK_QWEN_DIR",
-                 "XCODEC1_PATH", "hf download tencent/AuK"):
+                 "XCODEC1_PATH", "hf download tencent/AuK", "autocast-bf16"):
         assert fact in " ".join(done.stdout.split()), fact
 
 

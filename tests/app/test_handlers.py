@@ -66,6 +66,8 @@ def test_builder_fields_follow_the_task(handlers):
     preview, built = handlers.preview("speed", None, None, None, None, "2.0", 3.0)
     assert built == {"instruction": "Adjust the speech speed to 2.0x.", "seconds": 1.5}
     assert "1.5 s" in preview and "source 3.00 s ÷ 2" in preview
+    _, built = handlers.preview("speed", None, None, None, None, "2.0", 3.0, "zh")
+    assert built == {"instruction": "将语速调整为2.0倍。", "seconds": 1.5}
 
 
 def test_gpu_budgets_grow_with_the_request():

@@ -106,3 +106,20 @@ def test_real_base_configuration_on_meta_device():
     assert sum(t.numel() for t in state.values()) == 1_530_538_592
     assert sum(p.numel() for p in dit.parameters()) == 1_530_538_560
     assert state["rotary_embed.inv_freq"].shape == (32,)
+
+
+def test_a_masked_extra_reference_frame_leaves_the_velocity_as_without_it(fixture_model):
+    """Upstream encodes the whole clip and masks the frame a leftover of ≥ 136 samples adds; with
+    the fixtures' mask-following positions that frame then changes nothing, and unmasked it would."""
+    meta, tensors = load_case("dit_a_plain")
+    x, text, time = tensors["input.x"][:1], tensors["input.text"][:1], tensors["input.time"][:1]
+    ref = torch.randn(1, 6, x.shape[2], generator=torch.Generator().manual_seed(3))
+    valid = torch.ones(1, 5, dtype=torch.bool)
+    masked = torch.cat([valid, torch.zeros(1, 1, dtype=torch.bool)], dim=1)
+    with torch.no_grad():
+        without = fixture_model.dit(x, text, time, ref=ref[:, :5], ref_mask=valid)
+        with_masked = fixture_model.dit(x, text, time, ref=ref, ref_mask=masked)
+        with_unmasked = fixture_model.dit(x, text, time, ref=ref, ref_mask=torch.ones(1, 6, dtype=torch.bool))
+    # one more (masked) key changes the attention kernel's summation order: float32 rounding only
+    torch.testing.assert_close(with_masked, without, rtol=1e-5, atol=1e-5)
+    assert (with_unmasked - without).abs().max() > 1e-3

@@ -12,6 +12,7 @@ import soundfile as sf
 import torch
 
 from auk_app import resolve
+from auk_app.auk import pipeline as auk_pipeline
 from auk_app.audio_io import read_audio, write_wav
 from auk_app.auk.checkpoint import write_auk_checkpoint
 from auk_app.auk.dit import AuKTransformer
@@ -62,6 +63,20 @@ def _tone(path, seconds=0.75, rate=44100, channels=2):
     return path
 
 
+@pytest.fixture
+def sampler_inputs(monkeypatch):
+    """The reference and its mask as the pipeline hands them to the (real) sampler."""
+    seen = []
+    sample_latents = auk_pipeline.sample_latents
+
+    def record(dit, **kwargs):
+        seen.append({"ref": kwargs["ref"].clone(), "ref_mask": kwargs["ref_mask"]})
+        return sample_latents(dit, **kwargs)
+
+    monkeypatch.setattr(auk_pipeline, "sample_latents", record)
+    return seen
+
+
 def test_resolution_finds_both_layouts_and_defaults_to_base(studio, weights):
     assert {e.key for e in studio.models()} == {"demo", "base", "flash"}
     assert studio.entry("auto").key == "base"
@@ -90,9 +105,10 @@ def test_generation_without_a_clip(studio, tmp_path):
     assert result.record["ref_frames"] == 0
 
 
-def test_durations_are_whole_frames_without_float_error(studio):
+def test_durations_become_frames_exactly_as_upstream_rounds_them(studio):
     result, _ = studio.edit(EditRequest("Generate a 450 Hz sine tone.", seconds=2.24, nfe=1, seed=1), "base")
-    assert result.record["gen_frames"] == 112 and result.wav.shape == (112 * 480,)  # 50 · 2.24 is 112.00000000000001
+    # upstream's ceil(2.24 · 24000 / 480): the quotient is 112.00000000000001, so 113 frames
+    assert result.record["gen_frames"] == 113 and result.wav.shape == (113 * 480,)
 
 
 def test_fit_to_source_returns_the_exact_source_length(studio, tmp_path):
@@ -100,6 +116,33 @@ def test_fit_to_source_returns_the_exact_source_length(studio, tmp_path):
     result, _ = studio.edit(EditRequest("Increase the volume by 6 dB.", audio=source, nfe=2, seed=3, fit_to_source=True))
     samples_24k = round(int(0.6123 * 22050) * 24000 / 22050)
     assert result.wav.shape == (samples_24k,) and result.record["gen_frames"] == -(-samples_24k // 480)
+
+
+@pytest.mark.parametrize(("leftover", "encoded"), [(135, 15), (136, 16)])
+def test_the_whole_clip_is_encoded_and_a_leftover_frame_is_masked(studio, tmp_path, sampler_inputs, leftover, encoded):
+    source = tmp_path / "leftover.wav"
+    sf.write(source, 0.3 * np.sin(np.arange(15 * 480 + leftover) / 7.0), 24000, subtype="FLOAT")
+    record = studio.edit(EditRequest("Increase the volume by 3 dB.", audio=source, nfe=1, seed=1), "base")[0].record
+    ref, ref_mask = sampler_inputs[-1]["ref"], sampler_inputs[-1]["ref_mask"]
+    # upstream: 15 valid frames (T // 480); ≥ 136 leftover samples make the encoder emit a 16th, masked
+    assert ref.shape[1] == encoded == record["ref_latent_frames"] and record["ref_frames"] == 15
+    assert ref_mask.tolist() == [[True] * 15 + [False] * (encoded - 15)]
+
+
+def test_the_reference_is_a_seeded_posterior_draw_by_default(studio, tmp_path, sampler_inputs):
+    source = _tone(tmp_path / "draw.wav", seconds=0.4)
+
+    def reference(seed, **knobs):
+        record = studio.edit(EditRequest("Lower the volume.", audio=source, nfe=1, seed=seed, **knobs), "base")[0].record
+        return sampler_inputs[-1]["ref"], record
+
+    (first, record), (again, _), (other, other_record) = reference(5), reference(5), reference(6)
+    (mean, mean_record), (mean_again, _) = reference(5, vae_sample=False), reference(6, vae_sample=False)
+    assert record["vae_sample"] is True and mean_record["vae_sample"] is False
+    assert torch.equal(first, again)  # the seed reproduces the draw…
+    assert not torch.equal(first, other)  # …another seed draws another…
+    assert torch.equal(mean, mean_again) and (first - mean).abs().max() > 1e-3  # …and the mean is fixed
+    assert other_record["condition_cache_hit"]  # a new draw needs no second encode
 
 
 def test_same_seed_same_output_other_seed_other_output(studio, tmp_path):
@@ -112,7 +155,7 @@ def test_same_seed_same_output_other_seed_other_output(studio, tmp_path):
 
 def test_re_roll_skips_the_thinker_and_the_vae_encode(studio, tmp_path, monkeypatch):
     calls = {"thinker": 0, "encode": 0}
-    thinker, encode = QwenConditioner.hidden_states, AuKVAE.encode
+    thinker, encode = QwenConditioner.hidden_states, AuKVAE.posterior
 
     def count_thinker(self, *args, **kwargs):
         calls["thinker"] += 1
@@ -123,7 +166,7 @@ def test_re_roll_skips_the_thinker_and_the_vae_encode(studio, tmp_path, monkeypa
         return encode(self, *args, **kwargs)
 
     monkeypatch.setattr(QwenConditioner, "hidden_states", count_thinker)
-    monkeypatch.setattr(AuKVAE, "encode", count_encode)
+    monkeypatch.setattr(AuKVAE, "posterior", count_encode)  # a new seed draws anew from the cached posterior
     source = _tone(tmp_path / "reroll.wav", seconds=0.5)
     first, _ = studio.edit(EditRequest("Remove the background noise.", audio=source, nfe=2, seed=1))
     second, _ = studio.edit(EditRequest("Remove the background noise.", audio=source, nfe=3, cfg=1.5, sway=0.0, seed=2))
@@ -203,6 +246,32 @@ def test_bad_requests_fail_before_any_model_runs(studio, request_, message, monk
         studio.edit(request_, "flash")
 
 
+# bf16 activations meet float32 RMSNorm weights under autocast: torch takes its unfused path and says so
+@pytest.mark.filterwarnings("ignore:Mismatch dtype between input and weight")
+@pytest.mark.parametrize(
+    ("dtype", "weights_dtype", "matmul_dtype"),
+    [("autocast-bf16", torch.float32, torch.bfloat16), ("bfloat16", torch.bfloat16, torch.bfloat16),
+     ("float32", torch.float32, torch.float32)],
+)
+def test_precision_recipes_keep_weights_and_autocast_as_named(weights, tmp_path, dtype, weights_dtype, matmul_dtype):
+    """autocast-bf16 is upstream's recipe: float32 weights, bf16 matmuls under autocast (CPU has it too)."""
+    pipeline = AuKPipeline(weights / "AuK", text_encoder_path=weights / "Qwen2.5-Omni-3B", device="cpu", dtype=dtype)
+    seen = []
+
+    def record(module, inputs, output):
+        if isinstance(module, torch.nn.Linear):  # every DiT and thinker projection; the VAE has none
+            seen.append((module.weight.dtype, output.dtype))
+
+    handle = torch.nn.modules.module.register_module_forward_hook(record)
+    try:
+        result = pipeline.generate(EditRequest("Raise the pitch.", audio=_tone(tmp_path / "p.wav", seconds=0.2),
+                                               nfe=2, seed=1))
+    finally:
+        handle.remove()
+    assert len(seen) > 50 and set(seen) == {(weights_dtype, matmul_dtype)}
+    assert result.record["dtype"] == dtype and np.isfinite(result.wav).all()
+
+
 def test_missing_weights_message_lists_the_download_command(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
@@ -212,6 +281,14 @@ def test_missing_weights_message_lists_the_download_command(tmp_path, monkeypatc
         resolve.resolve(resolve.QWEN_OMNI)
 
 
+def test_command_line_samples_the_posterior_unless_told_vae_mean():
+    from auk_app.__main__ import _parser
+
+    parse = lambda *extra: _parser().parse_args(["edit", "--instruction", "x", "--output", "o.wav", *extra])  # noqa: E731
+    assert parse().vae_sample is True and parse("--vae-sample").vae_sample is True
+    assert parse("--vae-mean").vae_sample is False
+
+
 def test_command_line_edit(weights, tmp_path):
     source = _tone(tmp_path / "cli_in.wav", seconds=0.3, channels=1)
     out = tmp_path / "cli_out.wav"
@@ -219,14 +296,15 @@ def test_command_line_edit(weights, tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "auk_app", "edit", "--checkpoint", str(weights / "AuK"),
          "--qwen", str(weights / "Qwen2.5-Omni-3B"), "--input", str(source), "--instruction",
-         "Increase the volume by 3 dB.", "--output", str(out), "--nfe", "2", "--seed", "5"],
+         "Increase the volume by 3 dB.", "--output", str(out), "--nfe", "2", "--seed", "5", "--vae-mean"],
         capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env,
     )
     assert done.returncode == 0, done.stderr
     record = json.loads(done.stdout)
-    assert record["seed"] == 5 and record["nfe"] == 2
+    assert record["seed"] == 5 and record["nfe"] == 2 and record["vae_sample"] is False
     assert read_audio(out).n_samples == record["gen_frames"] * 480
     bad = subprocess.run([sys.executable, "-m", "auk_app", "edit", "--checkpoint", str(weights / "AuK"),
+                          "--qwen", str(weights / "Qwen2.5-Omni-3B"),  # not left to another test's environment
                           "--instruction", "A tone.", "--output", str(tmp_path / "x.wav")],
                          capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)
     assert bad.returncode == 2 and "cannot infer a duration" in bad.stderr

@@ -73,6 +73,18 @@ def test_missing_and_unexpected_keys_are_reported(tmp_path):
     assert vae.load_weights(tmp_path / "vae.safetensors") == (["conv_pre.bias"], ["conv_extra.weight"])
 
 
+def test_a_leftover_of_136_samples_or_more_makes_one_extra_frame():
+    vae = _fixture_vae()
+    frames = {}
+    with torch.no_grad():
+        for leftover in (0, 135, 136, 479):
+            mean, std = vae.posterior(torch.randn(1, 3 * 480 + leftover))
+            assert std.shape == mean.shape
+            frames[leftover] = mean.shape[2]
+    # strides 2, 2, 2, 3, 4, 5 with kernel 2f and padding f − 1: a frame once ⌊r/8⌋ reaches 17
+    assert frames == {0: 3, 135: 3, 136: 4, 479: 4}
+
+
 def test_posterior_sampling_is_seeded_and_differs_from_the_mean():
     meta, tensors = load_case("vae_k_encode")
     vae = _fixture_vae()
