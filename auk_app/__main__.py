@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import asdict
 import os
 import sys
 from pathlib import Path
@@ -62,7 +63,7 @@ def check_output(path: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     from auk_app.audio_io import write_wav
-    from auk_app.auk.pipeline import EditRequest
+    from auk_app.auk.request import EditRequest
     from auk_app.service import Studio, StudioConfig
 
     try:
@@ -74,6 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         request = EditRequest(
             instruction=args.instruction, audio=args.input, seconds=args.seconds, nfe=args.nfe, cfg=args.cfg,
             sway=args.sway, t_grid=args.t_grid, seed=args.seed, vae_sample=args.vae_sample,
+            limits=studio.config.limits,
         )
         result, _ = studio.edit(request, args.checkpoint.name if args.checkpoint else "auto")
         write_wav(args.output, result.wav, result.sample_rate)
@@ -83,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as error:  # a bug or the disk: still one sentence, and no half-written file
         print(f"The edit failed unexpectedly ({type(error).__name__}: {error}).", file=sys.stderr)
         return 2
-    print(json.dumps(result.record, indent=1))
+    print(json.dumps(asdict(result.record), indent=1))
     return 0
 
 

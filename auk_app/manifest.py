@@ -10,12 +10,15 @@ from __future__ import annotations
 import hashlib
 import json
 import platform
+from dataclasses import asdict
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import auk_app
+from auk_app.audex.request import TextToAudioResult
+from auk_app.auk.request import EditRecord
 
 _VERSIONED = ("gradio", "gradio_client", "torch", "transformers", "numpy")
 
@@ -40,7 +43,7 @@ def file_sha256(path: str | Path) -> str:
 
 
 def edit_manifest(
-    record: dict[str, Any],
+    record: EditRecord,
     *,
     model: dict[str, Any],
     requested: dict[str, Any],
@@ -49,66 +52,37 @@ def edit_manifest(
     level_change: dict[str, Any],
     randomized_seed: bool,
 ) -> dict[str, Any]:
-    """An AuK manifest from the pipeline's ``EditResult.record`` plus what only the app knows."""
-    timings = dict(record["timings"])
+    """An AuK manifest: every field of the pipeline's record plus what only the app knows."""
     return {
         "kind": "auk_edit",
         "created": _now(),
         "model": model["key"],
         "model_label": model["label"],
         "demo_model": model["demo"],
-        "variant": record["variant"],
-        "checkpoint": record["checkpoint"],
-        "checkpoint_name": record["model"],
-        "instruction": record["instruction"],
-        "seed": record["seed"],
+        **json.loads(json.dumps(asdict(record))),  # as a client reads it back: tuples become lists
         "randomized_seed": randomized_seed,
-        "nfe": record["nfe"],
-        "cfg": record["cfg"],
-        "sway": record["sway"],
-        "t_grid": record["t_grid"],
-        "ignored": record["ignored"],
         "requested": requested,
-        "gen_frames": record["gen_frames"],
-        "ref_frames": record["ref_frames"],
-        "frames_capped": record["frames_capped"],
-        "fit_to_source": record["fit_to_source"],
-        "seconds": record["seconds"],
-        "sample_rate": record["sample_rate"],
-        "vae_sample": record["vae_sample"],
-        "condition_cache_hit": record["condition_cache_hit"],
         "source": source,
         "output": output,
         "level_change": level_change,
-        "timings": timings,
-        "rtf": record["rtf"],
-        "device": record["device"],
-        "dtype": record["dtype"],
         "versions": versions(),
     }
 
 
-def audex_manifest(
-    result: Any,
-    *,
-    caption: str,
-    knobs: dict[str, Any],
-    model: dict[str, Any],
-    output: dict[str, Any] | None,
-    randomized_seed: bool,
-    unmasked: Any | None,
-) -> dict[str, Any]:
-    """An Audex manifest from an ``AudexResult`` (and the unmasked comparison run, if any)."""
+def audex_manifest(made: TextToAudioResult, *, output: dict[str, Any] | None, randomized_seed: bool) -> dict[str, Any]:
+    """An Audex manifest from a text-to-audio result (and its unmasked comparison run, if any)."""
+    request, result, unmasked = made.request, made.result, made.unmasked
     report = result.report
+    # The app's knobs and the sampler's arguments they became (cfg_scale, codec_cap, top_p, use_mask, …).
+    knobs = {"cfg": request.cfg, "max_seconds": request.max_seconds, **request.sampling()}
     return {
         "kind": "audex_text_to_audio",
         "created": _now(),
-        "caption": caption,
+        "caption": request.caption,
         **knobs,
         "seed": result.seed,
         "randomized_seed": randomized_seed,
-        "use_mask": True,
-        **model,
+        **made.model,
         "sample_rate": result.sample_rate,
         "seconds": report["seconds"],
         "frames": report["frames"],

@@ -15,13 +15,18 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from auk_app import figures, levels
 from auk_app.audio_io import write_wav
+from auk_app.audex.request import TextToAudioResult
+from auk_app.auk.request import EditResult
 from auk_app.manifest import audex_manifest, edit_manifest, file_sha256, write_manifest
+
+if TYPE_CHECKING:
+    from auk_app.service import ModelEntry
 
 MAX_AGE_SECONDS = 3600  # Gradio's own cache copies expire on the same schedule (Blocks delete_cache)
 FULL_SCALE = 1.0  # write_wav clips here; the manifest counts what was clipped
@@ -56,19 +61,19 @@ def slug(text: str, words: int = 4) -> str:
 
 
 def render_edit(
-    result: Any,
-    entry: Any,
+    result: EditResult,
+    entry: ModelEntry,
     *,
     source_path: str | Path | None,
     requested: dict[str, Any],
     randomized_seed: bool,
     root: str | Path,
 ) -> Deliverables:
-    """Files for an AuK ``EditResult`` produced by model ``entry`` (a service.ModelEntry)."""
+    """Files for an AuK result produced by model ``entry``."""
     started = time.perf_counter()
     folder = new_request_dir(root)
     record = result.record
-    stem = f"auk_{entry.key}_{slug(record['instruction'])}_seed{record['seed']}"
+    stem = f"auk_{entry.key}_{slug(record.instruction)}_seed{record.seed}"
     wav = result.wav
     audio = write_wav(folder / f"{stem}.wav", wav, result.sample_rate)
     source_info = None
@@ -76,8 +81,8 @@ def render_edit(
         source_info = {
             "file": Path(source_path).name,
             "sha256": file_sha256(source_path),
-            "sample_rate": record["source_sample_rate"],
-            "channels": record["source_channels"],
+            "sample_rate": record.source_sample_rate,
+            "channels": record.source_channels,
             **levels.levels(result.source, result.sample_rate),
         }
     after = levels.levels(wav, result.sample_rate)
@@ -91,7 +96,7 @@ def render_edit(
     }
     figure = figures.before_after(
         folder / f"{stem}.png", wav, result.sample_rate, source=result.source,
-        caption=f"{record['instruction'][:110]}\n{levels.describe(before, after)}",
+        caption=f"{record.instruction[:110]}\n{levels.describe(before, after)}",
     )
     manifest = edit_manifest(
         record,
@@ -106,19 +111,11 @@ def render_edit(
     return Deliverables(audio, figure, manifest, write_manifest(folder / f"{stem}.json", manifest))
 
 
-def render_audex(
-    result: Any,
-    *,
-    caption: str,
-    knobs: dict[str, Any],
-    model: dict[str, Any],
-    randomized_seed: bool,
-    root: str | Path,
-    unmasked: Any | None = None,
-) -> Deliverables:
-    """Files for an ``AudexResult`` (plus the unmasked comparison run's token plot, if given)."""
+def render_audex(made: TextToAudioResult, *, randomized_seed: bool, root: str | Path) -> Deliverables:
+    """Files for a text-to-audio run (plus the unmasked comparison's token plot, if it ran)."""
     started = time.perf_counter()
     folder = new_request_dir(root)
+    result, caption = made.result, made.request.caption
     stem = f"audex_{slug(caption)}_seed{result.seed}"
     wav = result.waveform
     audio, output_info = None, None
@@ -127,15 +124,12 @@ def render_audex(
         output_info = {"file": audio.name, "sha256": file_sha256(audio), "format": "WAV PCM16 mono",
                        **levels.levels(wav, result.sample_rate)}
     streams = [("Token stream with the RVQ phase mask", result.codec_ids, result.report)]
-    if unmasked is not None:
-        streams.append(("Same seed without the mask", unmasked.codec_ids, unmasked.report))
+    if made.unmasked is not None:
+        streams.append(("Same seed without the mask", made.unmasked.codec_ids, made.unmasked.report))
     figure = figures.audex_panel(
         folder / f"{stem}.png", wav, result.sample_rate, token_streams=streams,
         caption=f"{caption[:110]} · seed {result.seed} · {result.sample_rate / 1000:g} kHz",
     )
-    manifest = audex_manifest(
-        result, caption=caption, knobs=knobs, model=model, output=output_info,
-        randomized_seed=randomized_seed, unmasked=unmasked,
-    )
+    manifest = audex_manifest(made, output=output_info, randomized_seed=randomized_seed)
     manifest["timings"]["render"] = round(time.perf_counter() - started, 4)
     return Deliverables(audio, figure, manifest, write_manifest(folder / f"{stem}.json", manifest))

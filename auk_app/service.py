@@ -11,20 +11,27 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from auk_app import resolve
+from auk_app.audex.pipeline import AudexPipeline
+from auk_app.audex.request import TRAINED_SECONDS, AudexRequest, TextToAudioResult
+from auk_app.audex_demo import shared_demo_snapshot
 from auk_app.auk.checkpoint import AuKCheckpoint, read_auk_checkpoint
-from auk_app.auk.pipeline import AuKPipeline, EditRequest, EditResult
+from auk_app.auk.pipeline import AuKPipeline
+from auk_app.auk.request import EditRequest, EditResult
 from auk_app.config import Limits
 from auk_app.errors import InputError
 from auk_app.runtime import pick_device, pick_precision
 
+AUDEX_DEMO_SECONDS = 3.0  # the tiny demo LM on a CPU: a few seconds keep a run short
+# A progress callback per Audex run, given the run's label: ``progress(label)(done, total)``.
+Progress = Callable[[str], Callable[[int, int], None]]
 DEMO_DIR = Path(__file__).resolve().parent.parent / "assets" / "AuK-Tiny"
 GET_WEIGHTS = (
-    "The released weights are not on this machine. Download them with "
-    "`hf download tencent/AuK --local-dir ckpts/AuK` and "
-    "`hf download Qwen/Qwen2.5-Omni-3B --local-dir ckpts/Qwen2.5-Omni-3B`, then restart."
+    f"The released weights are not on this machine. Download them with `{resolve.AUK_BASE.download_command}` "
+    f"and `{resolve.QWEN_OMNI.download_command}`, then restart."
 )
 
 
@@ -66,7 +73,11 @@ class Studio:
         self._default = self._pick_default(config.default_model)
         self._pipelines: dict[str, AuKPipeline] = {}
         self._audex = None
-        self._audex_demo = False
+        # Decided from where the files are, without writing the demo snapshot: that waits for first use.
+        self.audex_demo = not self.config.download and (
+            resolve.find(resolve.AUDEX, self.config.audex) is None
+            or resolve.find(resolve.XCODEC1, self.config.xcodec) is None
+        )
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ registry
@@ -99,10 +110,6 @@ class Studio:
 
     def models(self) -> list[ModelEntry]:
         return list(self._entries.values())
-
-    @property
-    def default_key(self) -> str:
-        return self._default
 
     def entry(self, name: str | None) -> ModelEntry:
         """The model a client named: ``auto``, a key or a label; InputError lists the choices."""
@@ -146,26 +153,44 @@ class Studio:
 
     # ------------------------------------------------------------------ Audex
 
-    def audex(self):
+    def audex(self) -> AudexPipeline:
         """The Audex pipeline: the released weights when found, else the tiny random demo snapshot."""
-        from auk_app.audex.demo import shared_demo_snapshot
-        from auk_app.audex.pipeline import AudexPipeline
-
         with self._lock:
             if self._audex is None:
-                root = self._find(resolve.AUDEX, self.config.audex)
-                xcodec = self._find(resolve.XCODEC1, self.config.xcodec)
-                if root is None or xcodec is None:
+                if self.audex_demo:
                     demo = shared_demo_snapshot()
-                    root, xcodec, self._audex_demo = demo.thinker_dir, demo.xcodec_dir, True
+                    root, xcodec = demo.thinker_dir, demo.xcodec_dir
+                else:
+                    root = self._find(resolve.AUDEX, self.config.audex)
+                    xcodec = self._find(resolve.XCODEC1, self.config.xcodec)
                 # Audex has no float32-master recipe: under autocast-bf16 it runs bf16 weights, as released.
                 self._audex = AudexPipeline.from_paths(root, xcodec, device=self.device, dtype=self.precision.compute)
             return self._audex
 
     @property
-    def audex_is_demo(self) -> bool:
-        self.audex()
-        return self._audex_demo
+    def audex_seconds(self) -> float:
+        """The default length: the released model's 10 s, or a few seconds of the tiny demo on a CPU."""
+        return AUDEX_DEMO_SECONDS if self.audex_demo else TRAINED_SECONDS
+
+    def text_to_audio(self, request: AudexRequest, *, progress: Progress | None = None,
+                      should_stop: Callable[[], bool] | None = None) -> TextToAudioResult:
+        """The masked run and, when asked for, the same seed without the mask (not decoded)."""
+        pipeline = self.audex()
+        stop = dict(should_stop=should_stop)
+        result = pipeline.generate(request.caption, progress=progress and progress("Sampling"),
+                                   **request.sampling(), **stop)
+        unmasked = None
+        if request.compare_unmasked:
+            unmasked = pipeline.generate(request.caption, decode=False,
+                                         progress=progress and progress("Comparison run without the mask"),
+                                         **request.sampling(use_mask=False), **stop)
+        model = {
+            "model": "Audex demo (tiny, untrained)" if self.audex_demo else "Nemotron-Labs-Audex-2B",
+            "demo_model": self.audex_demo, "thinker_dir": pipeline.thinker_dir.name,
+            "xcodec_dir": pipeline.xcodec_dir.name, "device": str(pipeline.device),
+            "dtype": str(pipeline.dtype).removeprefix("torch."),
+        }
+        return TextToAudioResult(request=request, result=result, unmasked=unmasked, model=model)
 
     # ------------------------------------------------------------------ status
 
@@ -179,7 +204,7 @@ class Studio:
             "device": str(self.device),
             "dtype": self.precision.name,
             "demo": default.demo,
-            "audex_demo": self.audex_is_demo,
+            "audex_demo": self.audex_demo,
             "models": {
                 e.key: {"label": e.label, "variant": e.checkpoint.variant, "folder": e.checkpoint.directory.name,
                         "demo": e.demo, "defaults": e.checkpoint.defaults,

@@ -19,16 +19,10 @@ from typing import Any
 import gradio as gr
 
 from auk_app import instructions, outputs, ui_text
-from auk_app.config import AUK_SAMPLE_RATE
+from auk_app.audex.request import DECODED_SECONDS, MAX_SECONDS
+from auk_app.audex.request import DEFAULTS as AUDEX_DEFAULTS
 from auk_app.service import Studio
-from auk_app.ui_handlers import (
-    AUDEX_DEFAULTS,
-    DECODED_AUDEX_SECONDS,
-    MAX_AUDEX_SECONDS,
-    Handlers,
-    field_updates,
-    knob_updates,
-)
+from auk_app.ui_handlers import KNOBS, Handlers, field_updates, inputs_of, knob_updates
 
 GPU_QUEUE = "gpu"
 INTAKE_QUEUE = "intake"  # /inspect_audio decodes uploads: queued, a few at a time, like the model runs
@@ -75,10 +69,11 @@ def _props(update: dict) -> dict:
 def _edit_tab(studio: Studio, handlers: Handlers) -> SimpleNamespace:
     limits = studio.config.limits
     default = studio.entry("auto")
-    knobs = [_props(update) for update in knob_updates(default)]
-    first = instructions.TASKS[0]
-    fields = [_props(update) for update in field_updates(first.key)]
-    preview_md, preview_state = handlers.preview(first.key, *(f.get("value") for f in fields), None)
+    knobs = dict(zip(KNOBS, map(_props, knob_updates(default))))
+    # Open the builder on a task the default model can do: the demo makes tones and moves levels.
+    first = instructions.task("volume") if default.demo else instructions.TASKS[0]
+    fields = dict(zip(instructions.FIELD_NAMES, map(_props, field_updates(first.key))))
+    preview_md, preview_state = handlers.preview(first.key, *(f.get("value") for f in fields.values()), None)
     c = SimpleNamespace()
     # Rendered in the right column; created first so the examples on the left can fill it.
     c.seconds = gr.Number(
@@ -91,7 +86,7 @@ def _edit_tab(studio: Studio, handlers: Handlers) -> SimpleNamespace:
             c.audio = gr.Audio(
                 label="Source clip (optional)",
                 sources=["upload", "microphone"], type="filepath", elem_id="source-audio",
-                waveform_options=gr.WaveformOptions(sample_rate=AUK_SAMPLE_RATE),
+                waveform_options=gr.WaveformOptions(sample_rate=default.checkpoint.sample_rate),
             )
             c.verdict = gr.Markdown(ui_text.upload_verdict(None), elem_id="upload-verdict")
             gr.Markdown(f"Up to {limits.max_input_seconds:g} s and {limits.max_channels} channels, any common format; "
@@ -107,16 +102,16 @@ def _edit_tab(studio: Studio, handlers: Handlers) -> SimpleNamespace:
                 with gr.Row():
                     c.task = gr.Dropdown([(t.label, t.key) for t in instructions.TASKS], value=first.key,
                                          label="Task", scale=3, elem_id="builder-task")
-                    c.mode = gr.Dropdown(scale=2, elem_id="builder-mode", **fields[0])
+                    c.mode = gr.Dropdown(scale=2, elem_id="builder-mode", **fields["mode"])
                     c.language = gr.Radio(list(instructions.LANGUAGE_CHOICES), value=instructions.EN,
                                           label="Language", scale=1, elem_id="builder-language",
                                           info="The cookbook's English or Chinese wording")
                 with gr.Row():
-                    c.original = gr.Textbox(elem_id="builder-original", **fields[2])
-                    c.text = gr.Textbox(elem_id="builder-text", **fields[1])
+                    c.original = gr.Textbox(elem_id="builder-original", **fields["original"])
+                    c.text = gr.Textbox(elem_id="builder-text", **fields["text"])
                 with gr.Row():
-                    c.option = gr.Dropdown(elem_id="builder-option", **fields[3])
-                    c.amount = gr.Dropdown(elem_id="builder-amount", **fields[4])
+                    c.option = gr.Dropdown(elem_id="builder-option", **fields["option"])
+                    c.amount = gr.Dropdown(elem_id="builder-amount", **fields["amount"])
                 c.built_md = gr.Markdown(preview_md, elem_id="builder-preview")
                 c.built = gr.State(preview_state)
                 c.use_built = gr.Button("Use this instruction and duration", size="sm", elem_id="use-built")
@@ -125,28 +120,31 @@ def _edit_tab(studio: Studio, handlers: Handlers) -> SimpleNamespace:
         with gr.Column(scale=5):
             c.model = gr.Dropdown(
                 [(f"auto: {default.label}", "auto")] + [(e.label, e.key) for e in studio.models()],
-                value="auto", label="Model", allow_custom_value=True, elem_id="model",
+                value="auto", label="Model", elem_id="model",
+                # Custom values stay allowed so an API client's unknown name gets the validator's sentence
+                # (Gradio's own check answers a bare HTTP 400); in the browser on_model_change refuses them.
+                allow_custom_value=True,
                 info="auto = the released weights when found, else the embedded demo model.",
             )
             c.seconds.render()
             with gr.Row():
                 c.seed = gr.Number(0, label="Seed", step=1, elem_id="seed",
                                    info="0 to 2^63−1; the seed used is written back here.")
-                c.randomize = gr.Checkbox(True, label="Randomise seed", elem_id="randomize")
+                c.randomize_seed = gr.Checkbox(True, label="Randomise seed", elem_id="randomize")
             with gr.Accordion("Advanced sampling", open=False, elem_id="advanced"):
-                c.knob_note = gr.Markdown(elem_id="knob-note", **knobs[4])
+                c.knob_note = gr.Markdown(elem_id="knob-note", **knobs["knob_note"])
                 with gr.Row():
                     c.nfe = gr.Number(label="nfe (Euler steps)", elem_id="nfe",
-                                      info=f"{limits.min_nfe}–{limits.max_nfe}", **knobs[0])
+                                      info=f"{limits.min_nfe}–{limits.max_nfe}", **knobs["nfe"])
                     c.cfg = gr.Number(label="cfg (guidance)", step=0.1, elem_id="cfg",
-                                      info=f"0–{limits.max_cfg:g}; 0 = no guidance", **knobs[1])
+                                      info=f"0–{limits.max_cfg:g}; 0 = no guidance", **knobs["cfg"])
                     c.sway = gr.Number(label="sway", step=0.1, elem_id="sway",
                                        info=f"{limits.min_sway:g} to {limits.max_sway:g}",
-                                       **knobs[2])
+                                       **knobs["sway"])
                 c.t_grid = gr.Textbox(
                     label="Time grid (t_grid)", elem_id="t-grid",
                     info=f"Comma-separated, strictly increasing, within [0, 1], 2–{limits.max_grid_points} points.",
-                    **knobs[3],
+                    **knobs["t_grid"],
                 )
                 c.vae_sample = gr.Checkbox(
                     True, label="Sample the clip's latent (vae_sample)", elem_id="vae-sample",
@@ -185,8 +183,8 @@ def _audex_tab(handlers: Handlers) -> SimpleNamespace:
                                   info="1–10; 3.0 recommended, 1 = no guidance")
                 c.max_seconds = gr.Number(
                     handlers.audex_seconds, label="Max seconds", step=0.5, elem_id="max-seconds",
-                    info=f"codec cap = 200 tokens/s, up to {MAX_AUDEX_SECONDS:g} s; the first "
-                         f"{DECODED_AUDEX_SECONDS:g} s are decoded",
+                    info=f"codec cap = 200 tokens/s, up to {MAX_SECONDS:g} s; the first "
+                         f"{DECODED_SECONDS:g} s are decoded",
                 )
             with gr.Row():
                 c.temperature = gr.Number(AUDEX_DEFAULTS.temperature, label="Temperature", step=0.1,
@@ -196,8 +194,8 @@ def _audex_tab(handlers: Handlers) -> SimpleNamespace:
             with gr.Row():
                 c.seed = gr.Number(0, label="Seed", step=1, elem_id="audex-seed",
                                    info="The seed used is written back here.")
-                c.randomize = gr.Checkbox(True, label="Randomise seed", elem_id="audex-randomize")
-            c.compare = gr.Checkbox(False, label="Also run without the RVQ phase mask and compare",
+                c.randomize_seed = gr.Checkbox(True, label="Randomise seed", elem_id="audex-randomize")
+            c.compare_unmasked = gr.Checkbox(False, label="Also run without the RVQ phase mask and compare",
                                     elem_id="compare-unmasked",
                                     info="Same seed, mask off: shows why the mask is needed. Takes twice as long.")
             with gr.Row():
@@ -245,14 +243,12 @@ def build_demo(studio: Studio) -> gr.Blocks:
                     inspect_button = gr.Button("Call /inspect_audio on the source clip", size="sm")
                 api_result = gr.JSON(label="Result", elem_id="api-result")
             with gr.Tab("About", id="about"):
-                gr.Markdown(ui_text.about_page(studio.config.limits, MAX_FILE_SIZE, MAX_AUDEX_SECONDS,
-                                               DECODED_AUDEX_SECONDS))
+                gr.Markdown(ui_text.about_page(studio.config.limits, MAX_FILE_SIZE, MAX_SECONDS, DECODED_SECONDS))
 
         # Model endpoints: validated before the queue, one GPU queue for both.
         edit = e.run.click(
             h.edit_audio,
-            inputs=[e.audio, e.instruction, e.model, e.seconds, e.nfe, e.cfg, e.sway, e.t_grid, e.seed, e.randomize,
-                    e.vae_sample],
+            inputs=[getattr(e, name) for name in inputs_of(h.edit_audio)],
             outputs=[e.output, e.figure, e.manifest, e.state],
             validator=h.check_edit, api_name="edit_audio", api_description=h.edit_audio.__doc__,
             concurrency_id=GPU_QUEUE, concurrency_limit=1,
@@ -260,7 +256,7 @@ def build_demo(studio: Studio) -> gr.Blocks:
         edit.success(h.after_edit, e.state, [e.seed, e.manifest_file, status], **private)
         audex = a.run.click(
             h.text_to_audio,
-            inputs=[a.caption, a.cfg, a.max_seconds, a.temperature, a.top_k, a.seed, a.randomize, a.compare],
+            inputs=[getattr(a, name) for name in inputs_of(h.text_to_audio)],
             outputs=[a.output, a.figure, a.report, a.manifest, a.state],
             validator=h.check_audex, api_name="text_to_audio", api_description=h.text_to_audio.__doc__,
             concurrency_id=GPU_QUEUE, concurrency_limit=1,
@@ -277,8 +273,8 @@ def build_demo(studio: Studio) -> gr.Blocks:
                              concurrency_limit=INTAKE_CONCURRENCY)
 
         # UI plumbing.
-        e.model.change(h.on_model_change, e.model, [e.nfe, e.cfg, e.sway, e.t_grid, e.knob_note], **private)
-        fields = [e.mode, e.text, e.original, e.option, e.amount]
+        e.model.change(h.on_model_change, e.model, [e.model, *(getattr(e, name) for name in KNOBS)], **private)
+        fields = [getattr(e, name) for name in instructions.FIELD_NAMES]
         builder = [e.task, *fields, e.source_seconds, e.language]
         e.task.change(field_updates, e.task, fields, **private)
         e.audio.change(h.on_audio_change, e.audio, [e.verdict, e.source_seconds], **private).then(

@@ -3,13 +3,15 @@
 The public ones are the API (``edit_audio``, ``text_to_audio``, ``inspect_audio``,
 ``model_info``): their parameter names and defaults are what ``gradio_client`` shows, and every
 parameter has one. Each model endpoint has a validator (``check_edit``, ``check_audex``) that
-Gradio runs before the request enters the queue; the pipelines check everything again.
+Gradio runs before the request enters the queue, field by field, with the request types' own
+checks; the handler then builds the request once and the pipeline trusts it.
 AppErrors become ``gr.Error`` with their sentence; anything else is logged and reported with its
 type, never as Gradio's generic error text.
 """
 
 from __future__ import annotations
 
+import inspect
 import logging
 import re
 from pathlib import Path
@@ -19,27 +21,16 @@ import gradio as gr
 from gradio.utils import get_upload_folder
 
 from auk_app import instructions, outputs, rvq_table, ui_text, upload_check
-from auk_app.audex.params import MAX_CODEC_CAP, TTASampling
-from auk_app.audex.report import FRAME_RATE_HZ
-from auk_app.audex.rvq import MAX_TTA_FRAMES
-from auk_app.auk.pipeline import EditRequest
-from auk_app.errors import AppError, Cancelled, InputError
+from auk_app.audex.request import DEFAULTS as AUDEX_DEFAULTS
+from auk_app.audex.request import MAX_CODEC_CAP, TRAINED_SECONDS, AudexRequest, audex_problems, codec_cap
+from auk_app.auk.request import EditRequest, edit_problems
+from auk_app.errors import AppError, Cancelled
 from auk_app.service import ModelEntry, Studio
-from auk_app.validate import (
-    check_caption, check_duration_known, check_instruction, check_sampling, check_seconds, check_seed, parse_t_grid,
-    random_seed, shown,
-)
 from auk_app.ui_runs import Runs
 from auk_app.zerogpu import gpu
 
 log = logging.getLogger(__name__)
 
-CODEC_TOKENS_PER_SECOND = 4 * FRAME_RATE_HZ  # XCodec1: 4 codebooks × 50 frames per second = 200
-MAX_AUDEX_SECONDS = MAX_CODEC_CAP / CODEC_TOKENS_PER_SECOND  # 20 s of tokens…
-DECODED_AUDEX_SECONDS = MAX_TTA_FRAMES / FRAME_RATE_HZ  # …of which decode keeps 10 s
-AUDEX_DEMO_SECONDS = 3.0  # the tiny demo LM on a CPU: a few seconds keep a run short
-AUDEX_SECONDS = 10.0  # the released model was trained on 10 s clips
-AUDEX_DEFAULTS = TTASampling()  # the official recipe: cfg 3.0, temperature 1.0, top-k 80
 _PHASES = {
     "load": "Loading the model (first run only)",
     "condition": "Encoding the instruction and the clip",
@@ -50,53 +41,27 @@ _PHASES = {
 # ----------------------------------------------------------------------------- value checks
 
 
-def _ok() -> dict:
-    return gr.validate(True, "")
+def inputs_of(handler) -> list[str]:
+    """A handler's input names in order: its parameters less Gradio's progress and request.
+    The one list of an endpoint's inputs; ui.py wires components by these names."""
+    return [name for name in inspect.signature(handler).parameters if name not in ("progress", "request")]
 
 
-def _checked(check, value) -> dict:
-    """``gr.validate`` for one value: invalid with the AppError's sentence when ``check`` raises one."""
-    try:
-        check(value)
-    except AppError as exc:
-        return gr.validate(False, str(exc))
-    except (TypeError, ValueError):
-        return gr.validate(False, f"{shown(value)} is not a number.")
-    return _ok()
+def _named(handler, args: tuple, kwargs: dict) -> dict[str, Any]:
+    """The values a validator or budget function was called with, named by the handler's inputs."""
+    bound = inspect.signature(handler).bind_partial(*args, **kwargs)
+    bound.apply_defaults()
+    return dict(bound.arguments)
 
 
-def pick_seed(seed: Any, randomize: bool) -> int:
-    return random_seed() if randomize else check_seed(seed)
-
-
-def codec_cap(max_seconds: Any) -> int:
-    """200 codec tokens per second, in whole frames of 4 tokens, at most the 4000-token cap."""
-    if max_seconds is None or isinstance(max_seconds, bool) or not 0 < float(max_seconds) <= MAX_AUDEX_SECONDS:
-        raise InputError(
-            f"max_seconds must be more than 0 and at most {MAX_AUDEX_SECONDS:g} (the {MAX_CODEC_CAP}-token codec cap); "
-            f"got {max_seconds!r}. Only the first {DECODED_AUDEX_SECONDS:g} s are decoded."
-        )
-    return max(4, min(MAX_CODEC_CAP, int(float(max_seconds) * CODEC_TOKENS_PER_SECOND) // 4 * 4))
-
-
-def _as_int(value: Any) -> int | None:
-    return None if value is None else int(value)
-
-
-def _whole(value: Any) -> Any:
-    """A whole float (a number box's 80.0) as an int; anything else unchanged, for the checks to refuse."""
-    is_number = isinstance(value, float) and value.is_integer()
-    return int(value) if is_number else value
+def _verdicts(names: list[str], problems: dict[str, str]) -> list[dict]:
+    return [gr.validate(name not in problems, problems.get(name, "")) for name in names]
 
 
 def _raise_if_stopped(stop) -> None:
     """A run stopped after its last step still delivers nothing: no files are written."""
     if stop.is_set():
         raise Cancelled("Stopped before the result was ready; nothing was produced.")
-
-
-def _as_float(value: Any) -> float | None:
-    return None if value is None else float(value)
 
 
 # An absolute path: a slash-separated run of at least two parts, not inside a URL.
@@ -124,7 +89,7 @@ def _output_root() -> Path:
     return Path(get_upload_folder()) / "auk_studio"
 
 
-# ----------------------------------------------------------------------------- progress and GPU budget
+# ----------------------------------------------------------------------------- progress
 
 
 def _auk_progress(progress: gr.Progress):
@@ -149,37 +114,14 @@ def _audex_progress(progress: gr.Progress, label: str):
     return report
 
 
-def _named(args: tuple, kwargs: dict, names: tuple[str, ...]) -> dict:
-    return dict(zip(names, args)) | kwargs
-
-
-def edit_gpu_seconds(*args, **kwargs) -> int:
-    """ZeroGPU budget for one edit: loading plus a per-step cost growing with the target length."""
-    named = _named(args, kwargs, ("audio", "instruction", "model", "seconds", "nfe"))
-    try:
-        steps, target = float(named.get("nfe") or 32), float(named.get("seconds") or 30)
-    except (TypeError, ValueError):
-        steps, target = 32.0, 30.0
-    return int(min(180, 30 + steps * target * 0.05))
-
-
-def audex_gpu_seconds(*args, **kwargs) -> int:
-    """ZeroGPU budget for text-to-audio: about 10 ms per guided token, twice with the comparison run."""
-    named = _named(args, kwargs, ("caption", "cfg", "max_seconds", "temperature", "top_k", "seed",
-                                  "randomize_seed", "compare_unmasked"))
-    try:
-        tokens = codec_cap(named.get("max_seconds") or AUDEX_SECONDS)
-    except AppError:
-        tokens = MAX_CODEC_CAP
-    runs = 2 if named.get("compare_unmasked") else 1
-    return int(min(180, 20 + runs * tokens * 0.01))
-
-
 # ----------------------------------------------------------------------------- UI updates
 
 
+KNOBS = ("nfe", "cfg", "sway", "t_grid", "knob_note")  # what knob_updates returns, in this order
+
+
 def knob_updates(entry: ModelEntry) -> tuple[dict, dict, dict, dict, dict]:
-    """nfe, cfg, sway, t_grid and the note for ``entry``: locked, with the reason, on Flash."""
+    """The updates of KNOBS for ``entry``: locked, with the reason, on Flash."""
     checkpoint = entry.checkpoint
     if checkpoint.is_flash:
         steps = len(checkpoint.t_grid) - 1
@@ -191,18 +133,19 @@ def knob_updates(entry: ModelEntry) -> tuple[dict, dict, dict, dict, dict]:
             gr.update(value="", interactive=False, placeholder=f"fixed by {checkpoint.name}: {grid}"),
             gr.update(value=ui_text.flash_note(entry.label, steps, grid), elem_classes=["flash-note"]),
         )
-    shown = {key: "none" if value is None else f"{value:g}" for key, value in checkpoint.defaults.items()}
+    defaults = {key: "none" if value is None else f"{value:g}" for key, value in checkpoint.defaults.items()}
+    # Empty boxes (never 0, which nfe refuses): the placeholder shows what empty means.
     return (
-        gr.update(interactive=True, placeholder=f"default: {shown['nfe']}"),
-        gr.update(interactive=True, placeholder=f"default: {shown['cfg']}"),
-        gr.update(interactive=True, placeholder=f"default: {shown['sway']}"),
+        gr.update(value=None, interactive=True, placeholder=f"default: {defaults['nfe']}"),
+        gr.update(value=None, interactive=True, placeholder=f"default: {defaults['cfg']}"),
+        gr.update(value=None, interactive=True, placeholder=f"default: {defaults['sway']}"),
         gr.update(interactive=True, placeholder="empty: built from nfe and sway, e.g. 0, 0.1, 0.4, 1"),
         gr.update(value=ui_text.base_note(entry.label), elem_classes=["note"]),
     )
 
 
 def field_updates(task_key: str) -> list[dict]:
-    """The builder's five generic inputs, relabelled (or hidden) for ``task_key``."""
+    """The builder's five generic inputs (instructions.FIELD_NAMES, in order), relabelled or hidden for ``task_key``."""
     chosen = instructions.task(task_key)
     updates = []
     for name in instructions.FIELD_NAMES:
@@ -225,37 +168,51 @@ class Handlers:
     def __init__(self, studio: Studio):
         self.studio = studio
         self.limits = studio.config.limits
-        self.audex_demo = studio.audex_is_demo
-        self.audex_seconds = AUDEX_DEMO_SECONDS if self.audex_demo else AUDEX_SECONDS
+        self.audex_demo = studio.audex_demo
+        self.audex_seconds = studio.audex_seconds
         self._runs = Runs()
         # On a ZeroGPU Space the GPU is attached per call, for a budget computed from the request.
-        self.edit_audio = self._runs.stoppable(gpu(edit_gpu_seconds)(self._edit_audio))
-        self.text_to_audio = self._runs.stoppable(gpu(audex_gpu_seconds)(self._text_to_audio))
+        self.edit_audio = self._runs.stoppable(gpu(self.edit_gpu_seconds)(self._edit_audio))
+        self.text_to_audio = self._runs.stoppable(gpu(self.audex_gpu_seconds)(self._text_to_audio))
+
+    # ------------------------------------------------------------------ ZeroGPU budgets (same arguments as the handlers)
+
+    def edit_gpu_seconds(self, *args, **kwargs) -> int:
+        """One edit: loading plus a per-step cost growing with the target length."""
+        values = _named(self._edit_audio, args, kwargs)
+        try:
+            steps, target = float(values["nfe"] or 32), float(values["seconds"] or 30)
+        except (TypeError, ValueError):
+            steps, target = 32.0, 30.0
+        return int(min(180, 30 + steps * target * 0.05))
+
+    def audex_gpu_seconds(self, *args, **kwargs) -> int:
+        """Text-to-audio: about 10 ms per guided token, twice with the comparison run."""
+        values = _named(self._text_to_audio, args, kwargs)
+        try:
+            tokens = codec_cap(values["max_seconds"] or TRAINED_SECONDS)
+        except AppError:
+            tokens = MAX_CODEC_CAP
+        runs = 2 if values["compare_unmasked"] else 1
+        return int(min(180, 20 + runs * tokens * 0.01))
 
     # ------------------------------------------------------------------ AuK
 
-    def check_edit(self, audio=None, instruction=None, model="auto", seconds=0, nfe=None, cfg=None, sway=None,
-                   t_grid=None, seed=0, randomize_seed=True, vae_sample=True):
-        """Validator: the upload check and every knob, before the request is queued."""
-        limits = self.limits
-        if audio is None:
-            audio_ok = _ok()
-        else:
-            findings = upload_check.check_upload(audio, limits)
-            audio_ok = gr.validate(findings["verdict"] != "rejected", findings["message"])
-        return [
-            audio_ok,
-            _checked(lambda v: check_instruction(v, limits), instruction),
-            _checked(self.studio.entry, model),
-            _checked(lambda v: check_duration_known(check_seconds(v, limits), audio is not None), seconds),
-            _checked(lambda v: check_sampling(v, None, None, limits), nfe),
-            _checked(lambda v: check_sampling(None, v, None, limits), cfg),
-            _checked(lambda v: check_sampling(None, None, v, limits), sway),
-            _checked(lambda v: parse_t_grid(v, limits), t_grid),
-            _ok() if randomize_seed else _checked(check_seed, seed),
-            _ok(),
-            _ok(),
-        ]
+    def check_edit(self, *args, **kwargs):
+        """Validator: the upload check, the model name and every knob, before the request is queued."""
+        values = _named(self._edit_audio, args, kwargs)
+        if values["randomize_seed"]:
+            values.pop("seed")
+        problems = edit_problems(values, self.limits)
+        if values["audio"] is not None:
+            findings = upload_check.check_upload(values["audio"], self.limits)
+            if findings["verdict"] == "rejected":
+                problems["audio"] = findings["message"]
+        try:
+            self.studio.entry(values["model"])
+        except AppError as exc:
+            problems["model"] = str(exc)
+        return _verdicts(inputs_of(self._edit_audio), problems)
 
     def _edit_audio(self, audio=None, instruction=None, model="auto", seconds=0, nfe=None, cfg=None, sway=None,
                     t_grid=None, seed=0, randomize_seed=True, vae_sample=True, progress=gr.Progress(),
@@ -269,11 +226,9 @@ class Handlers:
         """
         stop = self._runs.flag(request)
         try:
-            check_sampling(nfe, cfg, sway, self.limits)  # before int()/float() can round a bad value
             edit = EditRequest(
-                instruction=instruction, audio=audio, seconds=_as_float(seconds), nfe=_as_int(nfe),
-                cfg=_as_float(cfg), sway=_as_float(sway), t_grid=t_grid or None,
-                seed=pick_seed(seed, randomize_seed), vae_sample=bool(vae_sample), fit_to_source=True,
+                instruction=instruction, audio=audio, seconds=seconds, nfe=nfe, cfg=cfg, sway=sway, t_grid=t_grid,
+                seed=None if randomize_seed else seed, vae_sample=vae_sample, fit_to_source=True, limits=self.limits,
             )
             result, entry = self.studio.edit(edit, model, progress=_auk_progress(progress), should_stop=stop.is_set)
             _raise_if_stopped(stop)
@@ -289,20 +244,14 @@ class Handlers:
 
     # ------------------------------------------------------------------ Audex
 
-    def check_audex(self, caption=None, cfg=AUDEX_DEFAULTS.cfg_scale, max_seconds=None,
-                    temperature=AUDEX_DEFAULTS.temperature, top_k=AUDEX_DEFAULTS.top_k, seed=0,
-                    randomize_seed=True, compare_unmasked=False):
-        """Validator for text-to-audio: each knob through TTASampling's own checks."""
-        return [
-            _checked(lambda v: check_caption(v, self.limits), caption),
-            _checked(lambda v: TTASampling(cfg_scale=v), cfg),
-            _checked(codec_cap, self.audex_seconds if max_seconds is None else max_seconds),
-            _checked(lambda v: TTASampling(temperature=v), temperature),
-            _checked(lambda v: TTASampling(top_k=_whole(v)), top_k),
-            _ok() if randomize_seed else _checked(check_seed, seed),
-            _ok(),
-            _ok(),
-        ]
+    def check_audex(self, *args, **kwargs):
+        """Validator for text-to-audio: each knob through AudexRequest's own checks."""
+        values = _named(self._text_to_audio, args, kwargs)
+        if values["randomize_seed"]:
+            values.pop("seed")
+        if values["max_seconds"] is None:
+            values["max_seconds"] = self.audex_seconds
+        return _verdicts(inputs_of(self._text_to_audio), audex_problems(values, self.limits))
 
     def _text_to_audio(self, caption=None, cfg=AUDEX_DEFAULTS.cfg_scale, max_seconds=None,
                        temperature=AUDEX_DEFAULTS.temperature, top_k=AUDEX_DEFAULTS.top_k, seed=0,
@@ -315,39 +264,24 @@ class Handlers:
         (200 tokens per second). compare_unmasked also samples the same seed without the phase mask:
         its report goes into the manifest ("unmasked") and its token stream into the figure.
         """
-        max_seconds = self.audex_seconds if max_seconds is None else max_seconds
         stop = self._runs.flag(request)
         try:
-            caption = check_caption(caption, self.limits)
-            pipeline = self.studio.audex()
-            knobs = {"cfg": cfg, "max_seconds": max_seconds, "codec_cap": codec_cap(max_seconds),
-                     "temperature": temperature, "top_k": _whole(top_k), "top_p": AUDEX_DEFAULTS.top_p}
-            settings = dict(cfg_scale=cfg, codec_cap=knobs["codec_cap"], temperature=temperature,
-                            top_k=knobs["top_k"], seed=pick_seed(seed, randomize_seed), should_stop=stop.is_set)
-            result = pipeline.generate(caption, progress=_audex_progress(progress, "Sampling"), **settings)
-            unmasked = None
-            if compare_unmasked:
-                unmasked = pipeline.generate(
-                    caption, use_mask=False, decode=False,
-                    progress=_audex_progress(progress, "Comparison run without the mask"), **settings,
-                )
-            _raise_if_stopped(stop)
-            model = {
-                "model": "Audex demo (tiny, untrained)" if self.audex_demo else "Nemotron-Labs-Audex-2B",
-                "demo_model": self.audex_demo, "thinker_dir": Path(pipeline.thinker_dir).name,
-                "xcodec_dir": Path(pipeline.xcodec_dir).name, "device": str(pipeline.device),
-                "dtype": str(pipeline.dtype).removeprefix("torch."),
-            }
-            made = outputs.render_audex(
-                result, caption=caption, knobs=knobs, model=model, randomized_seed=bool(randomize_seed),
-                root=_output_root(), unmasked=unmasked,
+            ask = AudexRequest(
+                caption=caption, cfg=cfg, max_seconds=self.audex_seconds if max_seconds is None else max_seconds,
+                temperature=temperature, top_k=top_k, seed=None if randomize_seed else seed,
+                compare_unmasked=compare_unmasked, limits=self.limits,
             )
+            made = self.studio.text_to_audio(ask, progress=lambda label: _audex_progress(progress, label),
+                                             should_stop=stop.is_set)
+            _raise_if_stopped(stop)
+            files = outputs.render_audex(made, randomized_seed=bool(randomize_seed), root=_output_root())
         except Exception as exc:
             raise _gr_error(exc) from exc
-        table = rvq_table.report_table(result.report, unmasked.report if unmasked else None)
-        state = {"seed": result.seed, "file": str(made.manifest_file), "table": table}
-        audio = None if made.audio is None else str(made.audio)
-        return audio, str(made.figure), result.report, made.manifest, state
+        report = made.result.report
+        table = rvq_table.report_table(report, made.unmasked.report if made.unmasked else None)
+        state = {"seed": made.result.seed, "file": str(files.manifest_file), "table": table}
+        audio = None if files.audio is None else str(files.audio)
+        return audio, str(files.figure), report, files.manifest, state
 
     # ------------------------------------------------------------------ cheap public helpers
 
@@ -362,10 +296,12 @@ class Handlers:
     # ------------------------------------------------------------------ private UI plumbing
 
     def on_model_change(self, model):
+        """The knobs of the chosen model; a typed name that is no model is refused at once and undone."""
         try:
-            return knob_updates(self.studio.entry(model))
-        except AppError:  # a typed, unknown name: the validator explains it on Generate
-            return tuple(gr.skip() for _ in range(5))
+            return gr.skip(), *knob_updates(self.studio.entry(model))
+        except AppError as exc:
+            gr.Warning(str(exc))
+            return gr.update(value="auto"), *knob_updates(self.studio.entry("auto"))
 
     def on_audio_change(self, audio):
         findings = None if audio is None else upload_check.check_upload(audio, self.limits)

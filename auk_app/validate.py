@@ -5,12 +5,13 @@ from __future__ import annotations
 import math
 import re
 import secrets
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from auk_app.config import Limits
-from auk_app.errors import InputError
+from auk_app.errors import AppError, InputError
 
 
 # −80 dBFS: ten times the 16-bit step (1/32768 ≈ −90 dBFS), so a clip below it holds dither at most.
@@ -35,6 +36,18 @@ def _length(n_samples: int, sample_rate: int) -> str:
     if n_samples < 100:
         return f"{n_samples} sample{'s' * (n_samples != 1)} ({seconds * 1000:.2f} ms)"
     return f"{seconds * 1000:.1f} ms"
+
+
+def field_problems(checks: Mapping[str, Callable[[Any], Any]], values: Mapping[str, Any]) -> dict[str, str]:
+    """The sentence of each value in ``values`` that its field's check refuses, by field name."""
+    problems = {}
+    for name, check in checks.items():
+        if name in values:
+            try:
+                check(values[name])
+            except AppError as exc:
+                problems[name] = str(exc)
+    return problems
 
 
 def check_format(sample_rate: int, channels: int, n_samples: int, limits: Limits) -> None:
@@ -158,7 +171,9 @@ def random_seed() -> int:
 
 
 def check_seed(seed) -> int:
-    """A whole number in [0, 2^63) (a number box's 5.0 counts as 5), returned as an int."""
+    """A whole number in [0, 2^63) (a number box's 5.0 counts as 5), returned as an int; None draws one."""
+    if seed is None:
+        return random_seed()
     if not _is_number(seed) or not float(seed).is_integer() or not 0 <= seed < 2**63:
         raise InputError(
             f"The seed must be a whole number from 0 to 2^63-1; got {shown(seed)}. "
@@ -167,16 +182,27 @@ def check_seed(seed) -> int:
     return int(seed)
 
 
-def check_sampling(nfe: int | None, cfg: float | None, sway: float | None, limits: Limits) -> None:
-    if nfe is not None and (not _is_number(nfe) or not float(nfe).is_integer() or not limits.min_nfe <= nfe <= limits.max_nfe):
+def check_nfe(nfe, limits: Limits) -> int | None:
+    if nfe is None:
+        return None
+    if not _is_number(nfe) or not float(nfe).is_integer() or not limits.min_nfe <= nfe <= limits.max_nfe:
         raise InputError(f"nfe (Euler steps) must be a whole number from {limits.min_nfe} to {limits.max_nfe}; got {shown(nfe)}.")
+    return int(nfe)
+
+
+def check_cfg(cfg, limits: Limits) -> float | None:
     if cfg is not None and not (_is_number(cfg) and 0 <= cfg <= limits.max_cfg):
         raise InputError(f"cfg (guidance strength) must be between 0 and {limits.max_cfg:g}; got {shown(cfg)}.")
+    return None if cfg is None else float(cfg)
+
+
+def check_sway(sway, limits: Limits) -> float | None:
     if sway is not None and not (_is_number(sway) and limits.min_sway <= sway <= limits.max_sway):
         raise InputError(f"sway must be between {limits.min_sway:g} and {limits.max_sway:g}; got {shown(sway)}.")
+    return None if sway is None else float(sway)
 
 
-def parse_t_grid(value: str | Sequence[float] | None, limits: Limits) -> list[float] | None:
+def parse_t_grid(value: str | Sequence[float] | None, limits: Limits) -> tuple[float, ...] | None:
     """A comma-separated or listed time grid: finite, strictly increasing, within [0, 1]."""
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
@@ -198,4 +224,4 @@ def parse_t_grid(value: str | Sequence[float] | None, limits: Limits) -> list[fl
         problem = "must be strictly increasing"
     if problem:
         raise InputError(f"The time grid {shown(grid)} {problem}, e.g. \"0, 0.3, 0.7, 1\".")
-    return grid
+    return tuple(grid)

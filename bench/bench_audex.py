@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a plain s
 
 import torch  # noqa: E402
 
-from auk_app.audex.demo import write_demo_snapshot  # noqa: E402
+from auk_app.audex_demo import write_demo_snapshot  # noqa: E402
 from auk_app.audex.pipeline import AudexPipeline  # noqa: E402
 
 CAPTION = "Rain falling on a tin roof."

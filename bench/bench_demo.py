@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from auk_app.auk.pipeline import EditRequest
+from auk_app.auk.request import EditRequest
 from auk_app.service import DEMO_DIR, Studio, StudioConfig
 from training.data import heldout_cases
 from training.evaluation import BARS, evaluate_family

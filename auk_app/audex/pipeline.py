@@ -31,6 +31,7 @@ from auk_app.audex.thinker import AudexThinker, load_thinker
 from auk_app.audex.xcodec import SAMPLE_RATE, decode_frames, load_xcodec
 from auk_app.config import Limits
 from auk_app.errors import InputError
+from auk_app.runtime import pick_device, pick_precision
 from auk_app.validate import check_caption, without_control_tokens
 
 
@@ -55,10 +56,6 @@ class AudexResult:
     seed: int
     timings: dict[str, float]
     tokens_per_second: float
-
-
-def _default_device() -> torch.device:
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
 class AudexPipeline:
@@ -86,10 +83,8 @@ class AudexPipeline:
     ) -> AudexPipeline:
         """A pipeline over ``thinker_dir`` (Audex snapshot root or its checkpoint_folder_audiogen)
         and ``xcodec_dir`` (an XCodec1 snapshot). Cheap: no file is read until first use."""
-        device = torch.device(device) if device is not None else _default_device()
-        if dtype is None:
-            dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
-        return cls(Path(thinker_dir), Path(xcodec_dir), device=device, dtype=dtype)
+        device = pick_device(device)
+        return cls(Path(thinker_dir), Path(xcodec_dir), device=device, dtype=pick_precision(device, dtype).weights)
 
     @property
     def thinker(self) -> AudexThinker:

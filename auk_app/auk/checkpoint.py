@@ -17,6 +17,7 @@ safetensors only, and every mismatch raises one CheckpointError naming file and 
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,6 +61,16 @@ class AuKCheckpoint:
     @property
     def is_flash(self) -> bool:
         return self.variant == "flash"
+
+    @property
+    def sample_rate(self) -> int:
+        """The VAE's audio rate, which clips are resampled to and outputs come at."""
+        return int(self.vae_config.get("sample_rate", 24_000))  # AuKVAE's own default
+
+    @property
+    def hop(self) -> int:
+        """Samples per latent frame: the product of the VAE's downsampling strides (480)."""
+        return math.prod(self.vae_config["downsample_rates"])
 
 
 @dataclass

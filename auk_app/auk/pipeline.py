@@ -21,26 +21,23 @@ import math
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import torch
 
 from auk_app import dsp
-from auk_app.audio_io import Waveform, load_audio
+from auk_app.audio_io import load_audio
 from auk_app.auk.checkpoint import AuKCheckpoint, AuKModel, load_auk_checkpoint, read_auk_checkpoint
 from auk_app.auk.conditioner import TextConditioner, fuse_hidden_states, load_conditioner
 from auk_app.auk.sampler import sample_latents
-from auk_app.config import AUK_HOP, AUK_SAMPLE_RATE, MAX_TOTAL_FRAMES, QWEN_SAMPLE_RATE, Limits, frames_for_seconds
-from auk_app.errors import Cancelled, CheckpointError, InputError
+from auk_app.auk.request import EditRecord, EditRequest, EditResult
+from auk_app.config import MAX_TOTAL_FRAMES, QWEN_SAMPLE_RATE, Limits, frames_for_seconds
+from auk_app.errors import Cancelled, CheckpointError
 from auk_app.runtime import Precision, autocast, pick_device, pick_precision
-from auk_app.validate import (
-    check_clip, check_duration_known, check_instruction, check_sampling, check_seconds, check_seed, parse_t_grid,
-    random_seed,
-)
+from auk_app.validate import check_clip
 
 Progress = Callable[[str, int, int], None]
 # The posterior draw's generator is seeded with seed + this offset (vLLM-Omni's value): with the
@@ -49,47 +46,31 @@ VAE_SEED_OFFSET = 0x5EED0A0C
 
 
 @dataclass(frozen=True)
-class EditRequest:
-    """One AuK request. ``None`` knobs take the checkpoint's defaults; ``seconds`` None or 0 is automatic."""
+class _Recipe:
+    """The sampling recipe of one run: the request's knobs over the checkpoint's defaults."""
 
-    instruction: str
-    audio: str | Path | tuple[np.ndarray, int] | Waveform | None = None
-    seconds: float | None = None
-    nfe: int | None = None
-    cfg: float | None = None
-    sway: float | None = None
-    t_grid: str | Sequence[float] | None = None
-    seed: int | None = None
-    # The reference latent: a posterior draw mean + ε·std as upstream samples it (True), or the
-    # posterior mean as vLLM-Omni takes it (False). ε comes from a generator seeded with
-    # seed + VAE_SEED_OFFSET, so a seed reproduces the draw.
-    vae_sample: bool = True
-    # With automatic duration: generate ceil(source / hop) frames and trim the output to the
-    # source's exact length at 24 kHz, instead of the clip's whole frames only.
-    fit_to_source: bool = False
-
-
-@dataclass(frozen=True)
-class EditResult:
-    wav: np.ndarray  # float32 mono at 24 kHz: gen_frames·480 samples, or the source's length with fit_to_source
-    sample_rate: int
-    record: dict[str, Any] = field(default_factory=dict)
-    source: np.ndarray | None = None  # the clip as the model read it (mono, 24 kHz, whole length), for display
+    nfe: int
+    cfg: float
+    sway: float | None
+    t_grid: tuple[float, ...] | None
+    ignored: tuple[str, ...]  # knobs the request set that the recipe overrides
 
 
 @dataclass(frozen=True)
 class _Clip:
-    wav_24k: np.ndarray  # the whole clip, mono at 24 kHz: what the VAE encodes and the figure shows
+    wav_24k: np.ndarray  # the whole clip, mono at the VAE's rate (24 kHz): what it encodes and the figure shows
     wav_16k: np.ndarray | None
     source_seconds: float
     source_rate: int
     source_channels: int
     digest: str
 
+    hop: int
+
     @property
     def ref_frames(self) -> int:
         """Valid reference frames, upstream's ``T // 480``; the encoder may emit one more."""
-        return self.wav_24k.shape[0] // AUK_HOP
+        return self.wav_24k.shape[0] // self.hop
 
 
 class AuKPipeline:
@@ -156,7 +137,7 @@ class AuKPipeline:
         progress: Progress | None = None,
         should_stop: Callable[[], bool] | None = None,
     ) -> EditResult:
-        """Run one request; InputError before any model work when the request cannot be served."""
+        """Run one checked request; a clip that cannot be used raises InputError before any model work."""
         timings: dict[str, float] = {}
         started = time.perf_counter()
         report = progress or (lambda phase, done, total: None)
@@ -165,11 +146,12 @@ class AuKPipeline:
             if should_stop is not None and should_stop():
                 raise Cancelled("Stopped before the result was ready; nothing was produced.")
 
-        plan = self._plan(request)
-        check_duration_known(plan["seconds"], request.audio is not None)
-        clip = _prepare_clip(request.audio, self.limits, want_16k=self._uses_audio()) if request.audio is not None else None
-        fit = request.fit_to_source and clip is not None and plan["seconds"] is None
-        gen_frames, ref_frames, capped = _frame_budget(plan["seconds"], clip, fit)
+        recipe = self._recipe(request)
+        clip = None
+        if request.audio is not None:
+            clip = _prepare_clip(request.audio, self.limits, self.checkpoint, want_16k=self._uses_audio())
+        fit = request.fit_to_source and clip is not None and request.seconds is None
+        gen_frames, ref_frames, capped = _frame_budget(request.seconds, clip, fit)
         timings["prepare"] = time.perf_counter() - started
 
         with self._lock:
@@ -182,8 +164,8 @@ class AuKPipeline:
 
             tick = time.perf_counter()
             report("condition", 0, 1)
-            text, c_mask, posterior, cache_hit = self._condition(plan["instruction"], clip)
-            ref, ref_mask = self._reference(posterior, clip, request.vae_sample, plan["seed"])
+            text, c_mask, posterior, cache_hit = self._condition(request.instruction, clip)
+            ref, ref_mask = self._reference(posterior, clip, request.vae_sample, request.seed)
             report("condition", 1, 1)
             timings["condition"] = time.perf_counter() - tick
             checkpoint_stop()
@@ -202,11 +184,11 @@ class AuKPipeline:
                     ref=ref,
                     ref_mask=ref_mask,
                     gen_frames=gen_frames,
-                    nfe=plan["nfe"],
-                    cfg_strength=plan["cfg"],
-                    sway_sampling_coef=plan["sway"],
-                    t_grid=plan["t_grid"],
-                    seed=plan["seed"],
+                    nfe=recipe.nfe,
+                    cfg_strength=recipe.cfg,
+                    sway_sampling_coef=recipe.sway,
+                    t_grid=recipe.t_grid,
+                    seed=request.seed,
                     device=self.device,
                     on_step=on_step,
                 )
@@ -225,37 +207,38 @@ class AuKPipeline:
 
         total = time.perf_counter() - started
         timings["total"] = total
-        seconds_out = wav.shape[0] / AUK_SAMPLE_RATE
-        record = {
-            "model": self.checkpoint.name,
-            "variant": self.checkpoint.variant,
-            "checkpoint": self.checkpoint.directory.name,  # never the server's disk layout
-            "instruction": plan["instruction"],
-            "seed": plan["seed"],
-            "nfe": plan["nfe"],
-            "cfg": plan["cfg"],
-            "sway": plan["sway"],
-            "t_grid": plan["t_grid"],
-            "ignored": plan["ignored"],
-            "gen_frames": gen_frames,
-            "ref_frames": ref_frames,
-            "ref_latent_frames": ref.shape[1],  # with the masked frame the encoder may add
-            "frames_capped": capped,
-            "fit_to_source": fit,
-            "seconds": seconds_out,
-            "sample_rate": AUK_SAMPLE_RATE,
-            "source_seconds": clip.source_seconds if clip else None,
-            "source_samples_24k": clip.wav_24k.shape[0] if clip else None,
-            "source_sample_rate": clip.source_rate if clip else None,
-            "source_channels": clip.source_channels if clip else None,
-            "vae_sample": request.vae_sample,
-            "condition_cache_hit": cache_hit,
-            "timings": {k: round(v, 4) for k, v in timings.items()},
-            "rtf": round(total / seconds_out, 4),
-            "device": str(self.device),
-            "dtype": self.precision.name,
-        }
-        return EditResult(wav=wav, sample_rate=AUK_SAMPLE_RATE, record=record, source=clip.wav_24k if clip else None)
+        sample_rate = self.checkpoint.sample_rate
+        seconds_out = wav.shape[0] / sample_rate
+        record = EditRecord(
+            checkpoint_name=self.checkpoint.name,
+            variant=self.checkpoint.variant,
+            checkpoint=self.checkpoint.directory.name,
+            instruction=request.instruction,
+            seed=request.seed,
+            nfe=recipe.nfe,
+            cfg=recipe.cfg,
+            sway=recipe.sway,
+            t_grid=recipe.t_grid,
+            ignored=recipe.ignored,
+            gen_frames=gen_frames,
+            ref_frames=ref_frames,
+            ref_latent_frames=ref.shape[1],
+            frames_capped=capped,
+            fit_to_source=fit,
+            seconds=seconds_out,
+            sample_rate=sample_rate,
+            source_seconds=clip.source_seconds if clip else None,
+            source_samples_24k=clip.wav_24k.shape[0] if clip else None,
+            source_sample_rate=clip.source_rate if clip else None,
+            source_channels=clip.source_channels if clip else None,
+            vae_sample=request.vae_sample,
+            condition_cache_hit=cache_hit,
+            timings={k: round(v, 4) for k, v in timings.items()},
+            rtf=round(total / seconds_out, 4),
+            device=str(self.device),
+            dtype=self.precision.name,
+        )
+        return EditResult(wav=wav, sample_rate=sample_rate, record=record, source=clip.wav_24k if clip else None)
 
     # ------------------------------------------------------------------ steps
 
@@ -263,25 +246,21 @@ class AuKPipeline:
         """Whether the text encoder reads the clip (Qwen does; MiniLM conditions on text only)."""
         return self.checkpoint.text_encoder["kind"] == "qwen2_5_omni"
 
-    def _plan(self, request: EditRequest) -> dict[str, Any]:
-        """Validated knobs with the checkpoint's defaults filled in; Flash's fixed recipe wins."""
-        limits = self.limits
-        instruction = check_instruction(request.instruction, limits)
-        seconds = check_seconds(request.seconds, limits)
-        check_sampling(request.nfe, request.cfg, request.sway, limits)
-        t_grid = parse_t_grid(request.t_grid, limits)
-        seed = check_seed(request.seed) if request.seed is not None else random_seed()
-        defaults = self.checkpoint.defaults
-        given = {"nfe": request.nfe, "cfg": request.cfg, "sway": request.sway, "t_grid": t_grid}
+    def _recipe(self, request: EditRequest) -> _Recipe:
+        """The request's knobs with the checkpoint's defaults filled in; Flash's fixed recipe wins."""
+        given = {"nfe": request.nfe, "cfg": request.cfg, "sway": request.sway, "t_grid": request.t_grid}
         if self.checkpoint.is_flash:
-            fixed = {"nfe": len(self.checkpoint.t_grid) - 1, "cfg": 0.0, "sway": None, "t_grid": list(self.checkpoint.t_grid)}
-            ignored = sorted(k for k, v in given.items() if v is not None and v != fixed[k])
-            return {**fixed, "instruction": instruction, "seconds": seconds, "seed": seed, "ignored": ignored}
-        plan = {k: defaults[k] if given[k] is None else given[k] for k in ("nfe", "cfg", "sway")}
-        ignored = sorted(k for k in ("nfe", "sway") if t_grid is not None and given[k] is not None)
-        if t_grid is not None:
-            plan["nfe"] = len(t_grid) - 1
-        return {**plan, "t_grid": t_grid, "instruction": instruction, "seconds": seconds, "seed": seed, "ignored": ignored}
+            grid = tuple(self.checkpoint.t_grid)
+            fixed = {"nfe": len(grid) - 1, "cfg": 0.0, "sway": None, "t_grid": grid}
+            ignored = tuple(sorted(k for k, v in given.items() if v is not None and v != fixed[k]))
+            return _Recipe(**fixed, ignored=ignored)
+        defaults = self.checkpoint.defaults
+        knobs = {k: defaults[k] if given[k] is None else given[k] for k in ("nfe", "cfg", "sway")}
+        grid = request.t_grid
+        ignored = tuple(sorted(k for k in ("nfe", "sway") if grid is not None and given[k] is not None))
+        if grid is not None:
+            knobs["nfe"] = len(grid) - 1
+        return _Recipe(**knobs, t_grid=grid, ignored=ignored)
 
     def _condition(self, instruction: str, clip: _Clip | None):
         """(text [1, nt, T], c_mask [1, nt], the clip's VAE posterior (mean, std) [1, L, np] or None)
@@ -332,13 +311,11 @@ class AuKPipeline:
             torch.cuda.empty_cache()
 
 
-def _prepare_clip(source, limits: Limits, *, want_16k: bool) -> _Clip:
+def _prepare_clip(source, limits: Limits, checkpoint: AuKCheckpoint, *, want_16k: bool) -> _Clip:
     waveform = load_audio(source, limits)
     mono = dsp.to_mono(waveform.samples)
     check_clip(mono, waveform.sample_rate, limits, channels=waveform.channels)
-    wav_24k = np.ascontiguousarray(dsp.resample(mono, waveform.sample_rate, AUK_SAMPLE_RATE))
-    if wav_24k.shape[0] < AUK_HOP:
-        raise InputError("The clip is shorter than one 20 ms frame after resampling to 24 kHz. Upload a longer clip.")
+    wav_24k = np.ascontiguousarray(dsp.resample(mono, waveform.sample_rate, checkpoint.sample_rate))
     return _Clip(
         wav_24k=wav_24k,
         wav_16k=dsp.resample(mono, waveform.sample_rate, QWEN_SAMPLE_RATE) if want_16k else None,
@@ -346,6 +323,7 @@ def _prepare_clip(source, limits: Limits, *, want_16k: bool) -> _Clip:
         source_rate=waveform.sample_rate,
         source_channels=waveform.channels,
         digest=hashlib.sha1(wav_24k.tobytes()).hexdigest(),
+        hop=checkpoint.hop,
     )
 
 
@@ -354,8 +332,8 @@ def _frame_budget(seconds: float | None, clip: _Clip | None, fit: bool) -> tuple
     ref_frames = clip.ref_frames if clip else 0
     if seconds is not None:
         gen_frames = max(1, frames_for_seconds(seconds))
-    else:  # automatic: check_duration_known has made sure there is a clip
-        gen_frames = math.ceil(clip.wav_24k.shape[0] / AUK_HOP) if fit else ref_frames
+    else:  # automatic: the request has made sure there is a clip
+        gen_frames = math.ceil(clip.wav_24k.shape[0] / clip.hop) if fit else ref_frames
     capped = ref_frames + gen_frames > MAX_TOTAL_FRAMES
     if capped:
         gen_frames = max(1, MAX_TOTAL_FRAMES - ref_frames)

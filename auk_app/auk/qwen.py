@@ -42,7 +42,6 @@ from transformers.processing_utils import OmniModalProcessorMixin
 from auk_app.errors import CheckpointError, InputError
 from auk_app.validate import without_control_tokens
 
-SAMPLE_RATE = 16_000  # what the Whisper feature extractor expects, Hz
 SYSTEM_PROMPT = "You are a helpful assistant."
 AUDIO_TOKEN = "<|AUDIO|>"  # the placeholder the processor expands to one token per 40 ms
 AUDIO_PART = f"<|audio_bos|>{AUDIO_TOKEN}<|audio_eos|>"

@@ -70,9 +70,8 @@ def test_builder_fields_follow_the_task(handlers):
     assert built == {"instruction": "将语速调整为2.0倍。", "seconds": 1.5}
 
 
-def test_gpu_budgets_grow_with_the_request():
-    from auk_app.ui_handlers import audex_gpu_seconds, edit_gpu_seconds
-
+def test_gpu_budgets_grow_with_the_request(handlers):
+    edit_gpu_seconds, audex_gpu_seconds = handlers.edit_gpu_seconds, handlers.audex_gpu_seconds
     assert edit_gpu_seconds(None, "x", "auto", 5, 8) < edit_gpu_seconds(None, "x", "auto", 30, 64) <= 180
     assert edit_gpu_seconds(seconds="junk") > 0
     assert audex_gpu_seconds("rain", 3.0, 2) < audex_gpu_seconds("rain", 3.0, 20, compare_unmasked=True) <= 180

@@ -41,3 +41,26 @@ def test_models_and_pipelines_do_not_import_the_app_layer():
     }
     for path in [*PACKAGE.glob("auk/*.py"), *PACKAGE.glob("audex/*.py")]:
         assert not (_imports(path) & app_layer), path
+
+
+# What the UI layer may import from the package: the Studio, the request/result types, and the
+# presentation modules (wording, files, tables, the upload check, the instruction builder).
+UI_MAY_IMPORT = {
+    "auk_app", "auk_app.service", "auk_app.auk.request", "auk_app.audex.request", "auk_app.errors",
+    "auk_app.instructions", "auk_app.outputs", "auk_app.rvq_table", "auk_app.ui_text", "auk_app.upload_check",
+    "auk_app.ui_runs", "auk_app.ui_handlers", "auk_app.zerogpu",
+}
+
+
+def _modules(path: Path) -> set[str]:
+    """The package's modules a file imports: of ``from a import b`` only what is a module itself."""
+    def is_module(name: str) -> bool:
+        file = PACKAGE.parent.joinpath(*name.split("."))
+        return file.with_suffix(".py").is_file() or (file / "__init__.py").is_file()
+
+    return {name for name in _imports(path) if name.split(".")[0] == "auk_app" and is_module(name)}
+
+
+def test_the_ui_talks_only_to_the_studio_and_the_request_types():
+    for name in UI_LAYER:
+        assert _modules(PACKAGE / name) - {"auk_app"} <= UI_MAY_IMPORT, (name, _modules(PACKAGE / name) - UI_MAY_IMPORT)

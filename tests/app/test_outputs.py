@@ -15,7 +15,7 @@ import soundfile as sf
 
 from auk_app import levels, outputs, rvq_table, ui_text, zerogpu
 from auk_app.audio_io import read_audio
-from auk_app.auk.pipeline import EditResult
+from auk_app.auk.request import EditRecord, EditResult
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 SR = 24_000
@@ -30,14 +30,16 @@ def _result(wav: np.ndarray, source_path=None) -> EditResult:
     """A pipeline result for ``wav``; with ``source_path`` (a 24 kHz mono clip) as its source."""
     source = None if source_path is None else read_audio(source_path)
     assert source is None or (source.sample_rate, source.channels) == (SR, 1)
-    record = {
-        "model": "AuK-Tiny (demo)", "variant": "base", "checkpoint": "/ckpt", "instruction": "Decrease the volume by 10 dB.",
-        "seed": 11, "nfe": 16, "cfg": 1.0, "sway": -1.0, "t_grid": None, "ignored": [], "gen_frames": 25,
-        "ref_frames": 25, "frames_capped": False, "fit_to_source": True, "seconds": wav.size / SR,
-        "sample_rate": SR, "vae_sample": False, "condition_cache_hit": False,
-        "timings": {"sample": 0.1, "total": 0.2}, "rtf": 0.4, "device": "cpu", "dtype": "float32",
-        "source_sample_rate": None if source is None else SR, "source_channels": None if source is None else 1,
-    }
+    record = EditRecord(
+        checkpoint_name="AuK-Tiny (demo)", variant="base", checkpoint="AuK-Tiny", instruction="Decrease the volume by 10 dB.",
+        seed=11, nfe=16, cfg=1.0, sway=-1.0, t_grid=None, ignored=(), gen_frames=25, ref_frames=25,
+        ref_latent_frames=25, frames_capped=False, fit_to_source=True, seconds=wav.size / SR, sample_rate=SR,
+        source_seconds=None if source is None else source.seconds,
+        source_samples_24k=None if source is None else source.n_samples,
+        source_sample_rate=None if source is None else SR, source_channels=None if source is None else 1,
+        vae_sample=False, condition_cache_hit=False, timings={"sample": 0.1, "total": 0.2}, rtf=0.4, device="cpu",
+        dtype="float32",
+    )
     return EditResult(wav=wav, sample_rate=SR, record=record, source=None if source is None else source.samples[0])
 
 

@@ -1,0 +1,120 @@
+"""What one AuK run is asked to do, and what it did.
+
+An :class:`EditRequest` is checked when it is built, from the UI, the API or the command line
+alike: a value that cannot be served raises InputError there, before any model work, and the
+pipeline trusts what it gets. :func:`edit_problems` runs the same checks one field at a time,
+for a validator that reports each field on its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from auk_app.audio_io import Waveform
+from auk_app.config import Limits
+from auk_app.errors import AppError
+from auk_app.validate import (
+    check_cfg, check_duration_known, check_instruction, check_nfe, check_seconds, check_seed, check_sway,
+    field_problems, parse_t_grid,
+)
+
+AudioSource = str | Path | tuple[np.ndarray, int] | Waveform
+
+
+def _field_checks(limits: Limits) -> dict[str, Callable[[Any], Any]]:
+    """Each checked field's check, returning the value the run uses."""
+    return {
+        "instruction": lambda value: check_instruction(value, limits),
+        "seconds": lambda value: check_seconds(value, limits),
+        "nfe": lambda value: check_nfe(value, limits),
+        "cfg": lambda value: check_cfg(value, limits),
+        "sway": lambda value: check_sway(value, limits),
+        "t_grid": lambda value: parse_t_grid(value, limits),
+        "seed": check_seed,
+    }
+
+
+@dataclass(frozen=True)
+class EditRequest:
+    """One AuK request. ``None`` knobs take the checkpoint's defaults; ``seconds`` None or 0 is
+    automatic (the source's length); ``seed`` None draws one, recorded in the request."""
+
+    instruction: str
+    audio: AudioSource | None = None
+    seconds: float | None = None
+    nfe: int | None = None
+    cfg: float | None = None
+    sway: float | None = None
+    t_grid: str | tuple[float, ...] | None = None
+    seed: int | None = None
+    # The reference latent: a posterior draw mean + ε·std as upstream samples it (True), or the
+    # posterior mean as vLLM-Omni takes it (False). ε comes from a generator seeded from the
+    # request's seed, so a seed reproduces the draw.
+    vae_sample: bool = True
+    # With automatic duration: generate ceil(source / hop) frames and trim the output to the
+    # source's exact length at 24 kHz, instead of the clip's whole frames only.
+    fit_to_source: bool = False
+    limits: Limits = field(default_factory=Limits, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        for name, check in _field_checks(self.limits).items():
+            object.__setattr__(self, name, check(getattr(self, name)))
+        check_duration_known(self.seconds, self.audio is not None)
+        object.__setattr__(self, "vae_sample", bool(self.vae_sample))
+
+
+def edit_problems(values: Mapping[str, Any], limits: Limits) -> dict[str, str]:
+    """The sentence for each field of ``values`` that an EditRequest would refuse."""
+    problems = field_problems(_field_checks(limits), values)
+    if "seconds" in values and "seconds" not in problems:
+        try:
+            check_duration_known(check_seconds(values["seconds"], limits), values.get("audio") is not None)
+        except AppError as exc:
+            problems["seconds"] = str(exc)
+    return problems
+
+
+@dataclass(frozen=True)
+class EditRecord:
+    """Every knob and measure of one run, as the manifest reports it."""
+
+    checkpoint_name: str
+    variant: str
+    checkpoint: str  # the checkpoint's folder name, never the server's disk layout
+    instruction: str
+    seed: int
+    nfe: int
+    cfg: float
+    sway: float | None
+    t_grid: tuple[float, ...] | None
+    ignored: tuple[str, ...]  # knobs the checkpoint's fixed recipe overrode (Flash)
+    gen_frames: int
+    ref_frames: int
+    ref_latent_frames: int  # with the masked frame the encoder may add
+    frames_capped: bool
+    fit_to_source: bool
+    seconds: float
+    sample_rate: int
+    source_seconds: float | None
+    source_samples_24k: int | None
+    source_sample_rate: int | None
+    source_channels: int | None
+    vae_sample: bool
+    condition_cache_hit: bool
+    timings: dict[str, float]
+    rtf: float
+    device: str
+    dtype: str
+
+
+@dataclass(frozen=True)
+class EditResult:
+    wav: np.ndarray  # float32 mono at 24 kHz: gen_frames·480 samples, or the source's length with fit_to_source
+    sample_rate: int
+    record: EditRecord
+    source: np.ndarray | None = None  # the clip as the model read it (mono, 24 kHz, whole length), for display
