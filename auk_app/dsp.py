@@ -1,4 +1,4 @@
-"""Pure audio math on numpy arrays: channel mixing, resampling, length fitting, levels.
+"""Pure audio math on numpy arrays: channel mixing, resampling, levels.
 
 Resampling uses soxr (the libsoxr bindings librosa itself defaults to) at its "VHQ"
 setting: a band-limited polyphase resampler with < 0.01 dB passband ripple, far faster
@@ -22,13 +22,6 @@ def resample(mono: np.ndarray, source_rate: int, target_rate: int) -> np.ndarray
     if source_rate == target_rate:
         return np.ascontiguousarray(mono, dtype=np.float32)
     return soxr.resample(mono.astype(np.float32), source_rate, target_rate, quality="VHQ").astype(np.float32)
-
-
-def fit_length(mono: np.ndarray, n_samples: int) -> np.ndarray:
-    """Trim or zero-pad the tail to exactly ``n_samples``."""
-    if mono.shape[0] >= n_samples:
-        return mono[:n_samples]
-    return np.pad(mono, (0, n_samples - mono.shape[0]))
 
 
 def peak(mono: np.ndarray) -> float:

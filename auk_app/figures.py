@@ -25,7 +25,10 @@ DYNAMIC_RANGE_DB = 80  # shown below the loudest bin of either clip
 ENVELOPE_BINS = 2000  # min/max per bin: a 30 s clip at 24 kHz is 720 000 points otherwise
 ENVELOPE_MIN_SECONDS = 0.01  # bins of at least 10 ms (one period at 100 Hz), so short clips show an envelope too
 DPI = 100
-_INPUT, _OUTPUT = "0.15", "tab:blue"
+_INPUT, _OUTPUT = "0.55", "tab:blue"  # mid-grey and blue read on a light and on a dark page
+# Text, ticks and frames in a mid-grey on a transparent background: the figure follows the page's
+# light or dark theme instead of staying a white panel.
+_INK = "#8c8c8c"
 
 
 def log_mel(mono: np.ndarray, sample_rate: int) -> np.ndarray:
@@ -145,6 +148,22 @@ def _draw_mel(ax, mel: np.ndarray, seconds: float, *, vmax: float):
 
 
 def _save(fig: Figure, path: str | Path) -> Path:
+    _follow_the_theme(fig)
     path = Path(path)
-    fig.savefig(path, format="png")
+    fig.savefig(path, format="png", transparent=True)
     return path
+
+
+def _follow_the_theme(fig: Figure) -> None:
+    """Grey ink on no background, set on this figure's own artists (rcParams are process-global)."""
+    for text in fig.findobj(lambda artist: hasattr(artist, "set_color") and hasattr(artist, "get_text")):
+        if text.get_color() in ("black", "#000000", (0.0, 0.0, 0.0, 1.0)) or text.get_color() == "k":
+            text.set_color(_INK)
+    for ax in fig.axes:
+        ax.set_facecolor("none")
+        ax.tick_params(colors=_INK, which="both")
+        for spine in ax.spines.values():
+            spine.set_edgecolor(_INK)
+        legend = ax.get_legend()
+        if legend is not None:
+            legend.get_frame().set_facecolor("none")

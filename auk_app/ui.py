@@ -98,6 +98,10 @@ def _edit_tab(studio: Studio, handlers: Handlers) -> SimpleNamespace:
                 placeholder="e.g. Decrease the volume by 10 dB. The builder below writes the exact wording.",
                 info=f"The wording picks the task. Up to {limits.max_instruction_chars} characters.",
             )
+            # Right under the instruction, so on a phone the action is not a screen away from the input.
+            with gr.Row():
+                c.run = gr.Button("Generate", variant="primary", elem_id="run-edit", scale=3)
+                c.stop = gr.Button("Stop", variant="stop", elem_id="stop-edit", scale=1)
             with gr.Accordion("Instruction builder: pick a task, fill in the fields", open=True):
                 with gr.Row():
                     c.task = gr.Dropdown([(t.label, t.key) for t in instructions.TASKS], value=first.key,
@@ -151,9 +155,6 @@ def _edit_tab(studio: Studio, handlers: Handlers) -> SimpleNamespace:
                     info="On: a draw from the VAE posterior, seeded by the seed, as upstream AuK does. "
                          "Off: the posterior mean, as vLLM-Omni does.",
                 )
-            with gr.Row():
-                c.run = gr.Button("Generate", variant="primary", elem_id="run-edit", scale=3)
-                c.stop = gr.Button("Stop", variant="stop", elem_id="stop-edit", scale=1)
             c.output = gr.Audio(
                 label="Result · 24 kHz WAV, level as generated",
                 type="filepath", interactive=False, buttons=["download"], elem_id="edit-output",

@@ -327,6 +327,7 @@ class Handlers:
 
     def stop(self, request: gr.Request):
         self._runs.stop(request)
+        gr.Info("Stopped: the run ends at its next step and produces nothing.")
 
     def status(self):
         return ui_text.status_line(self.studio.info())

@@ -35,7 +35,7 @@ def read_safetensors(path: str | Path, *, device: str | torch.device = "cpu") ->
 
 
 def _listing(label: str, keys: Iterable[str]) -> str:
-    keys = sorted(keys)
+    keys = sorted(map(str, keys))
     shown = ", ".join(keys[:_LISTED])
     more = f" ... and {len(keys) - _LISTED} more" if len(keys) > _LISTED else ""
     return f"{len(keys)} {label}: {shown}{more}"
@@ -56,19 +56,19 @@ def check_state_dict(
         for k in expected
         if k in got and tuple(got[k].shape) != tuple(expected[k])
     ]
-    if not (missing or unexpected or wrong):
-        return
-    parts = []
-    if missing:
-        parts.append(_listing("missing keys", missing))
-    if unexpected:
-        parts.append(_listing("unexpected keys", unexpected))
-    if wrong:
-        parts.append(_listing("keys with the wrong shape", wrong))
-    raise CheckpointError(
-        f"{source} does not match the {what}: " + "; ".join(parts) + ". "
-        "Check that the file belongs to this model and variant and was downloaded completely."
-    )
+    if missing or unexpected or wrong:
+        raise mismatch(source, what, missing=missing, unexpected=unexpected, wrong=wrong)
+
+
+def mismatch(
+    source: str | Path, what: str, *, missing: Iterable[str] = (), unexpected: Iterable[str] = (),
+    wrong: Iterable[str] = (),
+    fix: str = "Check that the file belongs to this model and variant and was downloaded completely.",
+) -> CheckpointError:
+    """The one wording of a key mismatch: each kind counted, the first few keys named, then the fix."""
+    kinds = (("missing keys", missing), ("unexpected keys", unexpected), ("keys with the wrong shape", wrong))
+    parts = [_listing(label, keys) for label, keys in kinds if keys]
+    return CheckpointError(f"{source} does not match the {what}: " + "; ".join(parts) + f". {fix}")
 
 
 def load_strict(

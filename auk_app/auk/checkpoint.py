@@ -29,7 +29,7 @@ import yaml
 from auk_app.auk.dit import AuKTransformer, dit_state_dict
 from auk_app.auk.vae import AuKVAE
 from auk_app.errors import CheckpointError
-from auk_app.weights import check_state_dict, read_safetensors
+from auk_app.weights import check_state_dict, mismatch, read_safetensors
 
 # The sway = -1, nfe = 4 grid evaluated in torch float32; rounding it changes the output level.
 FLASH_T_GRID = (0.0, 0.07612049579620361, 0.2928932309150696, 0.6173166036605835, 1.0)
@@ -118,15 +118,7 @@ def load_auk_checkpoint(
     stray = [k for k in tensors if not k.startswith(DIT_PREFIX)]
     missing_fusion = [k for k, v in fusion.items() if v is None]
     if stray or missing_fusion:
-        parts = []
-        if missing_fusion:
-            parts.append(f"missing keys: {', '.join(missing_fusion)}")
-        if stray:
-            parts.append(f"unexpected keys: {', '.join(sorted(stray)[:8])}")
-        raise CheckpointError(
-            f"{checkpoint.dit_file} does not match the AuK DiT checkpoint layout ({'; '.join(parts)}). "
-            "Check that the file belongs to this model and was downloaded completely."
-        )
+        raise mismatch(checkpoint.dit_file, "AuK DiT checkpoint layout", missing=missing_fusion, unexpected=stray)
     # One fusion weight per text-encoder layer (36 for Qwen2.5-Omni-3B); the conditioner checks the count.
     if fusion["layer_weights"].ndim != 1 or tuple(fusion["layer_scale"].shape) != (1,):
         raise CheckpointError(
@@ -148,15 +140,7 @@ def load_auk_checkpoint(
         vae = AuKVAE.from_config(checkpoint.vae_config)
     missing, unexpected = vae.load_weights(checkpoint.vae_file, device=device)
     if missing or unexpected:
-        raise CheckpointError(
-            f"{checkpoint.vae_file} does not match the AuK VAE: "
-            + "; ".join(
-                f"{len(keys)} {label}: {', '.join(keys[:8])}"
-                for label, keys in (("missing keys", missing), ("unexpected keys", unexpected))
-                if keys
-            )
-            + ". Check that the file belongs to this model and was downloaded completely."
-        )
+        raise mismatch(checkpoint.vae_file, "AuK VAE", missing=missing, unexpected=unexpected)
     return AuKModel(
         checkpoint=checkpoint,
         dit=dit,

@@ -41,6 +41,7 @@ from transformers.processing_utils import OmniModalProcessorMixin
 
 from auk_app.errors import CheckpointError, InputError
 from auk_app.validate import without_control_tokens
+from auk_app.weights import mismatch
 
 SYSTEM_PROMPT = "You are a helpful assistant."
 AUDIO_TOKEN = "<|AUDIO|>"  # the placeholder the processor expands to one token per 40 ms
@@ -126,20 +127,10 @@ def _thinker_config(directory: Path) -> Qwen2_5OmniThinkerConfig:
 def _check_loading_info(info: dict, directory: Path) -> None:
     """A strict load: transformers only warns about weights it could not place, and would run
     the thinker with randomly initialised ones."""
-    problems = [
-        f"{len(keys)} {label} weights ({', '.join(sorted(map(str, keys))[:4])}{', ...' if len(keys) > 4 else ''})"
-        for label, keys in (
-            ("missing", info["missing_keys"]),
-            ("unexpected", info["unexpected_keys"]),
-            ("wrongly shaped", info["mismatched_keys"]),
-        )
-        if keys
-    ]
-    if problems:
-        raise CheckpointError(
-            f"The thinker weights in {directory} do not match Qwen2.5-Omni-3B: {'; '.join(problems)}. "
-            f"Download the snapshot again with `{DOWNLOAD_HINT.format(directory=directory)}`."
-        )
+    missing, unexpected, wrong = info["missing_keys"], info["unexpected_keys"], info["mismatched_keys"]
+    if missing or unexpected or wrong:
+        raise mismatch(directory, "Qwen2.5-Omni-3B thinker", missing=missing, unexpected=unexpected, wrong=wrong,
+                       fix=f"Download the snapshot again with `{DOWNLOAD_HINT.format(directory=directory)}`.")
 
 
 class QwenConditioner:
