@@ -13,6 +13,7 @@ import soundfile as sf
 
 from tests.conftest import REPO
 
+pytestmark = pytest.mark.slow
 SR = 24_000
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from auk_app.auk.checkpoint import write_auk_checkpoint
+from training.checkpoint_writer import write_auk_checkpoint
 from auk_app.auk.conditioner import MiniLMConditioner, fuse_hidden_states
 from auk_app.auk.dit import AuKTransformer
 from training.codec import CODEC_CONFIG, LATENT_DIM, build_codec, fit_statistics

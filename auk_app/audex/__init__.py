@@ -2,8 +2,8 @@
 
 Modules, bottom up: ``tta`` (token-space constants, the phase-mask logits processor, phase table,
 validation), ``vocab`` (the layout read from a tokenizer), ``prompt``, ``params`` (checked
-sampling settings), ``rvq`` (stream <-> code grid), ``report`` / ``report_plot`` (validity
-report and its picture), ``thinker`` / ``xcodec`` (strict checkpoint loading), ``sampler``
-(the guided decode loop), ``pipeline`` (AudexPipeline) and ``demo`` (a tiny random snapshot).
+sampling settings), ``rvq`` (stream <-> code grid), ``report`` (validity report),
+``thinker`` / ``xcodec`` (strict checkpoint loading), ``sampler`` (the guided decode loop),
+``pipeline`` (AudexPipeline) and ``request`` (the app's checked request and its result).
 Nothing is imported here, so ``import auk_app.audex`` stays free.
 """

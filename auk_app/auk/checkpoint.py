@@ -38,8 +38,8 @@ FLASH_DEFAULTS = {"nfe": 4, "cfg": 0.0, "sway": None}
 FUSION_KEYS = ("layer_weights", "layer_scale")
 DIT_PREFIX = "transformer."
 TEXT_ENCODERS = ("qwen2_5_omni", "minilm")
-_DIM_HEAD_DEFAULT = 64  # Flux2Edit's constructor default; the release yaml does not set it
-_RELEASE_FILES = {"base": "auk_base.safetensors", "flash": "auk_flash.safetensors"}
+DIM_HEAD_DEFAULT = 64  # Flux2Edit's constructor default; the release yaml does not set it
+RELEASE_FILES = {"base": "auk_base.safetensors", "flash": "auk_flash.safetensors"}
 
 
 @dataclass(frozen=True)
@@ -164,7 +164,7 @@ def _read_release(directory: Path) -> AuKCheckpoint:
         dit_config = {
             "dim": int(arch["dim"]),
             "heads": int(arch["heads"]),
-            "dim_head": int(arch.get("dim_head", _DIM_HEAD_DEFAULT)),
+            "dim_head": int(arch.get("dim_head", DIM_HEAD_DEFAULT)),
             "ff_mult": float(arch["ff_mult"]),
             "latent_dim": int(vae["latent_dim"]),
             "text_hidden_dim": int(arch["text_hidden_dim"]),
@@ -178,8 +178,8 @@ def _read_release(directory: Path) -> AuKCheckpoint:
     except (KeyError, TypeError, ValueError, yaml.YAMLError) as exc:
         raise CheckpointError(f"{config_file} is not a readable AuK config ({exc!r}).") from exc
 
-    dit_file = directory / _RELEASE_FILES[variant]
-    other = directory / _RELEASE_FILES["base" if variant == "flash" else "flash"]
+    dit_file = directory / RELEASE_FILES[variant]
+    other = directory / RELEASE_FILES["base" if variant == "flash" else "flash"]
     if not dit_file.is_file():
         hint = f" It holds {other.name}: the config's model.name ({name!r}) does not match it." if other.is_file() else ""
         raise CheckpointError(f"{directory} lacks {dit_file.name}, which model.name {name!r} calls for.{hint}")
@@ -276,86 +276,3 @@ def _resolve_references(tree: dict) -> dict:
         return node
 
     return resolve(tree)
-
-
-# ----------------------------------------------------------------------------- writing
-
-
-def write_auk_checkpoint(
-    directory: str | Path,
-    *,
-    layout: str,
-    dit: AuKTransformer,
-    dit_config: dict[str, Any],
-    vae: AuKVAE,
-    vae_config: dict[str, Any],
-    layer_weights: torch.Tensor,
-    layer_scale: torch.Tensor,
-    name: str = "AuK",
-    variant: str = "base",
-    text_encoder: dict[str, Any] | None = None,
-    defaults: dict[str, Any] | None = None,
-) -> Path:
-    """Write a checkpoint directory in the release (``layout="release"``) or assembled layout.
-
-    The files are what the loader reads from a real download: fp32 safetensors, the DiT
-    under ``transformer.`` beside the fusion tensors, and the VAE with its weight-norm
-    tensors unfolded. Used for the demo model and by the tests.
-    """
-    from safetensors.torch import save_file
-
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    if any(conv.folded for conv in vae._normed_convs()):
-        raise ValueError("write_auk_checkpoint needs the VAE's weight_g/weight_v; save it before folding")
-    dit_tensors = {DIT_PREFIX + k: v for k, v in dit.state_dict().items()}
-    dit_tensors.update(layer_weights=layer_weights, layer_scale=layer_scale.reshape(1))
-    as_saved = lambda tensors: {k: v.detach().float().contiguous().cpu() for k, v in tensors.items()}  # noqa: E731
-    vae_tensors = as_saved(vae.state_dict())
-
-    if layout == "release":
-        dit_file = directory / _RELEASE_FILES[variant]
-        arch = {k: dit_config[k] for k in ("dim", "heads", "ff_mult", "text_hidden_dim", "num_layers", "num_single_layers")}
-        arch["attn_mask_enabled"] = dit_config.get("attn_mask_enabled", True)
-        if dit_config["dim_head"] != _DIM_HEAD_DEFAULT:
-            arch["dim_head"] = dit_config["dim_head"]
-        model = {
-            "name": "AuK-Flash" if variant == "flash" else name,
-            "backbone": "Flux2Edit",
-            "cfm_class": "CFMEdit",
-            "arch": arch,
-            "vae": {
-                "vae_name": "BigVGANFlowVAE",
-                "latent_dim": dit_config["latent_dim"],
-                "downsample_rate": vae.hop_size,
-                "target_sample_rate": vae.sample_rate,
-                "model_init_kwargs": {**vae_config, "latent_dim": "${model.vae.latent_dim}"},
-            },
-        }
-        if text_encoder:
-            model["text_encoder"] = text_encoder
-        (directory / "config.yaml").write_text(yaml.safe_dump({"model": model}, sort_keys=False))
-    elif layout == "assembled":
-        dit_file = directory / "auk.safetensors"
-        config = {
-            "model_type": "auk",
-            "name": name,
-            "dit": {k: v for k, v in dit_config.items() if k != "latent_dim"},
-            "vae": {
-                "latent_dim": dit_config["latent_dim"],
-                "downsample_rate": vae.hop_size,
-                "target_sample_rate": vae.sample_rate,
-                "model_init_kwargs": vae_config,
-            },
-            "variant": variant,
-            "flash_t_grid": list(FLASH_T_GRID),
-            "defaults": defaults or dict(BASE_DEFAULTS),
-        }
-        if text_encoder:
-            config["text_encoder"] = text_encoder
-        (directory / "config.json").write_text(json.dumps(config, indent=1))
-    else:
-        raise ValueError(f"layout must be 'release' or 'assembled', not {layout!r}")
-    save_file(as_saved(dit_tensors), str(dit_file))
-    save_file(vae_tensors, str(directory / "vae.safetensors"))
-    return directory

@@ -106,7 +106,8 @@ def client(app, client_for):
 @pytest.fixture(scope="session")
 def flash_dir(demo_dir, tmp_path_factory) -> Path:
     """A Flash checkpoint built from the demo's own DiT and VAE tensors (assembled layout)."""
-    from auk_app.auk.checkpoint import load_auk_checkpoint, read_auk_checkpoint, write_auk_checkpoint
+    from auk_app.auk.checkpoint import load_auk_checkpoint, read_auk_checkpoint
+    from training.checkpoint_writer import write_auk_checkpoint
     from auk_app.auk.vae import AuKVAE
 
     demo = read_auk_checkpoint(demo_dir)

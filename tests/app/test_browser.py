@@ -17,6 +17,7 @@ import pytest
 from cdp_browser import CHROMIUM, Browser
 
 pytestmark = [
+    pytest.mark.slow,
     pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs Debian's chromium (apt-get install chromium)"),
     pytest.mark.filterwarnings("ignore:.*(no_silent_downcasting|copy keyword)"),  # gradio's pandas use
 ]

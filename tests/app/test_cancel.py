@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from gradio_client import handle_file
 
-pytestmark = pytest.mark.filterwarnings("ignore:.*(no_silent_downcasting|copy keyword)")
+pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore:.*(no_silent_downcasting|copy keyword)")]
 LONG = {"instruction": "Generate a 450 Hz sine tone.", "seconds": 30, "nfe": 64, "seed": 1, "randomize_seed": False,
         "api_name": "/edit_audio"}
 STEPS_BEFORE_LEAVING = 3

@@ -15,6 +15,7 @@ import soundfile as sf
 from training.data import heldout_cases
 from training.evaluation import BARS, evaluate_family
 
+pytestmark = pytest.mark.slow
 CLIPS = {"volume": 20, "pitch": 12, "denoise": 12, "tone": 12}
 SEED = 0
 # Bars the shipped model does not reach (medians of `python -m bench.bench_demo --clips 20`): the

@@ -10,7 +10,7 @@ import pytest
 
 @pytest.fixture(scope="module")
 def handlers(app):
-    from auk_app.ui_handlers import Handlers
+    from auk_app.ui.handlers import Handlers
 
     return Handlers(app.studio)
 
@@ -46,7 +46,7 @@ def test_unexpected_failures_are_named_not_hidden(handlers, monkeypatch):
 
 
 def test_flash_locks_the_sampling_knobs_with_the_reason(flash_app):
-    from auk_app.ui_handlers import knob_updates
+    from auk_app.ui.handlers import knob_updates
 
     flash, demo = (flash_app.studio.entry(name) for name in ("flash", "demo"))
     locked = knob_updates(flash)
@@ -58,7 +58,7 @@ def test_flash_locks_the_sampling_knobs_with_the_reason(flash_app):
 
 
 def test_builder_fields_follow_the_task(handlers):
-    from auk_app.ui_handlers import field_updates
+    from auk_app.ui.handlers import field_updates
 
     mode, text, original, option, amount = field_updates("volume")
     assert mode["visible"] and mode["choices"] == ["Increase", "Decrease"] and amount["value"] == "10"

@@ -13,7 +13,9 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from auk_app import levels, outputs, rvq_table, ui_text, zerogpu
+from auk_app import levels
+from auk_app.ui import outputs, rvq_table, zerogpu
+from auk_app.ui import text as ui_text
 from auk_app.audio_io import read_audio
 from auk_app.auk.request import EditRecord, EditResult
 

@@ -6,7 +6,7 @@ import torch
 from matplotlib.figure import Figure
 
 from auk_app.audex.report import build_report
-from auk_app.audex.report_plot import draw_token_stream, save_token_plot
+from auk_app.ui.token_plot import draw_token_stream, save_token_plot
 from auk_app.audex.rvq import frames_to_codes, stream_to_frames
 from auk_app.audex.xcodec import decode_frames
 

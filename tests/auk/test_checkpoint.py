@@ -8,7 +8,8 @@ import yaml
 from safetensors.torch import load_file, save_file
 
 from auk_app import FLASH_T_GRID, AuKTransformer, AuKVAE, load_auk_checkpoint
-from auk_app.auk.checkpoint import read_auk_checkpoint, write_auk_checkpoint
+from auk_app.auk.checkpoint import read_auk_checkpoint
+from training.checkpoint_writer import write_auk_checkpoint
 from auk_app.errors import CheckpointError
 from tests.conftest import fixture_config
 

@@ -14,7 +14,7 @@ import torch
 from auk_app import resolve
 from auk_app.auk import pipeline as auk_pipeline
 from auk_app.audio_io import read_audio, write_wav
-from auk_app.auk.checkpoint import write_auk_checkpoint
+from training.checkpoint_writer import write_auk_checkpoint
 from auk_app.auk.dit import AuKTransformer
 from auk_app.auk.pipeline import AuKPipeline
 from auk_app.auk.request import EditRequest

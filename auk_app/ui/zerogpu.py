@@ -2,7 +2,7 @@
 
 On ZeroGPU a GPU is attached only while a decorated function runs, for at most the seconds it
 asks for; shorter requests get better queue priority, so the duration is computed from each
-request (ui_handlers.edit_gpu_seconds and audex_gpu_seconds). Off Spaces ``spaces`` is not
+request (Handlers.edit_gpu_seconds and audex_gpu_seconds). Off Spaces ``spaces`` is not
 installed and the functions run unchanged.
 """
 

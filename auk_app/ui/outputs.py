@@ -19,11 +19,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from auk_app import figures, levels
+from auk_app import levels
+from auk_app.ui import figures
 from auk_app.audio_io import write_wav
 from auk_app.audex.request import TextToAudioResult
 from auk_app.auk.request import EditResult
-from auk_app.manifest import audex_manifest, edit_manifest, file_sha256, write_manifest
+from auk_app.ui.manifest import audex_manifest, edit_manifest, file_sha256, write_manifest
 
 if TYPE_CHECKING:
     from auk_app.service import ModelEntry

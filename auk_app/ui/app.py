@@ -2,7 +2,7 @@
 ``launch_options()`` gives the launch-time look and limits (Gradio 6 takes theme and css at launch).
 
 Tabs: "Edit & generate (AuK)", "Text to audio (Audex)", "API", "About". The event functions live
-in :mod:`auk_app.ui_handlers`; the generated wording in :mod:`auk_app.ui_text`.
+in :mod:`auk_app.ui.handlers`; the generated wording in :mod:`auk_app.ui.text`.
 
 Public API (named; everything else is ``api_visibility="private"``): ``/edit_audio``,
 ``/text_to_audio``, ``/inspect_audio`` and ``/model_info``. Both model endpoints share one queue
@@ -18,11 +18,13 @@ from typing import Any
 
 import gradio as gr
 
-from auk_app import instructions, outputs, ui_text
+from auk_app import instructions
+from auk_app.ui import outputs
+from auk_app.ui import text as ui_text
 from auk_app.audex.request import DECODED_SECONDS, MAX_SECONDS
 from auk_app.audex.request import DEFAULTS as AUDEX_DEFAULTS
 from auk_app.service import Studio
-from auk_app.ui_handlers import KNOBS, Handlers, field_updates, inputs_of, knob_updates
+from auk_app.ui.handlers import KNOBS, Handlers, field_updates, inputs_of, knob_updates
 
 GPU_QUEUE = "gpu"
 INTAKE_QUEUE = "intake"  # /inspect_audio decodes uploads: queued, a few at a time, like the model runs

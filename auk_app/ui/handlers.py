@@ -20,14 +20,16 @@ from typing import Any
 import gradio as gr
 from gradio.utils import get_upload_folder
 
-from auk_app import instructions, outputs, rvq_table, ui_text, upload_check
+from auk_app import instructions, upload_check
+from auk_app.ui import outputs, rvq_table
+from auk_app.ui import text as ui_text
 from auk_app.audex.request import DEFAULTS as AUDEX_DEFAULTS
 from auk_app.audex.request import MAX_CODEC_CAP, TRAINED_SECONDS, AudexRequest, audex_problems, codec_cap
 from auk_app.auk.request import EditRequest, edit_problems
 from auk_app.errors import AppError, Cancelled
 from auk_app.service import ModelEntry, Studio
-from auk_app.ui_runs import Runs
-from auk_app.zerogpu import gpu
+from auk_app.ui.runs import Runs
+from auk_app.ui.zerogpu import gpu
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +45,7 @@ _PHASES = {
 
 def inputs_of(handler) -> list[str]:
     """A handler's input names in order: its parameters less Gradio's progress and request.
-    The one list of an endpoint's inputs; ui.py wires components by these names."""
+    The one list of an endpoint's inputs; ui/app.py wires components by these names."""
     return [name for name in inspect.signature(handler).parameters if name not in ("progress", "request")]
 
 

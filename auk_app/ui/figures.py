@@ -16,7 +16,7 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from auk_app.audex.report_plot import draw_token_stream
+from auk_app.ui.token_plot import draw_token_stream
 
 N_FFT = 1024
 N_MELS = 80
@@ -93,7 +93,7 @@ def audex_panel(
     """The result's waveform and log-mel spectrogram above the titled token-stream plot(s).
 
     ``token_streams`` are (title, codec ids, validity report) triples, drawn by
-    :func:`auk_app.audex.report_plot.draw_token_stream`.
+    :func:`auk_app.ui.token_plot.draw_token_stream`.
     """
     heights = [0.8, 1.6] + [3.2] * len(token_streams)
     fig = Figure(figsize=(10, sum(heights) + 0.4), dpi=DPI, layout="constrained")
