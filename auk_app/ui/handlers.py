@@ -136,7 +136,8 @@ def knob_updates(entry: ModelEntry) -> tuple[dict, dict, dict, dict, dict]:
             gr.update(value=ui_text.flash_note(entry.label, steps, grid), elem_classes=["flash-note"]),
         )
     defaults = {key: "none" if value is None else f"{value:g}" for key, value in checkpoint.defaults.items()}
-    # Empty boxes (never 0, which nfe refuses): the placeholder shows what empty means.
+    # Empty (None) means the default, which the placeholder names. Gradio 6.31's number box draws
+    # None as 0 (its front end sets value ??= 0) but sends None while untouched.
     return (
         gr.update(value=None, interactive=True, placeholder=f"default: {defaults['nfe']}"),
         gr.update(value=None, interactive=True, placeholder=f"default: {defaults['cfg']}"),

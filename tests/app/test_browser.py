@@ -63,6 +63,10 @@ def test_upload_edit_and_flash_lock_in_chromium(flash_app, clips, browser, tmp_p
     browser.click("#advanced .label-wrap")
     browser.wait_for("document.querySelector('#sway input') !== null")  # the accordion renders on opening
     assert browser.evaluate(KNOBS_DISABLED) == [False, False, False]
+    # Each box names the checkpoint's default (Gradio 6.31's number box still draws an empty value as 0).
+    placeholders = browser.evaluate("[" + ", ".join(f"document.querySelector('#{k} input').placeholder"
+                                                    for k in SAMPLING) + "]")
+    assert all(p.startswith("default: ") for p in placeholders), placeholders
     browser.click("#model input")
     browser.click('li[role=option][aria-label^="AuK-Flash-test"]')
     browser.wait_for(f"{KNOBS_DISABLED}.every(Boolean)", timeout=20)
@@ -73,6 +77,21 @@ def test_upload_edit_and_flash_lock_in_chromium(flash_app, clips, browser, tmp_p
     browser.click("#model input")
     browser.click('li[role=option][aria-label="AuK-Tiny (demo)"]')
     browser.wait_for(f"!{KNOBS_DISABLED}.some(Boolean)", timeout=20)
+
+
+def test_on_a_phone_the_action_sits_by_the_input_and_the_builder_opens_on_what_the_model_does(app, tmp_path):
+    phone = Browser(tmp_path / "phone", width=420, height=900)
+    try:
+        phone.goto(app.url)
+        phone.wait_for("document.querySelector('#run-edit') !== null")
+        gap = phone.evaluate("document.querySelector('#run-edit').getBoundingClientRect().top"
+                             " - document.querySelector('#instruction').getBoundingClientRect().bottom")
+        assert 0 <= gap < 150, gap
+        # The demo model makes tones and moves levels: the builder opens on the volume task, without a warning.
+        assert "olume" in phone.evaluate("document.querySelector('#builder-task input').value")
+        _keep(phone.screenshot(tmp_path / "auk_studio_phone.png"))
+    finally:
+        phone.close()
 
 
 def test_text_to_audio_in_chromium(app, browser, tmp_path):
