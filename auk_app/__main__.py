@@ -35,6 +35,9 @@ def _parser() -> argparse.ArgumentParser:
     edit.add_argument("--sway", type=float)
     edit.add_argument("--t-grid", help="comma-separated time grid, e.g. 0,0.3,0.7,1")
     edit.add_argument("--seed", type=int)
+    edit.add_argument("--region", type=float, nargs=2, metavar=("START", "END"),
+                      help="edit only these seconds of --input (up to 30 s of a file of up to 10 minutes); "
+                           "the whole file is written, --seconds is then the region's new length")
     latent = edit.add_mutually_exclusive_group()
     latent.add_argument("--vae-sample", dest="vae_sample", action="store_true",
                         help="the source clip's latent is a draw from the VAE posterior seeded by --seed, as upstream "
@@ -75,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
         request = EditRequest(
             instruction=args.instruction, audio=args.input, seconds=args.seconds, nfe=args.nfe, cfg=args.cfg,
             sway=args.sway, t_grid=args.t_grid, seed=args.seed, vae_sample=args.vae_sample,
+            region_start=args.region[0] if args.region else None, region_end=args.region[1] if args.region else None,
             limits=studio.config.limits,
         )
         result, _ = studio.edit(request, args.checkpoint.name if args.checkpoint else "auto")

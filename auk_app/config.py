@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 AUK_SAMPLE_RATE = 24_000
 AUK_HOP = 480
@@ -43,6 +43,7 @@ class Limits:
     """What one request may ask for; every message that enforces these names the value."""
 
     max_input_seconds: float = 30.0  # the model was trained on targets up to 30 s
+    max_region_source_seconds: float = 600.0  # a region edit reads the whole file, up to 10 minutes
     min_seconds: float = MIN_SECONDS
     min_sample_rate: int = 4_000  # below this there is no speech band left to edit
     max_sample_rate: int = 768_000  # the highest rate audio interfaces record at
@@ -57,3 +58,7 @@ class Limits:
     max_grid_points: int = 65
     max_instruction_chars: int = 1000
     max_caption_chars: int = 1000
+
+    def for_region(self, region_end: float | None) -> Limits:
+        """The limits a source is read under: up to 10 minutes when a region of it is edited."""
+        return self if region_end is None else replace(self, max_input_seconds=self.max_region_source_seconds)

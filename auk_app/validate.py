@@ -67,9 +67,14 @@ def check_format(sample_rate: int, channels: int, n_samples: int, limits: Limits
         raise InputError("The clip is empty (0 samples). Upload a clip with sound in it.")
     seconds = n_samples / sample_rate
     if seconds > limits.max_input_seconds:
+        region_hint = (
+            f", or choose a region (region_start and region_end, up to {limits.max_target_seconds:g} s) to edit "
+            f"within it: a file with a region may last up to {limits.max_region_source_seconds:g} s"
+            if limits.max_input_seconds < limits.max_region_source_seconds else ""
+        )
         raise InputError(
             f"The clip lasts {_length(n_samples, sample_rate)}; the limit is {limits.max_input_seconds:g} s. "
-            f"Trim it to at most {limits.max_input_seconds:g} s and upload it again."
+            f"Trim it to at most {limits.max_input_seconds:g} s{region_hint}."
         )
     if seconds < limits.min_seconds:
         raise InputError(
@@ -121,6 +126,32 @@ def without_control_tokens(text: str, tokenizer) -> str:
     while pattern is not None and (cleaned := pattern.sub("", text)) != text:
         text = cleaned
     return text
+
+
+def check_region(start, end, limits: Limits) -> tuple[float, float] | None:
+    """(start, end) in seconds of the part of the clip to edit; None (no end) for the whole clip.
+    An empty start is the clip's beginning."""
+    if end is None:
+        return None
+    start = 0.0 if start is None else start
+    if not (_is_number(start) and _is_number(end)) or not (math.isfinite(start) and math.isfinite(end)):
+        raise InputError(
+            f"region_start and region_end are seconds; got {shown(start)} and {shown(end)}. "
+            "Leave region_end empty to edit the whole clip."
+        )
+    if start < 0 or end <= start:
+        raise InputError(
+            f"region_end ({end:g} s) must come after region_start ({start:g} s), and the start may not be negative."
+        )
+    length = end - start
+    if length > limits.max_target_seconds:
+        raise InputError(
+            f"The region lasts {length:g} s; the model edits at most {limits.max_target_seconds:g} s at a time. "
+            "Choose a shorter region."
+        )
+    if length < limits.min_seconds:
+        raise InputError(f"The region lasts {length:g} s; the shortest is {limits.min_seconds:g} s. Choose a longer one.")
+    return float(start), float(end)
 
 
 def check_caption(caption: str, limits: Limits) -> str:

@@ -3,6 +3,7 @@ exits with status 2 and writes no file; the command refuses what the app refuses
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -64,3 +65,21 @@ def test_a_request_that_cannot_be_served_is_one_sentence_and_status_2(tmp_path, 
     assert done.returncode == 2, done.stderr
     assert words in done.stderr and done.stderr.strip().count("\n") == 0, done.stderr
     assert done.stdout == "" and set(tmp_path.rglob("*")) == before  # nothing written, not even a partial file
+
+
+def test_region_edit_writes_the_whole_file(tmp_path):
+    source, out = tmp_path / "long.wav", tmp_path / "out.wav"
+    t = np.arange(35 * SR) / SR
+    sf.write(source, (0.3 * np.sin(2 * np.pi * 220 * t)).astype(np.float32), SR, subtype="PCM_16")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run(
+        [sys.executable, "-m", "auk_app", "edit", "--input", str(source), "--instruction", "Decrease the volume by 6 dB.",
+         "--output", str(out), "--nfe", "2", "--seed", "1", "--region", "10", "12.5"],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["region"] == [10.0, 12.5]
+    before, after = sf.read(source, dtype="int16")[0], sf.read(out, dtype="int16")[0]
+    assert after.shape == before.shape
+    np.testing.assert_array_equal(after[: 10 * SR], before[: 10 * SR])
+    np.testing.assert_array_equal(after[int(12.5 * SR):], before[int(12.5 * SR):])

@@ -29,10 +29,11 @@ import numpy as np
 import torch
 
 from auk_app import dsp
-from auk_app.audio_io import load_audio
+from auk_app.audio_io import Waveform, load_audio
 from auk_app.auk.checkpoint import AuKCheckpoint, AuKModel, load_auk_checkpoint, read_auk_checkpoint
 from auk_app.auk.conditioner import TextConditioner, fuse_hidden_states, load_conditioner
 from auk_app.auk.sampler import sample_latents
+from auk_app.auk.region import plan_region, splice
 from auk_app.auk.request import EditRecord, EditRequest, EditResult
 from auk_app.config import MAX_TOTAL_FRAMES, QWEN_SAMPLE_RATE, Limits, frames_for_seconds
 from auk_app.errors import Cancelled, CheckpointError
@@ -147,11 +148,16 @@ class AuKPipeline:
                 raise Cancelled("Stopped before the result was ready; nothing was produced.")
 
         recipe = self._recipe(request)
-        clip = None
-        if request.audio is not None:
+        clip, whole, plan = None, None, None
+        if request.region is not None:
+            clip, whole, plan = _prepare_region(request, self.limits, self.checkpoint, want_16k=self._uses_audio())
+        elif request.audio is not None:
             clip = _prepare_clip(request.audio, self.limits, self.checkpoint, want_16k=self._uses_audio())
-        fit = request.fit_to_source and clip is not None and request.seconds is None
-        gen_frames, ref_frames, capped = _frame_budget(request.seconds, clip, fit)
+        fit = (request.fit_to_source or plan is not None) and clip is not None and request.seconds is None
+        seconds = request.seconds
+        if plan is not None and seconds is not None:  # the region's target, with the window's context around it
+            seconds += (plan.before + plan.after) / self.checkpoint.sample_rate
+        gen_frames, ref_frames, capped = _frame_budget(seconds, clip, fit)
         timings["prepare"] = time.perf_counter() - started
 
         with self._lock:
@@ -202,6 +208,8 @@ class AuKPipeline:
                 wav = vae.decode(latents.float())[0].cpu().numpy().astype(np.float32)
             if fit:
                 wav = wav[: clip.wav_24k.shape[0]]
+            if plan is not None:
+                wav = splice(whole, plan, wav)
             report("decode", 1, 1)
             timings["decode"] = time.perf_counter() - tick
 
@@ -231,6 +239,11 @@ class AuKPipeline:
             source_samples_24k=clip.wav_24k.shape[0] if clip else None,
             source_sample_rate=clip.source_rate if clip else None,
             source_channels=clip.source_channels if clip else None,
+            region=request.region,
+            region_context=None if plan is None else (plan.before / sample_rate, plan.after / sample_rate),
+            region_crossfade=None if plan is None else plan.crossfade / sample_rate,
+            region_seconds=None if plan is None else (wav.shape[0] - whole.shape[0]) / sample_rate + (
+                request.region[1] - request.region[0]),
             vae_sample=request.vae_sample,
             condition_cache_hit=cache_hit,
             timings={k: round(v, 4) for k, v in timings.items()},
@@ -238,7 +251,8 @@ class AuKPipeline:
             device=str(self.device),
             dtype=self.precision.name,
         )
-        return EditResult(wav=wav, sample_rate=sample_rate, record=record, source=clip.wav_24k if clip else None)
+        source = whole if plan is not None else clip.wav_24k if clip else None
+        return EditResult(wav=wav, sample_rate=sample_rate, record=record, source=source)
 
     # ------------------------------------------------------------------ steps
 
@@ -311,20 +325,42 @@ class AuKPipeline:
             torch.cuda.empty_cache()
 
 
-def _prepare_clip(source, limits: Limits, checkpoint: AuKCheckpoint, *, want_16k: bool) -> _Clip:
+def _read_mono(source, limits: Limits) -> tuple[Waveform, np.ndarray]:
+    """The source and its mono mix, through the same checks as an upload."""
     waveform = load_audio(source, limits)
     mono = dsp.to_mono(waveform.samples)
     check_clip(mono, waveform.sample_rate, limits, channels=waveform.channels)
-    wav_24k = np.ascontiguousarray(dsp.resample(mono, waveform.sample_rate, checkpoint.sample_rate))
+    return waveform, mono
+
+
+def _clip(wav_24k: np.ndarray, wav_16k: np.ndarray | None, waveform: Waveform, checkpoint: AuKCheckpoint) -> _Clip:
     return _Clip(
-        wav_24k=wav_24k,
-        wav_16k=dsp.resample(mono, waveform.sample_rate, QWEN_SAMPLE_RATE) if want_16k else None,
+        wav_24k=np.ascontiguousarray(wav_24k),
+        wav_16k=wav_16k,
         source_seconds=waveform.seconds,
         source_rate=waveform.sample_rate,
         source_channels=waveform.channels,
-        digest=hashlib.sha1(wav_24k.tobytes()).hexdigest(),
+        digest=hashlib.sha1(np.ascontiguousarray(wav_24k).tobytes()).hexdigest(),
         hop=checkpoint.hop,
     )
+
+
+def _prepare_clip(source, limits: Limits, checkpoint: AuKCheckpoint, *, want_16k: bool) -> _Clip:
+    waveform, mono = _read_mono(source, limits)
+    wav_24k = dsp.resample(mono, waveform.sample_rate, checkpoint.sample_rate)
+    wav_16k = dsp.resample(mono, waveform.sample_rate, QWEN_SAMPLE_RATE) if want_16k else None
+    return _clip(wav_24k, wav_16k, waveform, checkpoint)
+
+
+def _prepare_region(request: EditRequest, limits: Limits, checkpoint: AuKCheckpoint, *, want_16k: bool):
+    """(the window the model edits as a clip, the whole source at the VAE's rate, the region plan)."""
+    waveform, mono = _read_mono(request.audio, limits.for_region(request.region_end))
+    rate = checkpoint.sample_rate
+    whole = dsp.resample(mono, waveform.sample_rate, rate)
+    plan = plan_region(*request.region, whole.shape[0], rate, limits.max_input_seconds)
+    window = whole[plan.window_start: plan.window_end]
+    wav_16k = dsp.resample(window, rate, QWEN_SAMPLE_RATE) if want_16k else None
+    return _clip(window, wav_16k, waveform, checkpoint), whole, plan
 
 
 def _frame_budget(seconds: float | None, clip: _Clip | None, fit: bool) -> tuple[int, int, bool]:

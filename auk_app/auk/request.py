@@ -17,10 +17,10 @@ import numpy as np
 
 from auk_app.audio_io import Waveform
 from auk_app.config import Limits
-from auk_app.errors import AppError
+from auk_app.errors import AppError, InputError
 from auk_app.validate import (
-    check_cfg, check_duration_known, check_instruction, check_nfe, check_seconds, check_seed, check_sway,
-    field_problems, parse_t_grid,
+    check_cfg, check_duration_known, check_instruction, check_nfe, check_region, check_seconds, check_seed,
+    check_sway, field_problems, parse_t_grid,
 )
 
 AudioSource = str | Path | tuple[np.ndarray, int] | Waveform
@@ -59,6 +59,11 @@ class EditRequest:
     # With automatic duration: generate ceil(source / hop) frames and trim the output to the
     # source's exact length at 24 kHz, instead of the clip's whole frames only.
     fit_to_source: bool = False
+    # A part of a longer clip to edit, in seconds (region_end None: the whole clip; region_start
+    # None: from the beginning). The clip may then
+    # last up to Limits.max_region_source_seconds; see auk.region for how the edit goes back in.
+    region_start: float | None = None
+    region_end: float | None = None
     limits: Limits = field(default_factory=Limits, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -66,6 +71,20 @@ class EditRequest:
             object.__setattr__(self, name, check(getattr(self, name)))
         check_duration_known(self.seconds, self.audio is not None)
         object.__setattr__(self, "vae_sample", bool(self.vae_sample))
+        region = _check_region(self.region_start, self.region_end, self.audio is not None, self.limits)
+        object.__setattr__(self, "region_start", None if region is None else region[0])
+        object.__setattr__(self, "region_end", None if region is None else region[1])
+
+    @property
+    def region(self) -> tuple[float, float] | None:
+        return None if self.region_end is None else (self.region_start, self.region_end)
+
+
+def _check_region(start, end, has_clip: bool, limits: Limits) -> tuple[float, float] | None:
+    region = check_region(start, end, limits)
+    if region is not None and not has_clip:
+        raise InputError("A region is a part of a clip: upload the clip to edit, or leave the region empty.")
+    return region
 
 
 def edit_problems(values: Mapping[str, Any], limits: Limits) -> dict[str, str]:
@@ -76,6 +95,11 @@ def edit_problems(values: Mapping[str, Any], limits: Limits) -> dict[str, str]:
             check_duration_known(check_seconds(values["seconds"], limits), values.get("audio") is not None)
         except AppError as exc:
             problems["seconds"] = str(exc)
+    if "region_end" in values:
+        try:
+            _check_region(values.get("region_start"), values["region_end"], values.get("audio") is not None, limits)
+        except AppError as exc:
+            problems["region_end"] = str(exc)
     return problems
 
 
@@ -104,6 +128,10 @@ class EditRecord:
     source_samples_24k: int | None
     source_sample_rate: int | None
     source_channels: int | None
+    region: tuple[float, float] | None  # seconds of the source that were edited; None: the whole clip
+    region_context: tuple[float, float] | None  # seconds of context the model saw before and after it
+    region_crossfade: float | None  # seconds of equal-power crossfade at each edge, inside the region
+    region_seconds: float | None  # the region's length after the edit
     vae_sample: bool
     condition_cache_hit: bool
     timings: dict[str, float]

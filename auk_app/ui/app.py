@@ -134,6 +134,13 @@ def _edit_tab(studio: Studio, handlers: Handlers) -> SimpleNamespace:
             )
             c.seconds.render()
             with gr.Row():
+                c.region_start = gr.Number(label="Region start (s)", elem_id="region-start",
+                                           info="Edit only a part of a clip of up to "
+                                                f"{limits.max_region_source_seconds / 60:g} minutes; empty: all of it.")
+                c.region_end = gr.Number(label="Region end (s)", elem_id="region-end",
+                                         info=f"Empty: no region. At most {limits.max_target_seconds:g} s after the "
+                                              "start; the rest of the clip comes back unchanged.")
+            with gr.Row():
                 c.seed = gr.Number(0, label="Seed", step=1, elem_id="seed",
                                    info="0 to 2^63−1; the seed used is written back here.")
                 c.randomize_seed = gr.Checkbox(True, label="Randomise seed", elem_id="randomize")
@@ -280,7 +287,8 @@ def build_demo(studio: Studio) -> gr.Blocks:
         fields = [getattr(e, name) for name in instructions.FIELD_NAMES]
         builder = [e.task, *fields, e.source_seconds, e.language]
         e.task.change(field_updates, e.task, fields, **private)
-        e.audio.change(h.on_audio_change, e.audio, [e.verdict, e.source_seconds], **private).then(
+        gr.on([e.audio.change, e.region_start.change, e.region_end.change], h.on_audio_change,
+              [e.audio, e.region_start, e.region_end], [e.verdict, e.source_seconds], **private).then(
             h.preview, builder, [e.built_md, e.built], **private)
         gr.on([e.task.change, e.language.change] + [f.change for f in fields], h.preview, builder,
               [e.built_md, e.built], **private)

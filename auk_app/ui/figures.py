@@ -51,10 +51,12 @@ def before_after(
     *,
     source: np.ndarray | None = None,
     caption: str = "",
+    region: tuple[float, float] | None = None,
 ) -> Path:
     """Waveforms (source grey behind the result) and the log-mel spectrograms of both, stacked.
 
     ``output`` and ``source`` are mono at ``sample_rate``; without a source only the result is drawn.
+    An edited ``region`` (seconds) is shaded on every panel.
     """
     clips = [("source", source), ("result", output)] if source is not None else [("result", output)]
     fig = Figure(figsize=(12, 2.2 + 2.0 * len(clips)), dpi=DPI, layout="constrained")
@@ -76,6 +78,10 @@ def before_after(
     shared = "shared scale, " if source is not None else ""
     fig.colorbar(image, ax=list(spec_axes), label=f"dB re 1.0 ({shared}{DYNAMIC_RANGE_DB} dB shown)", shrink=0.9)
     spec_axes[-1].set_xlabel("time (s)")
+    if region is not None:
+        for ax in axes:
+            ax.axvspan(*region, color="gold", alpha=0.18, linewidth=0, label="edited region" if ax is wave_ax else None)
+        wave_ax.legend(loc="upper right", fontsize=8, ncols=len(clips) + 1)
     longest = max(mono.shape[0] for _, mono in clips) / sample_rate
     wave_ax.set_xlim(0, max(longest, 1e-3))
     fig.suptitle(caption, fontsize=9)

@@ -208,9 +208,13 @@ class Handlers:
             values.pop("seed")
         problems = edit_problems(values, self.limits)
         if values["audio"] is not None:
-            findings = upload_check.check_upload(values["audio"], self.limits)
+            findings = upload_check.check_upload(values["audio"], self.limits.for_region(values["region_end"]))
             if findings["verdict"] == "rejected":
                 problems["audio"] = findings["message"]
+            elif "region_end" not in problems and values["region_end"] is not None \
+                    and values["region_end"] > findings["duration_s"]:
+                problems["region_end"] = (f"The region ends at {values['region_end']:g} s, past the clip's end at "
+                                          f"{findings['duration_s']:.2f} s.")
         try:
             self.studio.entry(values["model"])
         except AppError as exc:
@@ -218,27 +222,30 @@ class Handlers:
         return _verdicts(inputs_of(self._edit_audio), problems)
 
     def _edit_audio(self, audio=None, instruction=None, model="auto", seconds=0, nfe=None, cfg=None, sway=None,
-                    t_grid=None, seed=0, randomize_seed=True, vae_sample=True, progress=gr.Progress(),
-                    request: gr.Request = None):
+                    t_grid=None, seed=0, randomize_seed=True, vae_sample=True, region_start=None, region_end=None,
+                    progress=gr.Progress(), request: gr.Request = None):
         """Edit a clip, or generate speech/audio from the instruction alone, with AuK.
 
         Returns the 24 kHz WAV (PCM16, at the level the model produced), the before/after PNG and the
         manifest. seconds 0 = automatic (exactly the source's length); nfe/cfg/sway/t_grid left empty
         use the chosen model's defaults (Flash always runs its fixed recipe). vae_sample True draws the
         clip's latent from the VAE posterior with the seed, as upstream AuK does; False takes its mean.
+        region_start/region_end (seconds) edit only that part of a clip of up to 10 minutes and return
+        the whole clip; seconds then sets the region's new length (0: unchanged).
         """
         stop = self._runs.flag(request)
         try:
             edit = EditRequest(
                 instruction=instruction, audio=audio, seconds=seconds, nfe=nfe, cfg=cfg, sway=sway, t_grid=t_grid,
-                seed=None if randomize_seed else seed, vae_sample=vae_sample, fit_to_source=True, limits=self.limits,
+                seed=None if randomize_seed else seed, vae_sample=vae_sample, fit_to_source=True,
+                region_start=region_start, region_end=region_end, limits=self.limits,
             )
             result, entry = self.studio.edit(edit, model, progress=_auk_progress(progress), should_stop=stop.is_set)
             _raise_if_stopped(stop)
             made = outputs.render_edit(
                 result, entry, source_path=audio, randomized_seed=bool(randomize_seed), root=_output_root(),
                 requested={"seconds": seconds, "nfe": nfe, "cfg": cfg, "sway": sway, "t_grid": t_grid or None,
-                           "vae_sample": vae_sample},
+                           "vae_sample": vae_sample, "region_start": region_start, "region_end": region_end},
             )
         except Exception as exc:
             raise _gr_error(exc) from exc
@@ -306,10 +313,16 @@ class Handlers:
             gr.Warning(str(exc))
             return gr.update(value="auto"), *knob_updates(self.studio.entry("auto"))
 
-    def on_audio_change(self, audio):
-        findings = None if audio is None else upload_check.check_upload(audio, self.limits)
+    def on_audio_change(self, audio, region_start=None, region_end=None):
+        """The upload's verdict (under a region's longer limit when one is set) and the length the
+        builder estimates durations from: the region's when one is set, else the clip's."""
+        findings = None if audio is None else upload_check.check_upload(audio, self.limits.for_region(region_end))
         usable = findings is not None and findings["verdict"] != "rejected"
-        return ui_text.upload_verdict(findings), (findings["duration_s"] if usable else None)
+        length = findings["duration_s"] if usable else None
+        start = region_start or 0.0
+        if usable and region_end is not None and region_end > start:
+            length = region_end - start
+        return ui_text.upload_verdict(findings), length
 
     def preview(self, task_key, mode, text, original, option, amount, source_seconds, language=instructions.EN):
         fields = {"mode": mode, "text": text, "original": original, "option": option, "amount": amount}

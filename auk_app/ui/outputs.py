@@ -97,7 +97,7 @@ def render_edit(
     }
     figure = figures.before_after(
         folder / f"{stem}.png", wav, result.sample_rate, source=result.source,
-        caption=f"{record.instruction[:110]}\n{levels.describe(before, after)}",
+        caption=f"{record.instruction[:110]}\n{levels.describe(before, after)}", region=record.region,
     )
     manifest = edit_manifest(
         record,
