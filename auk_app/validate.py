@@ -103,15 +103,19 @@ def check_clip(mono: np.ndarray, sample_rate: int, limits: Limits, *, channels: 
         )
 
 
-def check_instruction(instruction: str, limits: Limits) -> str:
-    text = instruction.strip() if isinstance(instruction, str) else ""
+def _check_text(value, what: str, limit: int, example: str) -> str:
+    """Stripped user text: not empty, at most ``limit`` characters."""
+    text = value.strip() if isinstance(value, str) else ""
     if not text:
-        raise InputError("The instruction is empty. Describe the edit or the sound, e.g. \"Raise the pitch by 2 semitones.\"")
-    if len(text) > limits.max_instruction_chars:
-        raise InputError(
-            f"The instruction has {len(text)} characters; the limit is {limits.max_instruction_chars}. Shorten it."
-        )
+        raise InputError(f"The {what} is empty. {example}")
+    if len(text) > limit:
+        raise InputError(f"The {what} has {len(text)} characters; the limit is {limit}. Shorten it.")
     return text
+
+
+def check_instruction(instruction: str, limits: Limits) -> str:
+    return _check_text(instruction, "instruction", limits.max_instruction_chars,
+                       "Describe the edit or the sound, e.g. \"Raise the pitch by 2 semitones.\"")
 
 
 def without_control_tokens(text: str, tokenizer) -> str:
@@ -155,14 +159,8 @@ def check_region(start, end, limits: Limits) -> tuple[float, float] | None:
 
 
 def check_caption(caption: str, limits: Limits) -> str:
-    text = caption.strip() if isinstance(caption, str) else ""
-    if not text:
-        raise InputError("The caption is empty. Describe the sound to generate, e.g. “Rain falling on a tin roof”.")
-    if len(text) > limits.max_caption_chars:
-        raise InputError(
-            f"The caption has {len(text)} characters; the limit is {limits.max_caption_chars}. Shorten it."
-        )
-    return text
+    return _check_text(caption, "caption", limits.max_caption_chars,
+                       "Describe the sound to generate, e.g. “Rain falling on a tin roof”.")
 
 
 def check_seconds(seconds: float | None, limits: Limits) -> float | None:

@@ -107,21 +107,17 @@ def test_missing_and_unexpected_dit_keys_are_named(tmp_path):
     assert "unexpected keys: extra.weight" in str(error.value)
 
 
-def test_missing_fusion_tensors_are_named(tmp_path):
-    _write(tmp_path, layout="assembled")
-    tensors = load_file(str(tmp_path / "auk.safetensors"))
-    del tensors["layer_scale"]
-    save_file(tensors, str(tmp_path / "auk.safetensors"))
-    with pytest.raises(CheckpointError, match="missing keys: layer_scale"):
-        load_auk_checkpoint(tmp_path)
-
-
-def test_vae_mismatch_is_refused(tmp_path):
-    _write(tmp_path)
-    tensors = load_file(str(tmp_path / "vae.safetensors"))
-    del tensors["conv_post.weight_g"]
-    save_file(tensors, str(tmp_path / "vae.safetensors"))
-    with pytest.raises(CheckpointError, match="vae.safetensors does not match the AuK VAE: 1 missing keys: conv_post.weight_g"):
+@pytest.mark.parametrize(("layout", "file", "key", "message"), [
+    ("assembled", "auk.safetensors", "layer_scale", "missing keys: layer_scale"),
+    ("release", "vae.safetensors", "conv_post.weight_g",
+     "vae.safetensors does not match the AuK VAE: 1 missing keys: conv_post.weight_g"),
+])
+def test_a_missing_tensor_is_named(tmp_path, layout, file, key, message):
+    _write(tmp_path, layout=layout)
+    tensors = load_file(str(tmp_path / file))
+    del tensors[key]
+    save_file(tensors, str(tmp_path / file))
+    with pytest.raises(CheckpointError, match=message):
         load_auk_checkpoint(tmp_path)
 
 
