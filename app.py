@@ -86,6 +86,7 @@ def main(argv: list[str] | None = None) -> None:
             studio.audex().load()
     except AppError as exc:
         sys.exit(f"AuK Studio cannot start: {exc}")
+    print(ui.serving_line(studio.info()), flush=True)
     demo = ui.build_demo(studio)
     demo.launch(
         server_name=args.host or os.environ.get("GRADIO_SERVER_NAME") or DEFAULT_HOST,

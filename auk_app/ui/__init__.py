@@ -5,5 +5,6 @@ types alone (tests/app/test_layering.py holds both rules).
 """
 
 from auk_app.ui.app import build_demo, launch_options
+from auk_app.ui.text import serving_line
 
-__all__ = ["build_demo", "launch_options"]
+__all__ = ["build_demo", "launch_options", "serving_line"]

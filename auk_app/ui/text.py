@@ -31,6 +31,15 @@ def status_line(info: dict[str, Any]) -> str:
     )
 
 
+def serving_line(info: dict[str, Any]) -> str:
+    """The console's first word on what this server runs, from Studio.info()."""
+    default = info["models"][info["default_model"]]
+    audex = "the tiny untrained Audex demo" if info["audex_demo"] else "Nemotron-Labs-Audex-2B"
+    weights = "the embedded demo model (no released weights found)" if default["demo"] else "released weights"
+    return (f"AuK Studio serves {default['label']} ({weights}) and {audex} on {info['device']}, "
+            f"{info['dtype']}; models load on first use unless --preload.")
+
+
 def demo_banner() -> str:
     return (
         "⚠ **The embedded demo model is in use, not the released AuK weights.** AuK-Tiny is a small model "

@@ -50,4 +50,6 @@ def test_app_starts_serves_the_demo_and_writes_nothing_where_it_runs(app_command
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait()
+    console = server.stdout.read()
     assert list(workdir.iterdir()) == []
+    assert "AuK Studio serves AuK-Tiny (demo) (the embedded demo model" in console  # says what it serves
