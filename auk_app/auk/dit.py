@@ -11,8 +11,8 @@ after stripping ``transformer.``, so ``load_state_dict(strict=True)`` works as i
 A call is two phases: :meth:`AuKTransformer.prepare` builds an :class:`AuKStepContext` once per
 request (text projection, reference embedding, masks, rotary tables) and
 :meth:`AuKTransformer.step` runs once per Euler step on it; ``forward`` is the two in a row.
-Keeping request state in the context, not on the module, leaves the step a fixed function of
-its inputs.
+Keeping request state in the context, not on the module, is what lets a CUDA graph replay the
+step (:mod:`auk_app.auk.step_graphs`).
 
 Numerics follow the public vLLM-Omni port, which the reference fixtures pin:
 * rotary positions follow the padding masks (the count of valid tokens up to and
@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 import torch
@@ -37,6 +37,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
+from auk_app.auk.step_graphs import StepGraphs
 
 _RMS_EPS = torch.finfo(torch.float32).eps  # 1.1920929e-07
 _LN_EPS = 1e-6
@@ -374,6 +375,8 @@ class AuKTransformer(nn.Module):
         # request state in an AuKStepContext instead.
         self.text_cond: torch.Tensor | None = None
         self.text_uncond: torch.Tensor | None = None
+        # CUDA graphs of step(), per shape bucket; they belong to these weights, not to a request.
+        self._step_graphs = StepGraphs()
 
     def clear_cache(self) -> None:
         """Drop the cached text projection. Call this when the conditioning changes."""
@@ -403,7 +406,6 @@ class AuKTransformer(nn.Module):
         Arguments are those of :meth:`forward` (``target_frames`` is ``x``'s n);
         ``text_projection`` reuses a projection of ``text`` computed earlier.
         """
-        batch = text.shape[0]
         if c_mask is None:
             c_mask = (text != 0).any(dim=-1)
         if ref is not None and ref.shape[1] == 0:
@@ -466,6 +468,26 @@ class AuKTransformer(nn.Module):
         for block in self.single_transformer_blocks:
             h = block(h, emb, mask=ctx.single_mask, rope=ctx.rope_single)
         return self.proj_out(self.norm_out(h[:, -x.shape[1]:], emb))
+
+    def stepper(
+        self,
+        *,
+        text: torch.Tensor,
+        c_mask: torch.Tensor | None,
+        ref: torch.Tensor | None,
+        ref_mask: torch.Tensor | None,
+        target_frames: int,
+        cfg_infer: bool,
+        static: bool | None = None,
+    ) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
+        """One request's step function ``(x [b, n, L], time) -> velocity``: :meth:`step` under
+        its :meth:`prepare` context. On CUDA it replays a graph of the request's shape bucket;
+        ``static`` forces (True) or skips (False) the bucketed static-buffer path, which off
+        CUDA runs eagerly (see :mod:`auk_app.auk.step_graphs`)."""
+        return self._step_graphs.stepper(
+            self, text=text, c_mask=c_mask, ref=ref, ref_mask=ref_mask, target_frames=target_frames,
+            cfg_infer=cfg_infer, static=static,
+        )  # fmt: skip
 
     def forward(
         self,

@@ -3,8 +3,8 @@
 The batch dimension carries the CFG branches [conditional; unconditional], so one call
 serves one request. The velocity is ``v_c + cfg·(v_c − v_u)`` (the F5-TTS form), blended here
 from the two rows the DiT step returns; below ``cfg = 1e-5`` the unconditional branch is not run
-at all. The request's conditioning is prepared once (``AuKTransformer.prepare``), so each Euler
-step is one ``AuKTransformer.step``.
+at all. The request's conditioning is prepared once (``AuKTransformer.stepper``), so each Euler
+step is one DiT step, replayed from a CUDA graph on CUDA.
 """
 
 from __future__ import annotations
@@ -114,9 +114,11 @@ def sample_latents(
     guided = cfg_strength >= CFG_OFF_BELOW
     steps = grid.numel() - 1
     with torch.inference_mode():
-        ctx = dit.prepare(text, target_frames=gen_frames, c_mask=c_mask, ref=ref, ref_mask=ref_mask, cfg_infer=guided)
+        step = dit.stepper(
+            text=text, c_mask=c_mask, ref=ref, ref_mask=ref_mask, target_frames=gen_frames, cfg_infer=guided
+        )
         for i in range(steps):
-            v = dit.step(x.to(model_dtype), grid[i].to(state_dtype), ctx)
+            v = step(x.to(model_dtype), grid[i].to(state_dtype))
             if guided:
                 v_c, v_u = v.chunk(2)
                 v = v_c + cfg_strength * (v_c - v_u)
