@@ -12,10 +12,12 @@ position. That holds only with masks inside attention (``attn_mask_enabled``), a
 request that would otherwise run unmasked has no text padding of its own (its single-stream
 blocks would see plain positions); other requests keep their exact shapes as their own bucket.
 
-A bucket's first request waits for its capture: two eager warm-up steps and one captured step,
+Graphs hold the weights' addresses. A request captures only when the weights sit where they sat
+for the previous request; otherwise the graphs are dropped and the request runs eagerly, so the
+very first request and every request whose weights ``--offload`` moved run as before. A bucket's
+first graphed request waits for its capture: two eager warm-up steps and one captured step,
 about three eager steps (≈0.1 s at real size, estimated from the eager step; not measured).
-Graphs hold the weights' addresses, so they are dropped whenever the weights have moved (the
-pipeline's ``--offload`` moves them for every request). Off CUDA nothing is captured: by default
+Off CUDA nothing is captured: by default
 the plain ``prepare``/``step`` pair runs, and ``static=True`` runs the bucketed static-buffer
 path eagerly, which is how its logic is tested without a GPU.
 """
@@ -152,7 +154,7 @@ class StepGraphs:
         static: bool | None = None,
     ) -> Step:
         """See :meth:`AuKTransformer.stepper`."""
-        capture = text.device.type == "cuda"
+        capture = text.device.type == "cuda" and self._weights_stayed(dit)
         if not (capture if static is None else static):
             ctx = dit.prepare(text, target_frames=target_frames, c_mask=c_mask, ref=ref, ref_mask=ref_mask, cfg_infer=cfg_infer)
             return lambda x, time: dit.step(x, time, ctx)
@@ -179,13 +181,17 @@ class StepGraphs:
 
         return step
 
+    def _weights_stayed(self, dit: AuKTransformer) -> bool:
+        """Whether the weights are where they were at the previous call; if not, drop the graphs."""
+        weights = tuple(p.data_ptr() for p in dit.parameters())
+        if weights == self._weights:
+            return True
+        self._buckets.clear()
+        self._pool = None
+        self._weights = weights
+        return False
+
     def _entry(self, dit, key, ctx, x_shape, dtype, capture: bool) -> _Bucket:
-        if capture:
-            weights = tuple(p.data_ptr() for p in dit.parameters())
-            if weights != self._weights:
-                self._buckets.clear()
-                self._pool = None
-                self._weights = weights
         entry = self._buckets.get(key)
         if entry is not None:
             entry.ctx.copy_(ctx)

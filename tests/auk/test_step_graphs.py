@@ -127,6 +127,18 @@ def test_a_copied_dit_starts_without_graphs():
     assert len(dit._step_graphs) == 1 and len(copy.deepcopy(dit)._step_graphs) == 0
 
 
+def test_graphs_are_captured_only_for_weights_that_stayed_put():
+    dit = _dit()
+    graphs = dit._step_graphs
+    x, time, request = _request(None)
+    with torch.no_grad():
+        dit.stepper(**request, cfg_infer=False, static=True)(x, time)
+    assert not graphs._weights_stayed(dit) and len(graphs) == 0  # unseen weights: buckets dropped
+    assert graphs._weights_stayed(dit)
+    dit.double()  # new storage, as an offloaded module gets when it comes back
+    assert not graphs._weights_stayed(dit)
+
+
 @requires_cuda
 @pytest.mark.parametrize("precision", ["float32", "autocast-bf16", "bfloat16"])
 def test_graph_replay_equals_the_eager_step_on_cuda(precision):
@@ -138,7 +150,9 @@ def test_graph_replay_equals_the_eager_step_on_cuda(precision):
     x, time, request = _request(6, extra_masked_ref_frame=True)
     request = {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in request.items()}
     x, time = x.to(device, chosen.weights), time.to(device)
-    for scale in (1.0, -0.5):  # the second request replays the graph captured by the first, in a new autocast
+    # The first request runs eagerly (weights not yet seen), the second captures, the third replays
+    # that graph under a new autocast context.
+    for scale in (1.0, -0.5, 2.0):
         inputs = dict(request, text=request["text"] * scale)
         with torch.inference_mode(), autocast(device, chosen):
             got = dit.stepper(**inputs, cfg_infer=True)(x, time)
