@@ -220,6 +220,7 @@ class StepGraphs:
                 dit.step(entry.x, entry.time, entry.ctx)
         torch.cuda.current_stream().wait_stream(side)
         graph = torch.cuda.CUDAGraph()
-        with _uncached_autocast("cuda"), torch.cuda.graph(graph, pool=self._pool):
+        # thread_local: an Audex request allocating on its own thread must not void this capture.
+        with _uncached_autocast("cuda"), torch.cuda.graph(graph, pool=self._pool, capture_error_mode="thread_local"):
             entry.out = dit.step(entry.x, entry.time, entry.ctx)
         entry.graph = graph
