@@ -30,6 +30,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable, Iterable, Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 import torch
@@ -89,15 +90,13 @@ _MASKED_KERNELS = [SDPBackend.CUDNN_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, S
 def _attend(q, k, v, key_mask: torch.Tensor | None) -> torch.Tensor:
     """The one attention call site: [b, h, N, dh] in, [b, N, h*dh] out.
 
-    Unmasked, SDPA picks the flash kernel on CUDA by itself; masked, cuDNN's is tried first.
+    Unmasked, SDPA picks the flash kernel on CUDA by itself; masked, cuDNN's is tried first
+    there. The CPU keeps its own default, which the fixtures' numbers come from.
     """
-    if key_mask is None:
-        out = F.scaled_dot_product_attention(q, k, v)
-    elif q.is_cuda:
-        with sdpa_kernel(_MASKED_KERNELS, set_priority=True):
-            out = F.scaled_dot_product_attention(q, k, v, attn_mask=key_mask[:, None, None, :])
-    else:
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=key_mask[:, None, None, :])
+    attn_mask = None if key_mask is None else key_mask[:, None, None, :]
+    kernels = sdpa_kernel(_MASKED_KERNELS, set_priority=True) if attn_mask is not None and q.is_cuda else nullcontext()
+    with kernels:
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask)
     return out.transpose(1, 2).flatten(2)
 
 

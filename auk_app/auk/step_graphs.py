@@ -102,7 +102,7 @@ def pad_to_bucket(
 class _Bucket:
     """A bucket's static inputs and output, and the graph that replays the step on them."""
 
-    x: torch.Tensor  # [b, n_bucket, L]; padded frames stay zero
+    x: torch.Tensor  # [b, n_bucket, L]; past a request's frames: zeros or an earlier request's, masked
     time: torch.Tensor  # 0-d float32
     ctx: AuKStepContext
     out: torch.Tensor | None = None
@@ -196,18 +196,18 @@ class StepGraphs:
         if entry is not None:
             entry.ctx.copy_(ctx)
             self._buckets.move_to_end(key)
-            return entry
-        device = ctx.text.device
-        entry = _Bucket(
-            x=torch.zeros(x_shape, dtype=dtype, device=device),
-            time=torch.zeros((), dtype=torch.float32, device=device),
-            ctx=ctx.clone(),
-        )
-        if capture:
+        else:
+            device = ctx.text.device
+            entry = _Bucket(
+                x=torch.zeros(x_shape, dtype=dtype, device=device),
+                time=torch.zeros((), dtype=torch.float32, device=device),
+                ctx=ctx.clone(),
+            )
+            self._buckets[key] = entry
+            if len(self._buckets) > MAX_GRAPHS:
+                self._buckets.popitem(last=False)
+        if capture and entry.graph is None:
             self._capture(dit, entry)
-        self._buckets[key] = entry
-        if len(self._buckets) > MAX_GRAPHS:
-            self._buckets.popitem(last=False)
         return entry
 
     def _capture(self, dit: AuKTransformer, entry: _Bucket) -> None:
