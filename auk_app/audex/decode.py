@@ -119,7 +119,7 @@ class DecodeState:
         config = lm.config
         param = next(lm.parameters())
         device = param.device
-        shape = (rows, config.num_key_value_heads, positions, config.head_dim)
+        shape = (rows, config.num_key_value_heads, positions, lm.model.layers[0].self_attn.head_dim)
         self.keys = [torch.zeros(shape, dtype=param.dtype, device=device) for _ in range(config.num_hidden_layers)]
         self.values = [torch.zeros_like(k) for k in self.keys]
         self.rows, self.positions, self.masked = rows, positions, masked

@@ -29,7 +29,7 @@ from typing import Any
 
 import torch
 
-from auk_app.audex.decode import Knobs
+from auk_app.audex.decode import DecodeState, Knobs
 from auk_app.audex.decode_graphs import decoding
 from auk_app.audex.params import TTASampling
 from auk_app.audex.tta import TTARVQPhaseMaskLogitsProcessor
@@ -126,9 +126,8 @@ def sample_stream(
                 "Press Generate to start again."
             )
 
-    needed = len(cond_ids) + total + CHUNK  # room for the tokens a chunk samples past the end
     with torch.inference_mode(), decoding(
-        lm, vocab, rows=len(rows), needed=needed, masked=params.use_mask and fast, knobs=knobs, graphed=fast
+        lm, vocab, rows=len(rows), needed=len(cond_ids) + total, masked=params.use_mask and fast, knobs=knobs, graphed=fast
     ) as (state, step):
         prompts = torch.tensor(rows, dtype=torch.long, device=state.token.device)
         run = _Run(lm, state, vocab, params, tokens, progress, stop_check)
@@ -155,7 +154,7 @@ class _Run:
     """One request's loop state: the decode buffers, the host's token list and the callbacks."""
 
     lm: Any
-    state: Any  # DecodeState
+    state: DecodeState
     vocab: AudexVocab
     params: TTASampling
     tokens: list[int]
