@@ -11,6 +11,7 @@ __version__ = "0.1.0"
 _PUBLIC = {
     # AuK core
     "AuKTransformer": "auk_app.auk.dit",
+    "AuKStepContext": "auk_app.auk.dit",
     "dit_state_dict": "auk_app.auk.dit",
     "build_time_grid": "auk_app.auk.sampler",
     "sample_latents": "auk_app.auk.sampler",

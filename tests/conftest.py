@@ -15,6 +15,16 @@ REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "tests" / "fixtures" / "reference"
 
 
+def _cuda_available() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+# Checks of what only a GPU runs (graph capture and replay); the logic around them runs on the CPU.
+requires_cuda = pytest.mark.skipif(not _cuda_available(), reason="needs a CUDA device")
+
+
 def load_case(name: str):
     """(meta, tensors) of one reference case."""
     from safetensors.torch import load_file

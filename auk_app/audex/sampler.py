@@ -1,17 +1,23 @@
-"""Guided, phase-masked sampling of one TTA token stream with a KV cache.
+"""Guided, phase-masked sampling of one TTA token stream on fixed-shape device buffers.
 
-One decode step, in vLLM v1's sampler order (spec §5):
+One token, in vLLM v1's sampler order (spec §5; :mod:`auk_app.audex.decode` does the math):
 
 1. last-position logits of the conditional row and the length-matched null row, cast to float32;
 2. CFG blend ``uncond + s·(cond − uncond)`` (skipped at s = 1, where only the cond row runs);
-3. the RVQ phase mask, driven through :class:`TTARVQPhaseMaskLogitsProcessor`'s own
-   ``update_state``/``apply`` interface, so this loop is just another client of that class;
-4. temperature, top-k (ties at the k-th value kept), top-p; sample ONE token;
-5. the conditional row's token is appended to both rows, so they stay token-identical.
+3. the RVQ phase mask;
+4. temperature, top-k (ties at the k-th value kept), top-p; draw ONE token;
+5. the conditional row's token is fed to both rows, so they stay token-identical.
 
-Sampling draws from a per-request CPU ``torch.Generator``: the ≤ k surviving candidates are moved
-to the CPU, so a seed gives the same tokens on any device for the same logits, and the global RNG
-is never touched.
+Two loops run it. The fast one (the default) never waits for the host between tokens: the mask
+is a device-table row per position and the draw happens on the device (a CUDA graph replay per
+token on CUDA); the host syncs once per ``CHUNK`` tokens (four frames) to find the end, report
+progress and check Stop, and drops what was sampled past the end. The eager one (``fast=False``)
+reads every token back and masks through :class:`TTARVQPhaseMaskLogitsProcessor`'s own
+``update_state``/``apply`` interface, as vLLM drives it; it is the reference the fast loop is
+held to, and for one seed on one device both give the same tokens.
+
+Draws come from a per-request generator on the LM's device, seeded with the request's seed; the
+global RNG is never touched.
 """
 
 from __future__ import annotations
@@ -22,10 +28,11 @@ from time import perf_counter
 from typing import Any
 
 import torch
-from transformers import DynamicCache
 
+from auk_app.audex.decode import DecodeState, Knobs
+from auk_app.audex.decode_graphs import decoding
 from auk_app.audex.params import TTASampling
-from auk_app.audex.tta import NEG_INF, TTARVQPhaseMaskLogitsProcessor
+from auk_app.audex.tta import TTARVQPhaseMaskLogitsProcessor
 from auk_app.audex.vocab import AudexVocab
 from auk_app.errors import Cancelled
 
@@ -35,6 +42,8 @@ MAX_TOKENS = "max_tokens"  # the token budget ran out first
 
 Progress = Callable[[int, int], None]
 ShouldStop = Callable[[], bool]
+
+CHUNK = 16  # tokens the fast loop runs between host syncs: four frames, so a sync falls on a frame boundary
 
 
 @dataclass(frozen=True)
@@ -68,30 +77,6 @@ def token_limit(params: TTASampling) -> int:
     return min(params.max_tokens, params.codec_cap + 1 if params.use_mask else params.codec_cap)
 
 
-def _guide(logits: torch.Tensor, cfg_scale: float) -> torch.Tensor:
-    """``[rows, V]`` float32 -> ``[1, V]``: the CFG blend of (cond, uncond), or cond alone."""
-    if logits.shape[0] == 1:
-        return logits
-    cond, uncond = logits[0], logits[1]
-    return (uncond + cfg_scale * (cond - uncond)).unsqueeze(0)
-
-
-def _sample(row: torch.Tensor, params: TTASampling, generator: torch.Generator) -> int:
-    """Temperature, top-k, top-p and one draw from ``row`` ([V] float32, -inf = forbidden)."""
-    row = row / params.temperature
-    kth = torch.topk(row, min(params.top_k, row.numel())).values[-1]
-    candidates = ((row >= kth) & (row > NEG_INF)).nonzero().squeeze(1)
-    probs = torch.softmax(row[candidates].cpu(), dim=0)
-    if params.top_p < 1.0:
-        # vLLM's rule: drop the least likely ids while their total stays <= 1 - p; keep the top one.
-        order = torch.argsort(probs, stable=True)
-        drop = probs[order].cumsum(0) <= 1.0 - params.top_p
-        drop[-1] = False
-        probs[order[drop]] = 0.0
-    choice = torch.multinomial(probs, 1, generator=generator)
-    return int(candidates.cpu()[choice])
-
-
 def _end_reason(tokens: list[int], vocab: AudexVocab, params: TTASampling) -> str | None:
     if tokens[-1] == vocab.end_tid:
         forced = params.use_mask and len(tokens) - 1 >= params.codec_cap
@@ -103,11 +88,6 @@ def _end_reason(tokens: list[int], vocab: AudexVocab, params: TTASampling) -> st
     return None
 
 
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
 def sample_stream(
     lm: Any,
     cond_ids: Sequence[int],
@@ -117,58 +97,109 @@ def sample_stream(
     *,
     progress: Progress | None = None,
     should_stop: ShouldStop | None = None,
+    fast: bool = True,
 ) -> SampledStream:
     """Sample one stream from a causal LM whose prompt ends with ``<audiogen_start>``.
 
     ``null_ids`` (the length-matched null prompt) is used when ``params.guided``; it must have the
     length of ``cond_ids`` so both rows share positions without padding. ``progress(done, total)``
-    runs after every token (``total`` is the most the request can produce); ``should_stop()`` is
-    checked before every forward pass and raises :class:`Cancelled` when it returns True.
+    runs for every token (``total`` is the most the request can produce); ``should_stop()`` is
+    checked before the prompt and then before every ``CHUNK`` tokens (``fast=False``: every
+    token) and raises :class:`Cancelled` when it returns True.
     """
     rows = [list(cond_ids)]
     if params.guided:
         if null_ids is None or len(null_ids) != len(cond_ids):
             raise ValueError("CFG needs a null prompt of exactly the conditional prompt's length")
         rows.append(list(null_ids))
-    device = lm.device
-    tokens: list[int] = []  # the live output list the mask reads
-    mask = None
-    if params.use_mask:
-        mask = TTARVQPhaseMaskLogitsProcessor(None, device, False)
-        request = _Params({"tta_rvq": vocab.tta_rvq_args(params.codec_cap)})
-        mask.update_state(_BatchUpdate(added=((0, request, tuple(cond_ids), tokens),)))
-    generator = torch.Generator("cpu").manual_seed(params.seed)
     total = token_limit(params)
-    cache = DynamicCache(config=lm.config)
-    input_ids = torch.tensor(rows, dtype=torch.long, device=device)
-    started = perf_counter()
-    prefill_seconds = None
-    with torch.inference_mode():
-        while True:
-            if should_stop is not None and should_stop():
-                raise Cancelled(
-                    f"Generation was stopped after {len(tokens)} of at most {total} tokens, so no audio was made. "
-                    "Press Generate to start again."
-                )
-            out = lm(input_ids=input_ids, cache=cache, use_cache=True, logits_to_keep=1)
-            logits = out.logits[:, -1].float()  # [rows, V]
-            if prefill_seconds is None:
-                _sync(device)
-                prefill_seconds = perf_counter() - started
-                started = perf_counter()
-            guided = _guide(logits, params.cfg_scale)
-            if mask is not None:
-                mask.apply(guided)
-            tokens.append(_sample(guided[0], params, generator))
-            if progress is not None:
-                progress(len(tokens), total)
-            reason = _end_reason(tokens, vocab, params)
-            if reason is not None:
-                break
-            input_ids = torch.full((len(rows), 1), tokens[-1], dtype=torch.long, device=device)
+    knobs = Knobs(
+        cfg_scale=params.cfg_scale, temperature=params.temperature, top_k=params.top_k, top_p=params.top_p,
+        seed=params.seed, codec_cap=params.codec_cap,
+    )  # fmt: skip
+    tokens: list[int] = []  # the live output list the eager loop's mask reads
+
+    def stop_check() -> None:
+        if should_stop is not None and should_stop():
+            raise Cancelled(
+                f"Generation was stopped after {len(tokens)} of at most {total} tokens, so no audio was made. "
+                "Press Generate to start again."
+            )
+
+    with torch.inference_mode(), decoding(
+        lm, vocab, rows=len(rows), needed=len(cond_ids) + total, masked=params.use_mask and fast, knobs=knobs, graphed=fast
+    ) as (state, step):
+        prompts = torch.tensor(rows, dtype=torch.long, device=state.token.device)
+        run = _Run(lm, state, vocab, params, tokens, progress, stop_check)
+        started = perf_counter()
+        if fast:
+            reason, first_token_at = run.fast(prompts, step)
+        else:
+            mask = None
+            if params.use_mask:
+                mask = TTARVQPhaseMaskLogitsProcessor(None, state.token.device, False)
+                request = _Params({"tta_rvq": vocab.tta_rvq_args(params.codec_cap)})
+                mask.update_state(_BatchUpdate(added=((0, request, tuple(cond_ids), tokens),)))
+            reason, first_token_at = run.eager(prompts, mask)
     return SampledStream(
         token_ids=tuple(tokens),
         end_reason=reason,
-        prefill_seconds=prefill_seconds,
-        sampling_seconds=perf_counter() - started,
+        prefill_seconds=first_token_at - started,
+        sampling_seconds=perf_counter() - first_token_at,
     )
+
+
+@dataclass
+class _Run:
+    """One request's loop state: the decode buffers, the host's token list and the callbacks."""
+
+    lm: Any
+    state: DecodeState
+    vocab: AudexVocab
+    params: TTASampling
+    tokens: list[int]
+    progress: Progress | None
+    stop_check: Callable[[], None]
+
+    def _take(self, token: int) -> str | None:
+        """Append one token read back from the device; its end reason, if it ends the stream."""
+        self.tokens.append(token)
+        if self.progress is not None:
+            self.progress(len(self.tokens), token_limit(self.params))
+        return _end_reason(self.tokens, self.vocab, self.params)
+
+    def fast(self, prompts: torch.Tensor, step: Callable[[], None]) -> tuple[str, float]:
+        """Steps on the device between syncs; the host reads each chunk's tokens once."""
+        state, total = self.state, token_limit(self.params)
+        self.stop_check()
+        state.choose(state.prefill(self.lm, prompts))
+        launched, first_token_at = 1, None
+        while True:
+            new = state.generated[len(self.tokens) : launched].tolist()  # the one host sync of the chunk
+            first_token_at = first_token_at or perf_counter()
+            for token in new:
+                reason = self._take(token)
+                if reason is not None:
+                    return reason, first_token_at
+            self.stop_check()
+            chunk_end = min(total, (launched // CHUNK + 1) * CHUNK)
+            for _ in range(chunk_end - launched):
+                step()
+            launched = chunk_end
+
+    def eager(self, prompts: torch.Tensor, mask: TTARVQPhaseMaskLogitsProcessor | None) -> tuple[str, float]:
+        """One token at a time, read back at once; the contract processor masks on the host."""
+        state = self.state
+        self.stop_check()
+        scores = state.prefill(self.lm, prompts)
+        first_token_at = None
+        while True:
+            if mask is not None:
+                mask.apply(scores[None])
+            token = int(state.choose(scores))
+            first_token_at = first_token_at or perf_counter()
+            reason = self._take(token)
+            if reason is not None:
+                return reason, first_token_at
+            self.stop_check()
+            scores = state.scores(self.lm)

@@ -176,7 +176,7 @@ def _read_weights(directory: Path) -> dict[str, torch.Tensor]:
     return state
 
 
-def _cast_keeping_rope_fp32(model: torch.nn.Module, dtype: torch.dtype) -> None:
+def cast_keeping_rope_fp32(model: torch.nn.Module, dtype: torch.dtype) -> None:
     # RoPE inverse frequencies stay float32: at θ = 1e8 a bf16 rounding (2^-9 relative) shifts the
     # angle at position p by about p·2^-9·f, which grows along the stream; parameters take `dtype`.
     buffers = {name: buf.clone() for name, buf in model.named_buffers()}
@@ -213,6 +213,6 @@ def load_thinker(path: str | Path, *, device: torch.device | str, dtype: torch.d
     state = _read_weights(directory)
     with no_init_weights(), torch.device(device):
         model = ArceeForCausalLM(config)
-    _cast_keeping_rope_fp32(model, dtype)
+    cast_keeping_rope_fp32(model, dtype)
     load_strict(model, state, source=directory / INDEX_FILE, what="Audex thinker (ArceeForCausalLM)")
     return AudexThinker(model=model.eval(), tokenizer=tokenizer, vocab=vocab, directory=directory)

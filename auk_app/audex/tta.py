@@ -27,6 +27,8 @@ from typing import Any
 
 import torch
 
+from auk_app.audex.phase_table import NUM_PHASES, allowed_table, mask_row
+
 logger = logging.getLogger(__name__)
 
 AUDEX_AUDIOGEN_START_TOKEN_ID = 131073
@@ -34,7 +36,7 @@ AUDEX_AUDIOGEN_END_TOKEN_ID = 131074
 AUDEX_AUDIOCODEC_TOKEN_OFFSET = 196613  # token id of <audiocodec_0>
 AUDEX_AUDIOCODEC_VOCAB_SIZE = 8192  # <audiocodec_0..8191> = ids 196613..204804
 XCODEC1_CODEBOOK_SIZE = 1024
-XCODEC1_NUM_CODEBOOKS = 4
+XCODEC1_NUM_CODEBOOKS = NUM_PHASES  # 4: RVQ layers Audex generates, one phase each
 NEG_INF = float("-inf")
 
 _START_MARKER = "<audiogen_start>"
@@ -115,7 +117,9 @@ class TTARVQPhaseMaskLogitsProcessor:
 
     The phase table and the end id are latched from the first TTA request that carries them (all
     requests share one vocabulary). The disallow masks are built once, on the first ``apply``,
-    from the real ``logits.shape[-1]``, so vocab-padding ids beyond the tokenizer are masked too.
+    from the real ``logits.shape[-1]``, so vocab-padding ids beyond the tokenizer are masked too;
+    they are the negation of :func:`~auk_app.audex.phase_table.allowed_table`, one row per
+    :func:`~auk_app.audex.phase_table.mask_row`, the rows the fast sampler uses.
     """
 
     def __init__(self, vllm_config: Any, device: torch.device | str, is_pin_memory: bool) -> None:
@@ -125,9 +129,7 @@ class TTARVQPhaseMaskLogitsProcessor:
         self._start_pos: dict[int, int] = {}
         self._phase_token_ids: list[list[int]] | None = None
         self._mask_end_tid: int | None = None
-        self._disallow_phase: torch.Tensor | None = None  # [4, V]
-        self._disallow_phase0_end: torch.Tensor | None = None  # [V]
-        self._disallow_except_end: torch.Tensor | None = None  # [V]
+        self._disallow: torch.Tensor | None = None  # [6, V], rows as in phase_table
 
     def is_argmax_invariant(self) -> bool:
         """False: the mask changes which token wins, so it must also run for greedy requests."""
@@ -177,7 +179,7 @@ class TTARVQPhaseMaskLogitsProcessor:
         """
         if not self._req:
             return logits
-        if self._disallow_phase is None:
+        if self._disallow is None:
             self._build_masks(logits.shape[-1])
         num_rows = logits.shape[0]
         for idx, req in self._req.items():
@@ -193,46 +195,12 @@ class TTARVQPhaseMaskLogitsProcessor:
                     continue  # before <audiogen_start>: free text, unmasked
                 self._start_pos[idx] = start_pos
             position = len(output_tokens) - start_pos - 1  # >= 0: start_pos is -1 or an index < len
-            logits[idx].masked_fill_(self._disallow_mask(position, req["codec_cap"]), NEG_INF)
+            logits[idx].masked_fill_(self._disallow[mask_row(position, req["codec_cap"])], NEG_INF)
         return logits
 
-    def _disallow_mask(self, position: int, codec_cap: int | None) -> torch.Tensor:
-        if codec_cap is not None and position >= codec_cap:
-            return self._disallow_except_end
-        phase = position & 3
-        if phase == 0 and position > 0:
-            return self._disallow_phase0_end  # frame boundary: the clip may end here
-        return self._disallow_phase[phase]
-
     def _build_masks(self, vocab: int) -> None:
-        phase_ids = self._phase_token_ids
-        if phase_ids is None:
-            raise RuntimeError(
-                "TTA RVQ mask: phase token ids missing; extra_args['tta_rvq'] was not provided for a TTA request."
-            )
-        if len(phase_ids) != XCODEC1_NUM_CODEBOOKS:
-            raise RuntimeError(
-                f"TTA RVQ mask: expected {XCODEC1_NUM_CODEBOOKS} phase id lists, got {len(phase_ids)}."
-            )
-        allow = torch.zeros(XCODEC1_NUM_CODEBOOKS, vocab, dtype=torch.bool, device=self.device)
-        for phase, ids in enumerate(phase_ids):
-            if not ids:
-                raise RuntimeError(f"TTA RVQ mask: phase {phase} has no token ids.")
-            if min(ids) < 0 or max(ids) >= vocab:
-                raise RuntimeError(
-                    f"TTA RVQ mask: phase {phase} token ids span {min(ids)}..{max(ids)}, "
-                    f"outside the logits width {vocab}."
-                )
-            allow[phase, torch.tensor(ids, dtype=torch.long, device=self.device)] = True
-        end_tid = self._mask_end_tid
-        if end_tid is None or not 0 <= end_tid < vocab:
-            raise RuntimeError(f"TTA RVQ mask: end token id {end_tid} is outside the logits width {vocab}.")
-        end_onehot = torch.zeros(vocab, dtype=torch.bool, device=self.device)
-        end_onehot[end_tid] = True
-        self._disallow_phase = ~allow
-        self._disallow_phase0_end = ~(allow[0] | end_onehot)
-        self._disallow_except_end = ~end_onehot
-        logger.info("TTA RVQ mask built: vocab=%d end_tid=%d pid=%d", vocab, end_tid, os.getpid())
+        self._disallow = ~allowed_table(self._phase_token_ids, self._mask_end_tid, vocab, self.device)
+        logger.info("TTA RVQ mask built: vocab=%d end_tid=%d pid=%d", vocab, self._mask_end_tid, os.getpid())
 
     def _pop(self, idx: int) -> tuple[Any, Any, Any]:
         return (self._req.pop(idx, None), self._output_tokens.pop(idx, None), self._start_pos.pop(idx, None))

@@ -8,6 +8,12 @@ blocks run over ``[text | audio]``; the audio stream is ``[reference | target]``
 target frames reach the output head. Parameter and buffer names equal the released DiT keys
 after stripping ``transformer.``, so ``load_state_dict(strict=True)`` works as is.
 
+A call is two phases: :meth:`AuKTransformer.prepare` builds an :class:`AuKStepContext` once per
+request (text projection, reference embedding, masks, rotary tables) and
+:meth:`AuKTransformer.step` runs once per Euler step on it; ``forward`` is the two in a row.
+Keeping request state in the context, not on the module, is what lets a CUDA graph replay the
+step (:mod:`auk_app.auk.step_graphs`).
+
 Numerics follow the public vLLM-Omni port, which the reference fixtures pin:
 * rotary positions follow the padding masks (the count of valid tokens up to and
   including a token, minus one), so padding never advances a position;
@@ -21,12 +27,18 @@ Numerics follow the public vLLM-Omni port, which the reference fixtures pin:
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from contextlib import nullcontext
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+from auk_app.auk.step_graphs import StepGraphs
 
 _RMS_EPS = torch.finfo(torch.float32).eps  # 1.1920929e-07
 _LN_EPS = 1e-6
@@ -69,10 +81,22 @@ def _rotate(x: torch.Tensor, tables: tuple[torch.Tensor, torch.Tensor]) -> torch
         return (xf * cos + rotated * sin).to(x.dtype)
 
 
+# With a key mask, SDPA's default on CUDA is the memory-efficient kernel, ~3x slower than cuDNN's
+# at these lengths on Hopper (vLLM-Omni's measurement); a kernel that cannot take the inputs is
+# skipped, so this order only ever falls back to the default.
+_MASKED_KERNELS = [SDPBackend.CUDNN_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
+
+
 def _attend(q, k, v, key_mask: torch.Tensor | None) -> torch.Tensor:
-    """The one attention call site: [b, h, N, dh] in, [b, N, h*dh] out."""
+    """The one attention call site: [b, h, N, dh] in, [b, N, h*dh] out.
+
+    Unmasked, SDPA picks the flash kernel on CUDA by itself; masked, cuDNN's is tried first
+    there. The CPU keeps its own default, which the fixtures' numbers come from.
+    """
     attn_mask = None if key_mask is None else key_mask[:, None, None, :]
-    out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask)
+    kernels = sdpa_kernel(_MASKED_KERNELS, set_priority=True) if attn_mask is not None and q.is_cuda else nullcontext()
+    with kernels:
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask)
     return out.transpose(1, 2).flatten(2)
 
 
@@ -271,6 +295,51 @@ class SingleBlock(nn.Module):
         return h + gate_ff * self.ff(_layer_norm(h) * (1 + scale_ff) + shift_ff)
 
 
+@dataclass
+class AuKStepContext:
+    """One request's inputs to :meth:`AuKTransformer.step` that depend neither on the noisy
+    latents nor on the time; built once by :meth:`AuKTransformer.prepare`.
+
+    Rows r are ``branches`` copies of the request's batch b, conditional first under CFG.
+    """
+
+    text: torch.Tensor  # projected text [r, nt, d]
+    ref: torch.Tensor | None  # embedded reference [r, np, d]; None without one
+    target_mask: torch.Tensor | None  # [r, n]
+    c_mask: torch.Tensor  # [r, nt]
+    audio_mask: torch.Tensor | None  # [r, np + n]
+    single_mask: torch.Tensor | None  # [r, nt + np + n]
+    rope_audio: tuple[torch.Tensor, torch.Tensor]
+    rope_text: tuple[torch.Tensor, torch.Tensor]
+    rope_single: tuple[torch.Tensor, torch.Tensor]
+    branches: int
+
+    def tensors(self) -> list[torch.Tensor | None]:
+        """Every tensor field in a fixed order (rotary pairs flattened)."""
+        return [self.text, self.ref, self.target_mask, self.c_mask, self.audio_mask, self.single_mask,
+                *self.rope_audio, *self.rope_text, *self.rope_single]  # fmt: skip
+
+    def clone(self) -> AuKStepContext:
+        """A copy in fresh memory: a CUDA graph's static inputs."""
+
+        def own(value):
+            if isinstance(value, tuple):
+                return tuple(t.clone() for t in value)
+            return value.clone() if isinstance(value, torch.Tensor) else value
+
+        return dataclasses.replace(self, **{f.name: own(getattr(self, f.name)) for f in dataclasses.fields(self)})
+
+    def copy_(self, other: AuKStepContext) -> None:
+        """Overwrite these tensors in place with ``other``'s, which must have the same layout."""
+        if other.branches != self.branches:
+            raise ValueError(f"step contexts differ: {other.branches} vs {self.branches} CFG branches")
+        for mine, theirs in zip(self.tensors(), other.tensors(), strict=True):
+            if (mine is None) != (theirs is None) or (mine is not None and mine.shape != theirs.shape):
+                raise ValueError("step contexts differ in which masks they hold or in their shapes")
+            if mine is not None:
+                mine.copy_(theirs)
+
+
 class AuKTransformer(nn.Module):
     """Flow-matching velocity predictor for AuK audio latents (see the module docstring)."""
 
@@ -290,6 +359,7 @@ class AuKTransformer(nn.Module):
         super().__init__()
         self.dim = dim
         self.latent_dim = latent_dim
+        self.attn_mask_enabled = attn_mask_enabled
         self.time_embed = TimeEmbedding(dim)
         self.txt_proj = nn.Linear(text_hidden_dim, dim)
         self.txt_norm = nn.RMSNorm(dim, eps=_RMS_EPS, elementwise_affine=True)
@@ -300,9 +370,12 @@ class AuKTransformer(nn.Module):
         self.single_transformer_blocks = nn.ModuleList([SingleBlock(**block) for _ in range(num_single_layers)])
         self.norm_out = AdaLayerNormFinal(dim)
         self.proj_out = nn.Linear(dim, latent_dim)
-        # Projected text reused across the steps of one ODE solve (cfg_infer path only).
+        # The contract's text cache, for forward(cache=True) callers; the sampler keeps its
+        # request state in an AuKStepContext instead.
         self.text_cond: torch.Tensor | None = None
         self.text_uncond: torch.Tensor | None = None
+        # CUDA graphs of step(), per shape bucket; they belong to these weights, not to a request.
+        self._step_graphs = StepGraphs()
 
     def clear_cache(self) -> None:
         """Drop the cached text projection. Call this when the conditioning changes."""
@@ -312,6 +385,108 @@ class AuKTransformer(nn.Module):
     def project_text(self, text: torch.Tensor) -> torch.Tensor:
         """Project LLM hidden states [b, nt, T] to model width [b, nt, d]."""
         return self.txt_norm(self.txt_proj(text))
+
+    def prepare(
+        self,
+        text: torch.Tensor,
+        *,
+        target_frames: int,
+        mask: torch.Tensor | None = None,
+        c_mask: torch.Tensor | None = None,
+        ref: torch.Tensor | None = None,
+        ref_mask: torch.Tensor | None = None,
+        drop_audio_cond: bool = False,
+        drop_text: bool = False,
+        cfg_infer: bool = False,
+        text_projection: torch.Tensor | None = None,
+    ) -> AuKStepContext:
+        """Everything :meth:`step` needs that depends neither on ``x`` nor on the time.
+
+        Arguments are those of :meth:`forward` (``target_frames`` is ``x``'s n);
+        ``text_projection`` reuses a projection of ``text`` computed earlier.
+        """
+        if c_mask is None:
+            c_mask = (text != 0).any(dim=-1)
+        if ref is not None and ref.shape[1] == 0:
+            ref, ref_mask = None, None
+        c = self.project_text(text) if text_projection is None else text_projection
+        if cfg_infer:
+            c, c_mask = torch.cat((c, torch.zeros_like(c))), torch.cat((c_mask, c_mask))
+            mask = None if mask is None else torch.cat((mask, mask))
+            if ref is not None:
+                ref = torch.cat((ref, torch.zeros_like(ref)))
+                ref_mask = None if ref_mask is None else torch.cat((ref_mask, ref_mask))
+        else:
+            if drop_text:
+                c = torch.zeros_like(c)
+            if ref is not None and drop_audio_cond:
+                ref = torch.zeros_like(ref)
+        rows = c.shape[0]
+
+        audio_mask = mask
+        if ref is not None and (mask is not None or ref_mask is not None):
+            ones = lambda length: torch.ones(rows, length, dtype=torch.bool, device=text.device)  # noqa: E731
+            audio_mask = torch.cat(
+                (ref_mask if ref_mask is not None else ones(ref.shape[1]), mask if mask is not None else ones(target_frames)),
+                dim=1,
+            )
+        single_mask = None if audio_mask is None else torch.cat((c_mask, audio_mask), dim=1)
+        n_audio = target_frames + (0 if ref is None else ref.shape[1])
+        tables = lambda key_mask, length: self.rotary_embed.tables(_positions(key_mask, rows, length, text.device))  # noqa: E731
+        return AuKStepContext(
+            text=c,
+            ref=None if ref is None else self.audio_embed(ref, ref_mask),
+            target_mask=mask,
+            c_mask=c_mask,
+            audio_mask=audio_mask,
+            single_mask=single_mask,
+            rope_audio=tables(audio_mask, n_audio),
+            rope_text=tables(c_mask, c.shape[1]),
+            rope_single=tables(single_mask, c.shape[1] + n_audio),
+            branches=2 if cfg_infer else 1,
+        )
+
+    def step(self, x: torch.Tensor, time: torch.Tensor, ctx: AuKStepContext) -> torch.Tensor:
+        """Velocity [r, n, L] of the target latents ``x`` [b, n, L] at flow time ``time`` (0-d
+        or [b]) under a :meth:`prepare` context; under CFG, rows are [conditional; unconditional]."""
+        if ctx.branches == 2:
+            x = torch.cat((x, x))
+            time = time if time.ndim == 0 else torch.cat((time, time))
+        if time.ndim == 0:
+            time = time.repeat(x.shape[0])
+        emb = self.time_embed(time)
+        a = self.audio_embed(x, ctx.target_mask)
+        if ctx.ref is not None:
+            a = torch.cat((ctx.ref, a), dim=1)
+        c = ctx.text
+        for block in self.transformer_blocks:
+            a, c = block(
+                a, c, emb, audio_mask=ctx.audio_mask, c_mask=ctx.c_mask, rope_audio=ctx.rope_audio, rope_text=ctx.rope_text
+            )
+        h = torch.cat((c, a), dim=1)
+        for block in self.single_transformer_blocks:
+            h = block(h, emb, mask=ctx.single_mask, rope=ctx.rope_single)
+        return self.proj_out(self.norm_out(h[:, -x.shape[1]:], emb))
+
+    def stepper(
+        self,
+        *,
+        text: torch.Tensor,
+        c_mask: torch.Tensor | None,
+        ref: torch.Tensor | None,
+        ref_mask: torch.Tensor | None,
+        target_frames: int,
+        cfg_infer: bool,
+        static: bool | None = None,
+    ) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
+        """One request's step function ``(x [b, n, L], time) -> velocity``: :meth:`step` under
+        its :meth:`prepare` context. On CUDA it replays a graph of the request's shape bucket;
+        ``static`` forces (True) or skips (False) the bucketed static-buffer path, which off
+        CUDA runs eagerly (see :mod:`auk_app.auk.step_graphs`)."""
+        return self._step_graphs.stepper(
+            self, text=text, c_mask=c_mask, ref=ref, ref_mask=ref_mask, target_frames=target_frames,
+            cfg_infer=cfg_infer, static=static,
+        )  # fmt: skip
 
     def forward(
         self,
@@ -333,62 +508,18 @@ class AuKTransformer(nn.Module):
         Masks are boolean with True = valid. ``c_mask`` defaults to "text row not all zero";
         a zero-length ``ref`` counts as absent. Under ``cfg_infer`` the batch is doubled as
         [conditional; unconditional], the latter with zeroed reference latents and zeroed
-        projected text, and ``drop_audio_cond``/``drop_text`` are ignored.
+        projected text, and ``drop_audio_cond``/``drop_text`` are ignored. ``cache`` (with
+        ``cfg_infer`` only, as upstream) reuses the projected text until :meth:`clear_cache`.
         """
-        batch, n_target = x.shape[:2]
-        if time.ndim == 0:
-            time = time.repeat(batch)
-        if c_mask is None:
-            c_mask = (text != 0).any(dim=-1)
-        if ref is not None and ref.shape[1] == 0:
-            ref, ref_mask = None, None
-
-        if cfg_infer:
-            if cache and self.text_cond is not None:
-                c = self.text_cond
-            else:
-                c = self.project_text(text)
-                if cache:
-                    self.text_cond = c
-            c = torch.cat((c, torch.zeros_like(c)))
-            x, time, c_mask = torch.cat((x, x)), torch.cat((time, time)), torch.cat((c_mask, c_mask))
-            mask = None if mask is None else torch.cat((mask, mask))
-            if ref is not None:
-                ref = torch.cat((ref, torch.zeros_like(ref)))
-                ref_mask = None if ref_mask is None else torch.cat((ref_mask, ref_mask))
-            batch = 2 * batch
-        else:
-            c = self.project_text(text)
-            if drop_text:
-                c = torch.zeros_like(c)
-            if ref is not None and drop_audio_cond:
-                ref = torch.zeros_like(ref)
-
-        emb = self.time_embed(time)
-        a = self.audio_embed(x, mask)
-        audio_mask = mask
-        if ref is not None:
-            a = torch.cat((self.audio_embed(ref, ref_mask), a), dim=1)
-            if mask is not None or ref_mask is not None:
-                ones = lambda length: torch.ones(batch, length, dtype=torch.bool, device=x.device)  # noqa: E731
-                audio_mask = torch.cat(
-                    (ref_mask if ref_mask is not None else ones(ref.shape[1]), mask if mask is not None else ones(n_target)),
-                    dim=1,
-                )
-
-        device = x.device
-        rope_audio = self.rotary_embed.tables(_positions(audio_mask, batch, a.shape[1], device))
-        rope_text = self.rotary_embed.tables(_positions(c_mask, batch, c.shape[1], device))
-        for block in self.transformer_blocks:
-            a, c = block(a, c, emb, audio_mask=audio_mask, c_mask=c_mask, rope_audio=rope_audio, rope_text=rope_text)
-
-        h = torch.cat((c, a), dim=1)
-        single_mask = None if audio_mask is None else torch.cat((c_mask, audio_mask), dim=1)
-        rope = self.rotary_embed.tables(_positions(single_mask, batch, h.shape[1], device))
-        for block in self.single_transformer_blocks:
-            h = block(h, emb, mask=single_mask, rope=rope)
-
-        return self.proj_out(self.norm_out(h[:, -n_target:], emb))
+        cached = cache and cfg_infer
+        ctx = self.prepare(
+            text, target_frames=x.shape[1], mask=mask, c_mask=c_mask, ref=ref, ref_mask=ref_mask,
+            drop_audio_cond=drop_audio_cond, drop_text=drop_text, cfg_infer=cfg_infer,
+            text_projection=self.text_cond if cached else None,
+        )  # fmt: skip
+        if cached and self.text_cond is None:
+            self.text_cond, self.text_uncond = ctx.text.chunk(2)
+        return self.step(x, time, ctx)
 
 
 def dit_state_dict(

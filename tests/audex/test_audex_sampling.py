@@ -3,8 +3,10 @@
 import pytest
 import torch
 
+from auk_app.audex.params import TTASampling
 from auk_app.audex.pipeline import AudexPipeline
 from auk_app.audex.prompt import build_tta_cond_prompt, build_tta_null_prompt
+from auk_app.audex.sampler import CHUNK, sample_stream
 from auk_app.errors import Cancelled, InputError
 
 CAPTION = "Rain falling on a tin roof."
@@ -113,14 +115,40 @@ def test_progress_reports_every_token(pipeline):
     assert calls == [(i, 13) for i in range(1, len(result.token_ids) + 1)]
 
 
-def test_cancellation_between_tokens(pipeline):
+def _stream(pipeline, *, fast, **knobs):
+    """sample_stream on the demo LM with the caption's prompts; knobs go to TTASampling."""
+    params = TTASampling(**knobs)
+    cond, null = pipeline.prompt_ids(CAPTION, guided=params.guided)
+    thinker = pipeline.thinker
+    return lambda **hooks: sample_stream(thinker.model, cond, null, thinker.vocab, params, fast=fast, **hooks)
+
+
+@pytest.mark.parametrize("fast, checks_before_stop, tokens_made", [(True, 2, CHUNK), (False, 5, 5)])
+def test_stop_is_checked_before_the_prompt_then_per_chunk_or_per_token(pipeline, fast, checks_before_stop, tokens_made):
     progress = []
     checks = iter(range(100))
-    with pytest.raises(Cancelled, match="stopped after 5 of at most 41 tokens"):
-        pipeline.generate(CAPTION, codec_cap=40, should_stop=lambda: next(checks) >= 5,
-                          progress=lambda d, t: progress.append(d))
-    assert progress == [1, 2, 3, 4, 5]
+    run = _stream(pipeline, fast=fast, codec_cap=40)
+    with pytest.raises(Cancelled, match=f"stopped after {tokens_made} of at most 41 tokens"):
+        run(should_stop=lambda: next(checks) >= checks_before_stop, progress=lambda d, t: progress.append(d))
+    assert progress == list(range(1, tokens_made + 1))
+    with pytest.raises(Cancelled, match="stopped after 0 of"):
+        run(should_stop=lambda: True)
     assert pipeline.generate(CAPTION, codec_cap=8, should_stop=lambda: False, decode=False).report["phase_valid"]
+
+
+@pytest.mark.parametrize(
+    "knobs",
+    [dict(cfg_scale=3.0), dict(cfg_scale=1.0), dict(cfg_scale=2.0, top_k=5, top_p=0.7, temperature=0.8),
+     dict(cfg_scale=3.0, use_mask=False, codec_cap=24)],
+    ids=["guided", "unguided", "knobs", "unmasked"],
+)
+def test_the_fast_loop_gives_the_eager_loops_tokens(pipeline, knobs):
+    """Same seed, same device: the device-side mask table and chunked reads change nothing."""
+    for seed in range(4):
+        settings = dict({"codec_cap": 64}, **knobs, seed=seed)
+        fast = _stream(pipeline, fast=True, **settings)()
+        eager = _stream(pipeline, fast=False, **settings)()
+        assert fast.token_ids == eager.token_ids and fast.end_reason == eager.end_reason, seed
 
 
 def test_decoded_clip_has_frames_times_320_samples(pipeline):

@@ -123,3 +123,31 @@ def test_a_masked_extra_reference_frame_leaves_the_velocity_as_without_it(fixtur
     # one more (masked) key changes the attention kernel's summation order: float32 rounding only
     torch.testing.assert_close(with_masked, without, rtol=1e-5, atol=1e-5)
     assert (with_unmasked - without).abs().max() > 1e-3
+
+
+def test_one_prepared_context_serves_every_step_exactly(fixture_model):
+    """prepare runs once per request; each step on its context is the full forward, bit for bit."""
+    _, tensors = load_case("dit_d_cfg_infer")
+    dit = fixture_model.dit
+    x, text = tensors["input.x"], tensors["input.text"]
+    masks = {k: tensors[f"input.{k}"] for k in ("mask", "c_mask", "ref", "ref_mask")}
+    with torch.no_grad():
+        ctx = dit.prepare(text, target_frames=x.shape[1], cfg_infer=True, **masks)
+        for scale, time in ((1.0, 0.1), (-2.0, 0.9)):
+            got = dit.step(x * scale, torch.tensor(time), ctx)
+            want = dit(x * scale, text, torch.tensor(time), cfg_infer=True, **masks)
+            torch.testing.assert_close(got, want, rtol=0, atol=0)
+
+
+def test_a_context_copies_only_into_one_of_its_layout(fixture_model):
+    _, tensors = load_case("dit_b_ref_cmask")
+    dit = fixture_model.dit
+    x, text, ref = tensors["input.x"], tensors["input.text"], tensors["input.ref"]
+    with torch.no_grad():
+        with_ref = dit.prepare(text, target_frames=x.shape[1], ref=ref, ref_mask=tensors["input.ref_mask"])
+        without_ref = dit.prepare(text, target_frames=x.shape[1])
+        static = with_ref.clone()
+        static.copy_(dit.prepare(text * 2, target_frames=x.shape[1], ref=ref, ref_mask=tensors["input.ref_mask"]))
+    assert not torch.equal(static.text, with_ref.text)
+    with pytest.raises(ValueError, match="differ"):
+        static.copy_(without_ref)

@@ -1,0 +1,179 @@
+"""One TTA token at a time on fixed-shape device buffers: static KV cache, CFG blend, mask, draw.
+
+Legend: r rows (1, or 2 for the CFG pair [conditional; null]), T tokens fed, P cache positions,
+V logits width, h/kv query/key-value heads, dh head width.
+
+transformers' ``generate`` grows a DynamicCache, so every token has new shapes and nothing can be
+captured. Here a request's cache is allocated once for all its positions, the position is a
+device tensor, and :meth:`DecodeState.advance` only reads and writes buffers whose addresses never
+change: the phase mask is a row of :mod:`~auk_app.audex.phase_table` looked up by the generated
+count, and the draw happens on the device. So ``advance`` never waits for the host, and a CUDA
+graph of it replays for every token (:mod:`auk_app.audex.decode_graphs`).
+
+The LM's math is its own transformers modules (embedding, RMSNorms, projections, rotary tables,
+MLP, head of ``ArceeForCausalLM``); only attention over the cache is written here: each key/value
+head's query group runs as one longer query, so the cache is never repeated per query head.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from transformers.models.arcee.modeling_arcee import apply_rotary_pos_emb
+
+from auk_app.audex.phase_table import allowed_table, row_schedule
+from auk_app.audex.vocab import AudexVocab
+
+_TINY = torch.finfo(torch.float32).tiny
+
+
+def _attention(attn, h, rotary, keys, values, positions, visible) -> torch.Tensor:
+    """Self-attention of ``h`` [r, T, d] at ``positions`` [T]; writes its keys and values into the
+    cache ``keys``/``values`` [r, kv, P, dh] first. ``visible`` [T, P] marks the filled positions."""
+    rows, length, _ = h.shape
+    q, k, v = (proj(h).view(rows, length, -1, attn.head_dim).transpose(1, 2) for proj in (attn.q_proj, attn.k_proj, attn.v_proj))
+    q, k = apply_rotary_pos_emb(q, k, *rotary)
+    keys.index_copy_(2, positions, k)
+    values.index_copy_(2, positions, v)
+    kv_heads, groups = keys.shape[1], attn.num_key_value_groups
+    # Query head j·groups + g reads key/value head j (transformers' repeat_kv order), so each head
+    # j's group of queries is one query sequence of groups·T rows against that head's cache.
+    q = q.reshape(rows, kv_heads, groups * length, attn.head_dim)
+    out = F.scaled_dot_product_attention(q, keys, values, attn_mask=visible.repeat(groups, 1), scale=attn.scaling)
+    return attn.o_proj(out.view(rows, -1, length, attn.head_dim).transpose(1, 2).reshape(rows, length, -1))
+
+
+def lm_logits(lm, keys, values, ids: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+    """float32 logits [r, V] of the last of ``ids`` [r, T], fed at ``positions`` [T] (long, on the
+    device) after the positions before them are in the per-layer caches ``keys``/``values``."""
+    model = lm.model
+    h = model.embed_tokens(ids)
+    rotary = model.rotary_emb(h, positions[None])
+    cache_positions = torch.arange(keys[0].shape[2], device=ids.device)
+    visible = cache_positions[None, :] <= positions[:, None]
+    for layer, layer_keys, layer_values in zip(model.layers, keys, values, strict=True):
+        h = h + _attention(layer.self_attn, layer.input_layernorm(h), rotary, layer_keys, layer_values, positions, visible)
+        h = h + layer.mlp(layer.post_attention_layernorm(h))
+    return lm.lm_head(model.norm(h[:, -1:]))[:, 0].float()
+
+
+def guide(logits: torch.Tensor, cfg_scale: torch.Tensor) -> torch.Tensor:
+    """[r, V] -> [V]: the CFG blend ``uncond + s·(cond − uncond)`` of the pair, or the one row."""
+    if logits.shape[0] == 1:
+        return logits[0]
+    cond, uncond = logits[0], logits[1]
+    return uncond + cfg_scale * (cond - uncond)
+
+
+def draw(
+    scores: torch.Tensor,
+    *,
+    temperature: torch.Tensor,
+    top_k_index: torch.Tensor,
+    top_p: torch.Tensor,
+    generator: torch.Generator,
+) -> torch.Tensor:
+    """One token id [1] from ``scores`` [V] (float32, -inf = forbidden), all on the device.
+
+    Temperature, then top-k (ids below the k-th largest score dropped, ties at it kept;
+    ``top_k_index`` = k − 1), then top-p by vLLM's rule (drop the least likely ids while their
+    total stays ≤ 1 − p, never the most likely one), then a draw: the argmax of p / E over i.i.d.
+    Exp(1) noise E, which picks id i with probability p_i and needs no host sync. Every argument
+    is a tensor, so one CUDA graph serves any knob values.
+    """
+    ranked, order = (scores / temperature).sort(descending=True)
+    ranked = ranked.masked_fill(ranked < ranked.gather(0, top_k_index.view(1)), float("-inf"))
+    probs = ranked.softmax(0)
+    drop = probs.flip(0).cumsum(0).flip(0) <= 1 - top_p  # total of this id and every less likely one
+    drop[0] = False
+    probs = probs.masked_fill(drop, 0.0)
+    # E = 0 would make 0/0 (NaN, which argmax picks); flooring it at the smallest normal float keeps
+    # forbidden ids at 0 and changes nothing else.
+    noise = torch.empty_like(probs).exponential_(generator=generator).clamp_min_(_TINY)
+    return order.gather(0, (probs / noise).argmax().view(1))
+
+
+@dataclass(frozen=True)
+class Knobs:
+    """The sampling values one request copies into a state's device scalars."""
+
+    cfg_scale: float
+    temperature: float
+    top_k: int
+    top_p: float
+    seed: int
+    codec_cap: int | None
+
+
+class DecodeState:
+    """The fixed-shape buffers of one decode: the cache for ``positions`` positions of ``rows``
+    rows, the token fed next, its position, the generated ids and the sampling knobs.
+
+    A state serves request after request of its shape (:meth:`start` resets it); the buffers keep
+    their addresses, which is what a CUDA graph of :meth:`advance` replays on.
+    """
+
+    def __init__(self, lm, vocab: AudexVocab, *, rows: int, positions: int, masked: bool) -> None:
+        config = lm.config
+        param = next(lm.parameters())
+        device = param.device
+        shape = (rows, config.num_key_value_heads, positions, lm.model.layers[0].self_attn.head_dim)
+        self.keys = [torch.zeros(shape, dtype=param.dtype, device=device) for _ in range(config.num_hidden_layers)]
+        self.values = [torch.zeros_like(k) for k in self.keys]
+        self.rows, self.positions, self.masked = rows, positions, masked
+        self.token = torch.zeros(rows, 1, dtype=torch.long, device=device)
+        self.position = torch.zeros(1, dtype=torch.long, device=device)
+        self.count = torch.zeros(1, dtype=torch.long, device=device)  # tokens generated so far
+        self.generated = torch.zeros(positions, dtype=torch.long, device=device)
+        self.cfg_scale = torch.ones((), device=device)
+        self.temperature = torch.ones((), device=device)
+        self.top_k_index = torch.zeros((), dtype=torch.long, device=device)
+        self.top_p = torch.ones((), device=device)
+        self.schedule = torch.zeros(positions, dtype=torch.long, device=device)
+        self.disallow = ~allowed_table(vocab.phase_token_ids, vocab.end_tid, config.vocab_size, device)
+        self.generator = torch.Generator(device=device)
+
+    def start(self, knobs: Knobs) -> None:
+        """Reset the counters and load one request's knobs; the cache needs no clearing, since
+        a position is written before any query can see it."""
+        self.count.zero_()
+        self.cfg_scale.fill_(knobs.cfg_scale)
+        self.temperature.fill_(knobs.temperature)
+        self.top_k_index.fill_(min(knobs.top_k, self.disallow.shape[1]) - 1)
+        self.top_p.fill_(knobs.top_p)
+        self.schedule.copy_(row_schedule(self.positions, knobs.codec_cap, self.schedule.device))
+        self.generator.manual_seed(knobs.seed)
+
+    def prefill(self, lm, prompts: torch.Tensor) -> torch.Tensor:
+        """Feed the prompt rows [r, T] at positions 0..T-1; the scores [V] of the first token."""
+        length = prompts.shape[1]
+        scores = guide(
+            lm_logits(lm, self.keys, self.values, prompts, torch.arange(length, device=prompts.device)), self.cfg_scale
+        )
+        self.position.fill_(length)
+        return scores
+
+    def scores(self, lm) -> torch.Tensor:
+        """The guided scores [V] after feeding the last chosen token at the current position."""
+        scores = guide(lm_logits(lm, self.keys, self.values, self.token, self.position), self.cfg_scale)
+        self.position.add_(1)
+        return scores
+
+    def choose(self, scores: torch.Tensor) -> torch.Tensor:
+        """Mask ``scores`` by the table row of this position (when masked), draw, and record the
+        token as the next one fed to every row; returns it [1]."""
+        if self.masked:
+            scores = scores.masked_fill(self.disallow.index_select(0, self.schedule.index_select(0, self.count))[0], float("-inf"))
+        token = draw(
+            scores, temperature=self.temperature, top_k_index=self.top_k_index, top_p=self.top_p, generator=self.generator
+        )
+        self.generated.index_copy_(0, self.count, token)
+        self.count.add_(1)
+        self.token.copy_(token.expand(self.rows, 1))
+        return token
+
+    def advance(self, lm) -> None:
+        """One whole decode step on the device: feed, guide, mask, draw, record."""
+        self.choose(self.scores(lm))

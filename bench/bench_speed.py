@@ -1,0 +1,318 @@
+"""Serving speed at real size: each figure on its optimised path and on the plain eager path.
+
+    python -m bench.bench_speed [--device cuda] [--repeats 5] [--out PATH]
+
+Prints one JSON object: AuK Base sampling (32 steps, CFG 2, sway −1) and Flash sampling (the
+4-step grid) of the DiT alone, a 10 s VAE decode, a whole Base 10 s edit, Audex tokens/s with
+CFG (batch 2) and the peak GPU memory, each also as ``eager_<name>`` and ``speedup_<name>``
+(eager time over optimised time; optimised over eager for tokens/s), plus how far the two paths'
+outputs are apart. Ratios from one process are what compare across machines.
+
+Weights are random at the released shapes (no downloads); speed does not depend on their values.
+On CUDA the sizes are real: 64 text tokens, a 5 s reference and a 10 s target (814 tokens per
+CFG branch), the DiT in bf16 (vLLM-Omni's recipe), the VAE in float32, a Qwen2.5-Omni-3B-shaped
+text decoder as the thinker (its audio tower is not built), and an Audex-2B-shaped LM in bf16;
+the object is also written to ``bench/results/<date>-<gpu>.json``. On the CPU every size is
+scaled down (``"scaled_down": true``) so the run is a smoke test of about a minute.
+
+The eager paths are what ran before issue #14: the DiT's full ``forward`` per Euler step with the
+CFG batch doubled inside and the text cached on the module, and Audex's eager loop (one host
+sync per token, the mask applied by TTARVQPhaseMaskLogitsProcessor). The VAE has one path (it
+stays float32, see the README), so its ratio is 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import re
+import statistics
+import sys
+import time
+from dataclasses import asdict, dataclass
+from functools import partial
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a plain script from anywhere
+
+import torch  # noqa: E402
+from transformers import ArceeConfig, ArceeForCausalLM, Qwen2Config, Qwen2Model  # noqa: E402
+
+from auk_app.audex.params import TTASampling  # noqa: E402
+from auk_app.audex.sampler import sample_stream  # noqa: E402
+from auk_app.audex.thinker import cast_keeping_rope_fp32  # noqa: E402
+from auk_app.audex.vocab import AudexVocab  # noqa: E402
+from auk_app.auk.checkpoint import FLASH_T_GRID  # noqa: E402
+from auk_app.auk.conditioner import fuse_hidden_states  # noqa: E402
+from auk_app.auk.dit import AuKTransformer  # noqa: E402
+from auk_app.auk.sampler import CFG_OFF_BELOW, build_time_grid, draw_noise, sample_latents  # noqa: E402
+from auk_app.auk.vae import AuKVAE  # noqa: E402
+from auk_app.runtime import autocast, pick_device, pick_precision  # noqa: E402
+from bench.bench_dit import SIZES as DIT_SIZES  # noqa: E402
+
+RESULTS = Path(__file__).resolve().parent / "results"
+REAL_VAE = dict(
+    upsample_rates=[5, 4, 3, 2, 2, 2], upsample_kernel_sizes=[10, 8, 6, 4, 4, 4], upsample_initial_channel=1536,
+    resblock_kernel_sizes=[3, 7, 11], resblock_dilation_sizes=[[1, 3, 5]] * 3, downsample_rates=[2, 2, 2, 3, 4, 5],
+    downsample_channels=[12, 24, 48, 96, 192, 384, 768],
+)  # fmt: skip
+TINY_VAE = dict(REAL_VAE, upsample_initial_channel=64, downsample_channels=[2, 4, 4, 8, 8, 16, 16])  # the fixtures'
+BASE = dict(nfe=32, cfg_strength=2.0, sway_sampling_coef=-1.0)
+FLASH = dict(nfe=4, cfg_strength=0.0, t_grid=list(FLASH_T_GRID))
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """Everything a run builds; ``*_frames`` are 50 Hz latent frames."""
+
+    dit: dict
+    vae: dict
+    thinker: dict  # Qwen2Config fields of the thinker's text decoder
+    audex: dict  # ArceeConfig fields
+    text_tokens: int = 64
+    ref_frames: int = 250  # 5 s
+    target_frames: int = 500  # 10 s
+    audex_prompt: int = 60
+    audex_tokens: int = 512
+    scaled_down: bool = False
+
+    def __post_init__(self) -> None:
+        if self.thinker["hidden_size"] != self.dit["text_hidden_dim"]:
+            raise ValueError("the thinker's width must be the DiT's text input width")
+
+
+REAL_THINKER = dict(hidden_size=2048, intermediate_size=11008, num_hidden_layers=36, num_attention_heads=16,
+                    num_key_value_heads=2, vocab_size=151936, rope_theta=1e6)  # fmt: skip
+REAL_AUDEX = dict(vocab_size=205312, hidden_size=2048, intermediate_size=9216, num_hidden_layers=28,
+                  num_attention_heads=16, num_key_value_heads=8, head_dim=128)  # fmt: skip
+SMALL_THINKER = dict(hidden_size=64, intermediate_size=256, num_hidden_layers=4, num_attention_heads=4,
+                     num_key_value_heads=2, vocab_size=1000)  # fmt: skip
+SMALL_AUDEX = dict(vocab_size=8576, hidden_size=128, intermediate_size=256, num_hidden_layers=4,
+                   num_attention_heads=4, num_key_value_heads=2, head_dim=32)  # fmt: skip
+SIZES = {
+    "real": Sizes(dit=DIT_SIZES["real"], vae=REAL_VAE, thinker=REAL_THINKER, audex=REAL_AUDEX),
+    # A quarter of every length, narrow models: about a minute on one CPU thread.
+    "cpu": Sizes(
+        dit=DIT_SIZES["tiny"], vae=TINY_VAE, thinker=SMALL_THINKER, audex=SMALL_AUDEX,
+        text_tokens=16, ref_frames=62, target_frames=125, audex_prompt=30, audex_tokens=96, scaled_down=True,
+    ),
+    # The smallest run that still exercises every path (the test suite's smoke test).
+    "smoke": Sizes(
+        dit=DIT_SIZES["tiny"], vae=TINY_VAE,
+        thinker=dict(SMALL_THINKER, num_hidden_layers=2),
+        audex=dict(SMALL_AUDEX, hidden_size=64, num_hidden_layers=2, head_dim=16),
+        text_tokens=8, ref_frames=10, target_frames=20, audex_prompt=12, audex_tokens=24, scaled_down=True,
+    ),
+}
+FIGURES = ("auk_base_dit_ms", "auk_flash_dit_ms", "vae_decode_10s_ms", "auk_base_edit_ms", "audex_tokens_per_s")
+
+
+def eager_sample_latents(dit, *, text, c_mask, ref, ref_mask, gen_frames, nfe, cfg_strength, sway_sampling_coef=None,
+                         t_grid=None, seed):  # fmt: skip
+    """The sampler as it was before #14, the baseline: the DiT's full forward per Euler step, the
+    CFG batch doubled inside it and the text projection cached on the module."""
+    param = next(dit.parameters())
+    grid = build_time_grid(nfe=nfe, sway_sampling_coef=sway_sampling_coef, t_grid=t_grid, device=param.device)
+    x = draw_noise(gen_frames, dit.latent_dim, seed=seed, generator=None, device=param.device, dtype=torch.float32)
+    text, ref = text.to(param.dtype), ref.to(param.dtype)
+    try:
+        with torch.inference_mode():
+            for i in range(grid.numel() - 1):
+                x_in, t = x.to(param.dtype), grid[i]
+                if cfg_strength >= CFG_OFF_BELOW:
+                    v_c, v_u = dit(x_in, text, t, c_mask=c_mask, ref=ref, ref_mask=ref_mask, cfg_infer=True, cache=True).chunk(2)
+                    v = v_c + cfg_strength * (v_c - v_u)
+                else:
+                    v = dit(x_in, text, t, c_mask=c_mask, ref=ref, ref_mask=ref_mask)
+                x = x + (grid[i + 1] - grid[i]) * v
+    finally:
+        dit.clear_cache()
+    return x
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _paired_ms(eager, optimised, device: torch.device, repeats: int, warmup: int = 2) -> tuple[float, float]:
+    """Median wall milliseconds of ``eager`` and of ``optimised``, timed in turn so that both see
+    the same machine load; each runs ``warmup`` times first (on CUDA the optimised path's first
+    request runs eagerly and its second captures the graphs)."""
+    paths = (eager, optimised)
+    for fn in paths:
+        for _ in range(warmup):
+            fn()
+    times = ([], [])
+    for _ in range(repeats):
+        for fn, spent in zip(paths, times):
+            _sync(device)
+            start = time.perf_counter()
+            fn()
+            _sync(device)
+            spent.append(time.perf_counter() - start)
+    return statistics.median(times[0]) * 1000, statistics.median(times[1]) * 1000
+
+
+def _peak_gb(device: torch.device) -> float | None:
+    return round(torch.cuda.max_memory_allocated(device) / 2**30, 2) if device.type == "cuda" else None
+
+
+def _reset_peak(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+
+
+def _auk_figures(sizes: Sizes, device: torch.device, repeats: int) -> dict:
+    """Base and Flash sampling, the VAE decode and the whole edit, optimised and eager."""
+    precision = pick_precision(device)
+    generator = torch.Generator(device="cpu").manual_seed(0)
+    with torch.device(device):
+        dit = AuKTransformer(ff_mult=2.0, latent_dim=64, **sizes.dit).to(precision.weights).eval()
+        vae = AuKVAE(**sizes.vae).eval()
+        vae.remove_weight_norm()
+        thinker = Qwen2Model(Qwen2Config(**sizes.thinker)).to(precision.weights).eval()
+    layers = sizes.thinker["num_hidden_layers"]
+    fusion = (torch.zeros(layers, device=device), torch.ones(1, device=device))
+    ids = torch.randint(0, sizes.thinker["vocab_size"], (1, sizes.text_tokens), generator=generator).to(device)
+    ref_wav = (0.1 * torch.randn(1, sizes.ref_frames * 480, generator=generator)).to(device)
+    ref_mask = torch.ones(1, sizes.ref_frames, dtype=torch.bool, device=device)
+    with torch.inference_mode():
+        text = torch.randn(1, sizes.text_tokens, sizes.dit["text_hidden_dim"], generator=generator).to(device)
+        ref = vae.encode(ref_wav)
+        latents = torch.randn(1, sizes.target_frames, 64, generator=generator).to(device)
+
+    def sample(sampler, recipe, cond=text, reference=ref):
+        with autocast(device, precision):
+            return sampler(dit, text=cond, c_mask=None, ref=reference, ref_mask=ref_mask,
+                           gen_frames=sizes.target_frames, seed=0, **recipe)  # fmt: skip
+
+    def decode():
+        with torch.inference_mode():
+            return vae.decode(latents)
+
+    def edit(sampler):
+        with torch.inference_mode():
+            with autocast(device, precision):
+                hidden = thinker(ids, output_hidden_states=True).hidden_states[1:]
+                cond = fuse_hidden_states(hidden, *fusion)
+            mean, std = vae.posterior(ref_wav)
+            reference = vae.latents(mean, std, sample=True, generator=torch.Generator(device=device).manual_seed(1))
+            return vae.decode(sample(sampler, BASE, cond, reference).float())
+
+    figures = {
+        "auk_base_dit_ms": lambda sampler: sample(sampler, BASE),
+        "auk_flash_dit_ms": lambda sampler: sample(sampler, FLASH),
+        "vae_decode_10s_ms": lambda sampler: decode(),  # one path: no sampler takes part
+        "auk_base_edit_ms": edit,
+    }
+    result = {}
+    for name, run in figures.items():
+        eager, optimised = partial(run, eager_sample_latents), partial(run, sample_latents)
+        result[f"eager_{name}"], result[name] = _paired_ms(eager, optimised, device, repeats)
+    for prefix, sampler in (("eager_", eager_sample_latents), ("", sample_latents)):  # the stack's peak, path by path
+        _reset_peak(device)
+        edit(sampler)
+        result[f"{prefix}peak_gpu_memory_gb"] = _peak_gb(device)
+    for name, recipe in (("base", BASE), ("flash", FLASH)):
+        optimised, eager = sample(sample_latents, recipe), sample(eager_sample_latents, recipe)
+        result[f"auk_{name}_max_abs_diff"] = float((optimised - eager).abs().max())
+    result["dit_dtype"] = precision.name
+    result["dit_graph_buckets"] = len(dit._step_graphs)
+    return result
+
+
+def _synthetic_vocab(vocab_size: int) -> AudexVocab:
+    """The real TTA layout when it fits (markers 131073/131074, codecs from 196613), else the same
+    layout shifted down: start 100, end 101, codecs from 128."""
+    real = vocab_size >= 204805
+    start, offset = (131073, 196613) if real else (100, 128)
+    codec_of = {offset + n: n for n in range(8192)}
+    return AudexVocab(
+        start_tid=start,
+        end_tid=start + 1,
+        phase_token_ids=tuple(tuple(offset + p * 1024 + j for j in range(1024)) for p in range(4)),
+        codec_of=codec_of,
+        tokenizer_size=offset + 8192,
+    )
+
+
+def _audex_figures(sizes: Sizes, device: torch.device, repeats: int) -> dict:
+    """Tokens/s of a CFG pair (batch 2), fast loop and eager loop, and whether they agree."""
+    dtype = pick_precision(device).weights
+    config = ArceeConfig(**sizes.audex, hidden_act="relu2", max_position_embeddings=8192, tie_word_embeddings=False,
+                         rope_parameters={"rope_type": "default", "rope_theta": 1e8},
+                         bos_token_id=None, eos_token_id=None, pad_token_id=None)  # fmt: skip
+    with torch.device(device):
+        lm = ArceeForCausalLM(config).eval()
+    cast_keeping_rope_fp32(lm, dtype)
+    vocab = _synthetic_vocab(config.vocab_size)
+    generator = torch.Generator().manual_seed(0)
+    cond, null = (torch.randint(0, 100, (sizes.audex_prompt,), generator=generator).tolist() for _ in range(2))
+    rates, streams = {False: [], True: []}, {}
+    for seed in range(repeats + 1):  # the first round captures (CUDA) and is not counted
+        for fast in (False, True):  # in turn, so that both loops see the same machine load
+            stream = sample_stream(lm, cond, null, vocab, TTASampling(max_tokens=sizes.audex_tokens, seed=seed), fast=fast)
+            rates[fast].append(len(stream.token_ids) / (stream.prefill_seconds + stream.sampling_seconds))
+            streams[fast, seed] = stream.token_ids
+    result = {
+        "eager_audex_tokens_per_s": statistics.median(rates[False][1:]),
+        "audex_tokens_per_s": statistics.median(rates[True][1:]),
+        "audex_same_tokens": all(streams[False, s] == streams[True, s] for s in range(repeats + 1)),
+    }
+    _reset_peak(device)
+    sample_stream(lm, cond, null, vocab, TTASampling(max_tokens=sizes.audex_tokens), fast=True)
+    result["audex_peak_gpu_memory_gb"] = _peak_gb(device)
+    return result
+
+
+def measure(size: str, device: torch.device, repeats: int) -> dict:
+    """Every figure for ``size`` on ``device``, as the JSON object the script prints."""
+    sizes = SIZES[size]
+    torch.manual_seed(0)  # the random weights only; sampling uses its own seeded generators
+    result = {"device": str(device), "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else None,
+              "size": size, "scaled_down": sizes.scaled_down, "torch": torch.__version__,
+              "tokens_per_cfg_branch": sizes.text_tokens + sizes.ref_frames + sizes.target_frames,
+              "repeats": repeats}  # fmt: skip
+    result.update(_auk_figures(sizes, device, repeats))
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+    result.update(_audex_figures(sizes, device, repeats))
+    for name in FIGURES:
+        fast, eager = result[name], result[f"eager_{name}"]
+        ratio = fast / eager if name == "audex_tokens_per_s" else eager / fast
+        result[f"speedup_{name}"] = round(ratio, 3)
+        result[name], result[f"eager_{name}"] = round(fast, 2), round(eager, 2)
+    result["sizes"] = asdict(sizes)
+    return result
+
+
+def results_path(device_name: str, day: datetime.date | None = None) -> Path:
+    """``bench/results/<date>-<gpu>.json``, the GPU's name reduced to lowercase words and dashes."""
+    slug = re.sub(r"[^a-z0-9]+", "-", device_name.lower()).strip("-")
+    return RESULTS / f"{(day or datetime.date.today()).isoformat()}-{slug}.json"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--device", help="cuda, cuda:N or cpu (default: CUDA when present)")
+    parser.add_argument("--size", choices=list(SIZES), help="default: real on CUDA, cpu otherwise")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=1, help="CPU intra-op threads (tiny ops: 1 is fastest)")
+    parser.add_argument("--out", type=Path, help="also write the JSON here (CUDA default: bench/results/<date>-<gpu>.json)")
+    args = parser.parse_args()
+    device = pick_device(args.device)
+    if device.type == "cpu":
+        torch.set_num_threads(args.threads)
+    result = measure(args.size or ("real" if device.type == "cuda" else "cpu"), device, args.repeats)
+    text = json.dumps(result, indent=1)
+    print(text, flush=True)
+    out = args.out or (results_path(result["gpu"]) if device.type == "cuda" else None)
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text + "\n")
+
+
+if __name__ == "__main__":
+    main()
