@@ -133,9 +133,9 @@ def without_control_tokens(text: str, tokenizer) -> str:
 
 
 def check_region(start, end, limits: Limits) -> tuple[float, float] | None:
-    """(start, end) in seconds of the part of the clip to edit; None (no end) for the whole clip.
-    An empty start is the clip's beginning."""
-    if end is None:
+    """(start, end) in seconds of the part of the clip to edit; None for the whole clip (no end, or
+    0 as a number box sends it, like seconds' 0 for automatic). An empty start is the beginning."""
+    if end is None or (end == 0 and not start):
         return None
     start = 0.0 if start is None else start
     if not (_is_number(start) and _is_number(end)) or not (math.isfinite(start) and math.isfinite(end)):

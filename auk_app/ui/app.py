@@ -136,9 +136,9 @@ def _edit_tab(studio: Studio, handlers: Handlers) -> SimpleNamespace:
             with gr.Row():
                 c.region_start = gr.Number(label="Region start (s)", elem_id="region-start",
                                            info="Edit only a part of a clip of up to "
-                                                f"{limits.max_region_source_seconds / 60:g} minutes; empty: all of it.")
+                                                f"{limits.max_region_source_seconds / 60:g} minutes.")
                 c.region_end = gr.Number(label="Region end (s)", elem_id="region-end",
-                                         info=f"Empty: no region. At most {limits.max_target_seconds:g} s after the "
+                                         info=f"0: no region. At most {limits.max_target_seconds:g} s after the "
                                               "start; the rest of the clip comes back unchanged.")
             with gr.Row():
                 c.seed = gr.Number(0, label="Seed", step=1, elem_id="seed",

@@ -208,10 +208,10 @@ class Handlers:
             values.pop("seed")
         problems = edit_problems(values, self.limits)
         if values["audio"] is not None:
-            findings = upload_check.check_upload(values["audio"], self.limits.for_region(values["region_end"]))
+            findings = upload_check.check_upload(values["audio"], self.limits.for_region(values["region_end"] or None))
             if findings["verdict"] == "rejected":
                 problems["audio"] = findings["message"]
-            elif "region_end" not in problems and values["region_end"] is not None \
+            elif "region_end" not in problems and values["region_end"] \
                     and values["region_end"] > findings["duration_s"]:
                 problems["region_end"] = (f"The region ends at {values['region_end']:g} s, past the clip's end at "
                                           f"{findings['duration_s']:.2f} s.")
@@ -316,7 +316,7 @@ class Handlers:
     def on_audio_change(self, audio, region_start=None, region_end=None):
         """The upload's verdict (under a region's longer limit when one is set) and the length the
         builder estimates durations from: the region's when one is set, else the clip's."""
-        findings = None if audio is None else upload_check.check_upload(audio, self.limits.for_region(region_end))
+        findings = None if audio is None else upload_check.check_upload(audio, self.limits.for_region(region_end or None))
         usable = findings is not None and findings["verdict"] != "rejected"
         length = findings["duration_s"] if usable else None
         start = region_start or 0.0

@@ -103,3 +103,11 @@ def test_a_ten_minute_file_costs_about_a_short_edit(client, tmp_path):
     with pytest.raises(ValidationError, match="the limit is 600 s"):
         client.predict(audio=handle_file(str(over)), instruction="Decrease the volume by 6 dB.",
                        region_start=1.0, region_end=2.0, **FAST)
+
+
+def test_a_zero_region_end_means_the_whole_clip(client, tmp_path):
+    short = tmp_path / "short.wav"
+    sf.write(short, _speechlike(1.0), SR, subtype="PCM_16")  # a number box sends 0, not empty
+    wav, _, manifest = client.predict(audio=handle_file(str(short)), instruction="Decrease the volume by 6 dB.",
+                                      region_start=0, region_end=0, **FAST)
+    assert manifest["region"] is None and _pcm(wav).shape == (SR,)
