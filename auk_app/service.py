@@ -58,6 +58,7 @@ class StudioConfig:
     offload: bool = False
     download: bool = False
     default_model: str = "auto"
+    audex_server: str | None = None  # a vLLM server with the Audex plugin samples Audex streams
     limits: Limits = field(default_factory=Limits)
     demo_dir: Path = DEMO_DIR
 
@@ -163,8 +164,14 @@ class Studio:
                 else:
                     root = self._find(resolve.AUDEX, self.config.audex)
                     xcodec = self._find(resolve.XCODEC1, self.config.xcodec)
+                engine = None
+                if self.config.audex_server:
+                    from auk_app.audex.remote import RemoteEngine
+
+                    engine = RemoteEngine(self.config.audex_server)
                 # Audex has no float32-master recipe: under autocast-bf16 it runs bf16 weights, as released.
-                self._audex = AudexPipeline.from_paths(root, xcodec, device=self.device, dtype=self.precision.compute)
+                self._audex = AudexPipeline.from_paths(root, xcodec, device=self.device, dtype=self.precision.compute,
+                                                       engine=engine)
             return self._audex
 
     @property
@@ -189,6 +196,8 @@ class Studio:
             "demo_model": self.audex_demo, "thinker_dir": pipeline.thinker_dir.name,
             "xcodec_dir": pipeline.xcodec_dir.name, "device": str(pipeline.device),
             "dtype": str(pipeline.dtype).removeprefix("torch."),
+            "engine": "in-process" if pipeline.engine is None else "vllm",
+            "engine_server": None if pipeline.engine is None else pipeline.engine.host,
         }
         return TextToAudioResult(request=request, result=result, unmasked=unmasked, model=model)
 
