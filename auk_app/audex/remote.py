@@ -32,6 +32,9 @@ from auk_app.audex import xargs
 from auk_app.errors import AppError, Cancelled
 
 _POLL_SECONDS = 0.05  # how often the caller's thread looks at should_stop and progress
+# Tokens per streamed chunk: one event per token made the API server's output handling and this
+# process's parsing the bottleneck at 8 users on 2 cores; 16 tokens is a tenth of a second of audio.
+_STREAM_INTERVAL = 16
 
 
 class EngineError(AppError):
@@ -143,8 +146,8 @@ class RemoteEngine:
         if len(streams) == 2 and streams[1].tokens != cond.tokens:
             raise EngineError(
                 f"The Audex server at {self.host} let a CFG pair drift apart (the conditional and unconditional "
-                "streams differ), so the result was discarded. Serve with the plugin's scheduler "
-                "(--scheduler-cls auk_app.audex_vllm.scheduler.AudexPairScheduler) and try again."
+                "streams differ), so the result was discarded. Serve with the Audex plugin's scheduler and logits "
+                "processors (see the README's `vllm serve` line) and try again."
             )
         tokens = list(cond.tokens)
         return SampledStream(
@@ -158,6 +161,7 @@ class RemoteEngine:
         extra = {xargs.TTA_CODEC_CAP: params.codec_cap} if params.use_mask else {}
         return {
             "model": self.model["id"], "prompt": list(prompt), "max_tokens": total, "stream": True,
+            "stream_interval": _STREAM_INTERVAL,
             "temperature": params.temperature, "top_k": params.top_k, "top_p": params.top_p, "seed": params.seed,
             "stop_token_ids": [vocab.end_tid], "ignore_eos": True, "return_token_ids": True,
             "skip_special_tokens": False, "vllm_xargs": extra,
