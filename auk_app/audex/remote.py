@@ -54,6 +54,7 @@ class _Stream:
 
     body: dict[str, Any]
     tokens: list[int] = field(default_factory=list)
+    first_token_at: float | None = None  # perf_counter() when the first tokens arrived
     finish_reason: str | None = None
     error: Exception | None = None
     response: httpx.Response | None = None
@@ -150,11 +151,16 @@ class RemoteEngine:
                 "processors (see the README's `vllm serve` line) and try again."
             )
         tokens = list(cond.tokens)
+        reason = _end_reason(tokens, vocab, params) if tokens else None
+        if reason is None:
+            raise EngineError(f"The Audex server at {self.host} ended the run after {len(tokens)} of at most {total} "
+                              f"tokens ({cond.finish_reason}), so no audio was made. Try again.")
+        first = cond.first_token_at or started
         return SampledStream(
             token_ids=tuple(tokens),
-            end_reason=_end_reason(tokens, vocab, params) or "server_" + str(cond.finish_reason),
-            prefill_seconds=0.0,
-            sampling_seconds=perf_counter() - started,
+            end_reason=reason,
+            prefill_seconds=first - started,  # the first chunk's wait: queueing, the prompt, its first tokens
+            sampling_seconds=perf_counter() - first,
         )
 
     def _body(self, prompt: Sequence[int], vocab: AudexVocab, params: TTASampling, total: int) -> dict[str, Any]:
@@ -176,14 +182,20 @@ class RemoteEngine:
             for line in stream.response.iter_lines():
                 if not line.startswith("data: ") or line == "data: [DONE]":
                     continue
-                choice = json.loads(line[len("data: "):])["choices"][0]
+                event = json.loads(line[len("data: "):])
+                if "error" in event:  # vLLM reports a failure inside an open stream this way
+                    raise EngineError(f"The Audex server at {self.host} failed the run after {len(stream.tokens)} "
+                                      f"tokens: {str(event['error'].get('message', event['error']))[:300]}.")
+                choice = event["choices"][0]
+                if stream.first_token_at is None and choice.get("token_ids"):
+                    stream.first_token_at = perf_counter()
                 stream.tokens.extend(choice.get("token_ids") or ())
                 stream.finish_reason = choice.get("finish_reason") or stream.finish_reason
             if stream.finish_reason is None:
                 raise EngineError(self._dropped(len(stream.tokens)))
         except EngineError as exc:
             stream.error = exc
-        except (httpx.HTTPError, OSError, ValueError) as exc:  # also what closing it on a stop raises
+        except (httpx.HTTPError, OSError, ValueError, KeyError) as exc:  # also what closing it on a stop raises
             stream.error = self._sentence(exc, len(stream.tokens))
 
     def _call(self, call: Any, *, done: int) -> Any:
@@ -199,6 +211,9 @@ class RemoteEngine:
         if isinstance(exc, httpx.ReadTimeout):
             return EngineError(f"The Audex server at {self.host} sent nothing for {self._timeout.read:g} s after "
                                f"{done} tokens, so the run was given up; the server is overloaded or stuck.")
+        if isinstance(exc, ValueError | KeyError):
+            return EngineError(f"The Audex server at {self.host} sent a reply this app cannot read after {done} tokens; "
+                               "point --audex-server at a vLLM server running the Audex plugin.")
         return EngineError(self._dropped(done))
 
     def _dropped(self, done: int) -> str:
