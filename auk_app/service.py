@@ -16,6 +16,7 @@ from typing import Any
 
 from auk_app import resolve
 from auk_app.audex.pipeline import AudexPipeline
+from auk_app.audex.remote import RemoteEngine, server_host
 from auk_app.audex.request import TRAINED_SECONDS, AudexRequest, TextToAudioResult
 from auk_app.audex_demo import shared_demo_snapshot
 from auk_app.auk.checkpoint import AuKCheckpoint, read_auk_checkpoint
@@ -164,11 +165,7 @@ class Studio:
                 else:
                     root = self._find(resolve.AUDEX, self.config.audex)
                     xcodec = self._find(resolve.XCODEC1, self.config.xcodec)
-                engine = None
-                if self.config.audex_server:
-                    from auk_app.audex.remote import RemoteEngine
-
-                    engine = RemoteEngine(self.config.audex_server)
+                engine = RemoteEngine(self.config.audex_server) if self.config.audex_server else None
                 # Audex has no float32-master recipe: under autocast-bf16 it runs bf16 weights, as released.
                 self._audex = AudexPipeline.from_paths(root, xcodec, device=self.device, dtype=self.precision.compute,
                                                        engine=engine)
@@ -214,6 +211,7 @@ class Studio:
             "dtype": self.precision.name,
             "demo": default.demo,
             "audex_demo": self.audex_demo,
+            "audex_server": server_host(self.config.audex_server) if self.config.audex_server else None,
             "models": {
                 e.key: {"label": e.label, "variant": e.checkpoint.variant, "folder": e.checkpoint.directory.name,
                         "demo": e.demo, "defaults": e.checkpoint.defaults,

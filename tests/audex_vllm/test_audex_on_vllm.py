@@ -80,10 +80,11 @@ def test_the_mask_is_what_makes_server_streams_valid(remote):
 
 def test_the_manifest_names_the_engine_and_its_host_only(vllm_server):
     url = vllm_server[0].replace("http://", "http://user:secret@")
-    made = Studio(StudioConfig(device="cpu", audex_server=url + "/")).text_to_audio(_greedy(CAPTIONS[0], 3.0))
+    studio = Studio(StudioConfig(device="cpu", audex_server=url + "/"))
+    made = studio.text_to_audio(_greedy(CAPTIONS[0], 3.0))
     assert made.model["engine"] == "vllm"
-    assert made.model["engine_server"] == url.split("@")[1]
-    assert "secret" not in repr(made.model)
+    assert made.model["engine_server"] == studio.info()["audex_server"] == url.split("@")[1]
+    assert "secret" not in repr(made.model) + repr(studio.info())
 
 
 def test_the_plugin_refuses_malformed_arguments_in_one_sentence(vllm_server):
