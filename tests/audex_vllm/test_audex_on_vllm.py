@@ -102,13 +102,14 @@ def _running_requests(url: str) -> float:
 
 
 def test_stopping_in_the_app_cancels_the_server_requests(remote, vllm_server):
-    seen = []
+    seen, running_at_stop = [], []
     stop = threading.Event()
 
     def progress(label):
         def tick(done, total):
             seen.append(done)
-            if done >= 40:
+            if done >= 40 and not stop.is_set():
+                running_at_stop.append(_running_requests(vllm_server[0]))
                 stop.set()
         return tick
 
@@ -117,7 +118,8 @@ def test_stopping_in_the_app_cancels_the_server_requests(remote, vllm_server):
         remote.text_to_audio(AudexRequest(caption=CAPTIONS[1], max_seconds=20.0, seed=3), progress=progress,
                              should_stop=stop.is_set)
     assert time.monotonic() - started < 60 and 40 <= max(seen) < 4001
-    deadline = time.monotonic() + 10
+    assert running_at_stop == [2]  # the pair was running on the server when Stop came
+    deadline = time.monotonic() + 10  # 4001 tokens take far longer: 0 below means aborted, not finished
     while _running_requests(vllm_server[0]) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert _running_requests(vllm_server[0]) == 0  # both members of the pair were aborted
@@ -153,19 +155,18 @@ def test_a_server_that_says_nothing_times_out_in_one_sentence():
 def test_zz_a_server_that_dies_mid_request_is_one_sentence(remote, vllm_server):
     """Runs last (the name): it stops the session's server."""
     url, process = vllm_server
-    errors = []
+    errors, streaming = [], threading.Event()
 
     def run():
         try:
-            remote.text_to_audio(AudexRequest(caption=CAPTIONS[2], max_seconds=20.0, seed=4))
+            remote.text_to_audio(AudexRequest(caption=CAPTIONS[2], max_seconds=20.0, seed=4),
+                                 progress=lambda label: lambda done, total: streaming.set())
         except Exception as exc:  # noqa: BLE001 - the test inspects what came out
             errors.append(exc)
 
     worker = threading.Thread(target=run)
     worker.start()
-    deadline = time.monotonic() + 60
-    while not _running_requests(url) and time.monotonic() < deadline:
-        time.sleep(0.1)
+    assert streaming.wait(60)
     os.killpg(process.pid, signal.SIGKILL)
     worker.join(30)
     assert not worker.is_alive()
