@@ -59,7 +59,8 @@ class AudexPairScheduler(Scheduler):
     def _pairs_to_hold(self) -> list[Any]:
         """Waiting pair members that must not be admitted this step, in queue order.
 
-        A member waits for its partner to arrive; a waiting pair waits until it fits whole. A pair
+        A member waits for its partner to arrive (or for its client to go away, which aborts it);
+        a waiting pair waits until it fits whole. A pair
         split by preemption is not held (that would hang it): the CFG processor stops blending a
         split pair, and the app refuses the unequal streams.
         """
