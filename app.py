@@ -58,6 +58,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                      help="how the DiT and the text encoders run (auto: bfloat16 on CUDA, else float32). float32, "
                           "bfloat16, float16: weights in that dtype (bfloat16 is vLLM-Omni's recipe); autocast-bf16: "
                           "float32 weights under bf16 autocast, upstream AuK's recipe, twice bfloat16's weight memory")
+    run.add_argument("--audex-server", metavar="URL", default=os.environ.get("AUDEX_SERVER_URL"),
+                     help="sample Audex on this vLLM server running the Audex plugin (default: $AUDEX_SERVER_URL; "
+                          "unset: in this process); the app keeps the tokenizer and XCodec1 decoding")
     run.add_argument("--offload", action="store_true", help="keep only the component in use on the GPU (less memory)")
     run.add_argument("--preload", action="store_true", help="load the default models at start instead of on first use")
     run.add_argument("--default-model", default="auto", metavar="NAME",
@@ -77,7 +80,7 @@ def main(argv: list[str] | None = None) -> None:
     config = StudioConfig(
         auk_base=args.auk_base, auk_flash=args.auk_flash, extra_auk=tuple(args.auk_extra), qwen=args.qwen,
         audex=args.audex, xcodec=args.xcodec, device=args.device, dtype=args.dtype, offload=args.offload,
-        download=args.download, default_model=args.default_model, **overrides,
+        download=args.download, default_model=args.default_model, audex_server=args.audex_server, **overrides,
     )
     try:
         studio = Studio(config)

@@ -54,7 +54,8 @@ _WORDS = (
 ).split()
 _PUNCTUATION = (".", ",", "!", "?", "'", "-", ":", ";", "(", ")")
 
-# Tiny thinker, nemotron_dense field names (the real 2B: 2048 / 9216 / 28 / 16 / 8 / 128).
+# Tiny thinker, nemotron_dense field names (the real 2B: 2048 / 9216 / 28 / 16 / 8 / 128). head_dim is
+# 64 because vLLM's CPU attention refuses 16, and the same snapshot is served by vLLM in the tests.
 _THINKER_CONFIG = {
     "architectures": ["NemotronDenseForCausalLM"],
     "model_type": "nemotron_dense",
@@ -63,7 +64,7 @@ _THINKER_CONFIG = {
     "num_hidden_layers": 2,
     "num_attention_heads": 4,
     "num_key_value_heads": 2,
-    "head_dim": 16,
+    "head_dim": 64,
     "hidden_act": "relu2",
     "norm_eps": 1e-5,
     "rope_parameters": {"rope_type": "default", "rope_theta": 1e8, "partial_rotary_factor": 1.0},

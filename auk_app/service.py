@@ -16,6 +16,7 @@ from typing import Any
 
 from auk_app import resolve
 from auk_app.audex.pipeline import AudexPipeline
+from auk_app.audex.remote import RemoteEngine, server_host
 from auk_app.audex.request import TRAINED_SECONDS, AudexRequest, TextToAudioResult
 from auk_app.audex_demo import shared_demo_snapshot
 from auk_app.auk.checkpoint import AuKCheckpoint, read_auk_checkpoint
@@ -58,6 +59,7 @@ class StudioConfig:
     offload: bool = False
     download: bool = False
     default_model: str = "auto"
+    audex_server: str | None = None  # a vLLM server with the Audex plugin samples Audex streams
     limits: Limits = field(default_factory=Limits)
     demo_dir: Path = DEMO_DIR
 
@@ -163,8 +165,10 @@ class Studio:
                 else:
                     root = self._find(resolve.AUDEX, self.config.audex)
                     xcodec = self._find(resolve.XCODEC1, self.config.xcodec)
+                engine = RemoteEngine(self.config.audex_server) if self.config.audex_server else None
                 # Audex has no float32-master recipe: under autocast-bf16 it runs bf16 weights, as released.
-                self._audex = AudexPipeline.from_paths(root, xcodec, device=self.device, dtype=self.precision.compute)
+                self._audex = AudexPipeline.from_paths(root, xcodec, device=self.device, dtype=self.precision.compute,
+                                                       engine=engine)
             return self._audex
 
     @property
@@ -189,6 +193,8 @@ class Studio:
             "demo_model": self.audex_demo, "thinker_dir": pipeline.thinker_dir.name,
             "xcodec_dir": pipeline.xcodec_dir.name, "device": str(pipeline.device),
             "dtype": str(pipeline.dtype).removeprefix("torch."),
+            "engine": "in-process" if pipeline.engine is None else "vllm",
+            "engine_server": None if pipeline.engine is None else pipeline.engine.host,
         }
         return TextToAudioResult(request=request, result=result, unmasked=unmasked, model=model)
 
@@ -205,6 +211,7 @@ class Studio:
             "dtype": self.precision.name,
             "demo": default.demo,
             "audex_demo": self.audex_demo,
+            "audex_server": server_host(self.config.audex_server) if self.config.audex_server else None,
             "models": {
                 e.key: {"label": e.label, "variant": e.checkpoint.variant, "folder": e.checkpoint.directory.name,
                         "demo": e.demo, "defaults": e.checkpoint.defaults,

@@ -9,6 +9,9 @@ call, so concurrent requests do not interfere.
 Device policy, decided once in :meth:`AudexPipeline.from_paths`: CUDA when available; the thinker
 in bf16 on CUDA (as vLLM's stage 0) and float32 on CPU, with sampler logits always cast to
 float32; XCodec1 always float32.
+
+With an ``engine`` (:class:`auk_app.audex.remote.RemoteEngine`), step 3 runs on that vLLM server
+instead: only the tokenizer and XCodec1 are loaded here, never the LM.
 """
 
 from __future__ import annotations
@@ -27,7 +30,8 @@ from auk_app.audex.prompt import build_tta_cond_prompt, build_tta_null_prompt
 from auk_app.audex.report import build_report
 from auk_app.audex.rvq import stream_to_frames
 from auk_app.audex.sampler import Progress, ShouldStop, sample_stream, token_limit
-from auk_app.audex.thinker import AudexThinker, load_thinker
+from auk_app.audex.thinker import AudexThinker, load_thinker, load_tokenizer
+from auk_app.audex.vocab import AudexVocab
 from auk_app.audex.xcodec import SAMPLE_RATE, decode_frames, load_xcodec
 from auk_app.config import Limits
 from auk_app.errors import InputError
@@ -61,13 +65,16 @@ class AudexResult:
 class AudexPipeline:
     """Audex text-to-audio over local checkpoint folders; nothing is downloaded."""
 
-    def __init__(self, thinker_dir: Path, xcodec_dir: Path, *, device: torch.device, dtype: torch.dtype) -> None:
+    def __init__(self, thinker_dir: Path, xcodec_dir: Path, *, device: torch.device, dtype: torch.dtype,
+                 engine: Any = None) -> None:
         self.thinker_dir = thinker_dir
         self.xcodec_dir = xcodec_dir
         self.device = device
         self.dtype = dtype
         self.sample_rate = SAMPLE_RATE
+        self.engine = engine
         self._thinker: AudexThinker | None = None
+        self._text: tuple[Any, AudexVocab] | None = None
         self._codec: Any = None
         self._thinker_lock = threading.Lock()
         self._codec_lock = threading.Lock()
@@ -80,11 +87,14 @@ class AudexPipeline:
         *,
         device: torch.device | str | None = None,
         dtype: torch.dtype | None = None,
+        engine: Any = None,
     ) -> AudexPipeline:
         """A pipeline over ``thinker_dir`` (Audex snapshot root or its checkpoint_folder_audiogen)
-        and ``xcodec_dir`` (an XCodec1 snapshot). Cheap: no file is read until first use."""
+        and ``xcodec_dir`` (an XCodec1 snapshot), sampling on ``engine`` when given. Cheap: no
+        file is read until first use."""
         device = pick_device(device)
-        return cls(Path(thinker_dir), Path(xcodec_dir), device=device, dtype=pick_precision(device, dtype).weights)
+        return cls(Path(thinker_dir), Path(xcodec_dir), device=device, dtype=pick_precision(device, dtype).weights,
+                   engine=engine)
 
     @property
     def thinker(self) -> AudexThinker:
@@ -102,9 +112,19 @@ class AudexPipeline:
                 self._codec = load_xcodec(self.xcodec_dir, device=self.device)
             return self._codec
 
+    @property
+    def text(self) -> tuple[Any, AudexVocab]:
+        """The tokenizer and TTA layout: the thinker's, or with an engine, the tokenizer alone."""
+        if self.engine is None:
+            return self.thinker.tokenizer, self.thinker.vocab
+        with self._thinker_lock:
+            if self._text is None:
+                self._text = load_tokenizer(self.thinker_dir)
+            return self._text
+
     def load(self) -> AudexPipeline:
-        """Load both models now (e.g. at app start) instead of on the first request."""
-        _ = self.thinker, self.codec
+        """Load the models now (e.g. at app start) instead of on the first request."""
+        _ = self.text, self.codec
         return self
 
     def prompt_ids(self, caption: str, *, guided: bool) -> tuple[list[int], list[int] | None]:
@@ -112,7 +132,7 @@ class AudexPipeline:
 
         Special tokens typed into the caption are removed first: they would rewrite the prompt.
         """
-        tokenizer = self.thinker.tokenizer
+        tokenizer = self.text[0]
         plain = without_control_tokens(caption, tokenizer).strip()
         if not plain:
             raise InputError("The caption holds only special tokens of the model. Describe the sound in words.")
@@ -162,22 +182,30 @@ class AudexPipeline:
             seed=seed,
             use_mask=use_mask,
         )
-        thinker = self.thinker
+        vocab = self.text[1]
         # 2. Prompts: conditional, and for CFG the null prompt of the same token length.
         cond_ids, null_ids = self.prompt_ids(caption, guided=params.guided)
-        max_positions = thinker.model.config.max_position_embeddings
+        if self.engine is None:
+            max_positions = self.thinker.model.config.max_position_embeddings
+        else:
+            max_positions = self.engine.max_model_len
         if len(cond_ids) + token_limit(params) > max_positions:
             raise InputError(
                 f"The caption makes a {len(cond_ids)}-token prompt; with up to {token_limit(params)} generated "
                 f"tokens that exceeds the model's {max_positions} positions. Shorten the caption or generate fewer seconds."
             )
         # 3. Sample the stream.
-        stream = sample_stream(
-            thinker.model, cond_ids, null_ids, thinker.vocab, params, progress=progress, should_stop=should_stop
-        )
+        if self.engine is None:
+            stream = sample_stream(
+                self.thinker.model, cond_ids, null_ids, vocab, params, progress=progress, should_stop=should_stop
+            )
+        else:
+            stream = self.engine.sample_stream(
+                cond_ids, null_ids, vocab, params, progress=progress, should_stop=should_stop
+            )
         # 4. Report, then keep whole frames and decode.
-        codec_ids = thinker.vocab.codec_ids(stream.token_ids)
-        report = build_report(stream.token_ids, stream.end_reason, thinker.vocab)
+        codec_ids = vocab.codec_ids(stream.token_ids)
+        report = build_report(stream.token_ids, stream.end_reason, vocab)
         waveform = None
         decode_seconds = 0.0
         if decode:

@@ -77,7 +77,7 @@ def token_limit(params: TTASampling) -> int:
     return min(params.max_tokens, params.codec_cap + 1 if params.use_mask else params.codec_cap)
 
 
-def _end_reason(tokens: list[int], vocab: AudexVocab, params: TTASampling) -> str | None:
+def end_reason(tokens: list[int], vocab: AudexVocab, params: TTASampling) -> str | None:
     if tokens[-1] == vocab.end_tid:
         forced = params.use_mask and len(tokens) - 1 >= params.codec_cap
         return CODEC_CAP if forced else END_TOKEN
@@ -166,7 +166,7 @@ class _Run:
         self.tokens.append(token)
         if self.progress is not None:
             self.progress(len(self.tokens), token_limit(self.params))
-        return _end_reason(self.tokens, self.vocab, self.params)
+        return end_reason(self.tokens, self.vocab, self.params)
 
     def fast(self, prompts: torch.Tensor, step: Callable[[], None]) -> tuple[str, float]:
         """Steps on the device between syncs; the host reads each chunk's tokens once."""

@@ -186,15 +186,14 @@ def cast_keeping_rope_fp32(model: torch.nn.Module, dtype: torch.dtype) -> None:
         setattr(model.get_submodule(owner), attr, buf)
 
 
-def load_thinker(path: str | Path, *, device: torch.device | str, dtype: torch.dtype) -> AudexThinker:
-    """Load the tokenizer and LM from ``path`` (snapshot root or its audiogen folder), strictly.
+def load_tokenizer(path: str | Path) -> tuple[Any, AudexVocab]:
+    """The tokenizer of ``path`` (snapshot root or its audiogen folder) and its TTA token layout.
 
-    Raises CheckpointError naming missing files, config fields, or missing/unexpected/mis-shaped
-    weight keys. Reads local files only; nothing is downloaded.
+    All a front end of a remote engine needs; raises CheckpointError when files are missing or
+    the tokenizer lacks the TTA tokens.
     """
     directory = audiogen_dir(path)
     _check_files(directory)
-    config = arcee_config(_read_json(directory / "config.json"), source=directory / "config.json")
     try:
         # The named class reads tokenizer.json directly; AutoTokenizer would first parse config.json and
         # warn, on every load, that transformers does not know the nemotron_dense model type.
@@ -205,6 +204,19 @@ def load_thinker(path: str | Path, *, device: torch.device | str, dtype: torch.d
         vocab = AudexVocab.from_tokenizer(tokenizer)
     except ValueError as exc:
         raise CheckpointError(f"The tokenizer in {directory} is not an Audex TTA tokenizer: {exc}.") from exc
+    return tokenizer, vocab
+
+
+def load_thinker(path: str | Path, *, device: torch.device | str, dtype: torch.dtype) -> AudexThinker:
+    """Load the tokenizer and LM from ``path`` (snapshot root or its audiogen folder), strictly.
+
+    Raises CheckpointError naming missing files, config fields, or missing/unexpected/mis-shaped
+    weight keys. Reads local files only; nothing is downloaded.
+    """
+    directory = audiogen_dir(path)
+    _check_files(directory)
+    config = arcee_config(_read_json(directory / "config.json"), source=directory / "config.json")
+    tokenizer, vocab = load_tokenizer(directory)
     if vocab.tokenizer_size > config.vocab_size:
         raise CheckpointError(
             f"The tokenizer in {directory} has {vocab.tokenizer_size} ids but the model only "

@@ -142,8 +142,7 @@ class TTARVQPhaseMaskLogitsProcessor:
         for idx in batch_update.removed:
             self._pop(idx)
         for idx, params, _prompt_ids, output_token_ids in batch_update.added:
-            extra_args = getattr(params, "extra_args", None) or {}
-            tta = extra_args.get("tta_rvq")
+            tta = self._tta_args(params)
             if not tta:
                 self._pop(idx)  # a non-TTA request landed on a row that held a TTA one
                 continue
@@ -170,6 +169,11 @@ class TTARVQPhaseMaskLogitsProcessor:
             self._put(dst, src_state)
             if _is_swap(direction):
                 self._put(src, dst_state)
+
+    def _tta_args(self, params: Any) -> dict[str, Any] | None:
+        """The request's ``tta_rvq`` dict, or None for a non-TTA request; a subclass may build it
+        from other arguments (the vLLM plugin takes flat ``vllm_xargs``)."""
+        return (getattr(params, "extra_args", None) or {}).get("tta_rvq")
 
     def apply(self, logits: torch.Tensor) -> torch.Tensor:
         """Set every id not allowed at a TTA row's current position to -inf, in place.

@@ -1,0 +1,239 @@
+"""Sample TTA streams on an Audex vLLM server instead of in this process.
+
+Each run is sent as a CFG pair of OpenAI-compatible completions with token-id prompts: the
+conditional prompt and its length-matched null prompt, tied by one ``cfg_pair_id`` in
+``vllm_xargs`` (see :mod:`auk_app.audex.xargs`); without guidance, only the first. Both are
+streamed, each on its own thread, while the caller's thread reports progress and watches
+``should_stop``: stopping closes both connections, which makes vLLM abort both requests. The
+server's plugin keeps the pair step-locked and token-identical, and this client checks that it did.
+
+Failures become one sentence (:class:`EngineError`): a server that cannot be reached, one that
+sends nothing for ``read_timeout`` seconds, one that refuses the request, and one that drops the
+connection mid-stream.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from time import perf_counter
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+from auk_app.audex.params import TTASampling
+from auk_app.audex.sampler import Progress, SampledStream, ShouldStop, end_reason, token_limit
+from auk_app.audex.vocab import AudexVocab
+from auk_app.audex import xargs
+from auk_app.errors import AppError, Cancelled
+
+_POLL_SECONDS = 0.05  # how often the caller's thread looks at should_stop and progress
+# Tokens per streamed chunk: one event per token made the API server's output handling and this
+# process's parsing the bottleneck at 8 users on 2 cores; 16 tokens is a tenth of a second of audio.
+_STREAM_INTERVAL = 16
+
+
+class EngineError(AppError):
+    """The Audex server could not serve a run; the message says what happened and what to do."""
+
+
+def server_host(url: str) -> str:
+    """``host[:port]`` of ``url``, without scheme, credentials, path or query: safe to show."""
+    parts = urlsplit(url if "//" in url else f"http://{url}")
+    host = parts.hostname or ""
+    return f"{host}:{parts.port}" if parts.port else host
+
+
+@dataclass
+class _Stream:
+    """One streamed completion: its tokens so far, how it ended, and its open response."""
+
+    body: dict[str, Any]
+    tokens: list[int] = field(default_factory=list)
+    first_token_at: float | None = None  # perf_counter() when the first tokens arrived
+    finish_reason: str | None = None
+    error: Exception | None = None
+    response: httpx.Response | None = None
+
+
+class RemoteEngine:
+    """A vLLM server running the Audex plugin, addressed by its base URL (``http://host:8000``)."""
+
+    def __init__(self, url: str, *, connect_timeout: float = 5.0, read_timeout: float = 60.0) -> None:
+        parts = urlsplit(url if "//" in url else f"http://{url}")
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise EngineError(f"The Audex server URL {server_host(url) or url!r} is not an http(s) URL; "
+                              "give one like http://127.0.0.1:8000.")
+        self.url = url.rstrip("/")
+        self.host = server_host(url)
+        self._timeout = httpx.Timeout(read_timeout, connect=connect_timeout)
+        self._model: dict[str, Any] | None = None
+        self._lock = threading.Lock()
+
+    def _client(self) -> httpx.Client:
+        return httpx.Client(base_url=self.url, timeout=self._timeout)
+
+    @property
+    def model(self) -> dict[str, Any]:
+        """The served model's card from ``/v1/models`` (``id``, ``max_model_len``), read once."""
+        with self._lock:
+            if self._model is None:
+                with self._client() as client:
+                    response = self._call(lambda: client.get("/v1/models"), done=0)
+                    self._check(response)
+                    self._model = response.json()["data"][0]
+            return self._model
+
+    @property
+    def max_model_len(self) -> int:
+        return int(self.model["max_model_len"])
+
+    def sample_stream(
+        self,
+        cond_ids: Sequence[int],
+        null_ids: Sequence[int] | None,
+        vocab: AudexVocab,
+        params: TTASampling,
+        *,
+        progress: Progress | None = None,
+        should_stop: ShouldStop | None = None,
+    ) -> SampledStream:
+        """What :func:`auk_app.audex.sampler.sample_stream` returns, sampled on the server."""
+        total = token_limit(params)
+        streams = [_Stream(self._body(cond_ids, vocab, params, total))]
+        if params.guided:
+            if null_ids is None or len(null_ids) != len(cond_ids):
+                raise ValueError("CFG needs a null prompt of exactly the conditional prompt's length")
+            pair_id = uuid.uuid4().hex
+            streams[0].body["vllm_xargs"].update(
+                {xargs.CFG_PAIR_ID: pair_id, xargs.CFG_ROLE: xargs.COND, xargs.CFG_SCALE: params.cfg_scale})
+            uncond = self._body(null_ids, vocab, params, total)
+            # The server overwrites the uncond member's draws with the cond member's tokens; unseeded,
+            # its own draws differ, so a missing copy shows up as a drifted pair instead of hiding.
+            del uncond["seed"]
+            uncond["vllm_xargs"].update(
+                {xargs.CFG_PAIR_ID: pair_id, xargs.CFG_ROLE: xargs.UNCOND, xargs.CFG_SCALE: params.cfg_scale})
+            streams.append(_Stream(uncond))
+        started = perf_counter()
+        with self._client() as client:
+            threads = [threading.Thread(target=self._run, args=(client, s), daemon=True) for s in streams]
+            for thread in threads:
+                thread.start()
+            reported = 0
+            try:
+                while alive := [t for t in threads if t.is_alive()]:
+                    if should_stop is not None and should_stop():
+                        raise Cancelled(
+                            f"Generation was stopped after {len(streams[0].tokens)} of at most {total} tokens, "
+                            "so no audio was made. Press Generate to start again."
+                        )
+                    if any(s.error is not None for s in streams):
+                        break
+                    reported = self._report(progress, streams[0].tokens, reported, total)
+                    alive[0].join(_POLL_SECONDS)
+            finally:
+                for stream in streams:  # closing the connection makes vLLM abort the request
+                    if stream.response is not None:
+                        stream.response.close()
+        for stream in streams:
+            if stream.error is not None:
+                raise stream.error
+        cond = streams[0]
+        self._report(progress, cond.tokens, reported, total)
+        if len(streams) == 2 and streams[1].tokens != cond.tokens:
+            raise EngineError(
+                f"The Audex server at {self.host} let a CFG pair drift apart (the conditional and unconditional "
+                "streams differ), so the result was discarded. Serve with the Audex plugin's scheduler and logits "
+                "processors (see the README's `vllm serve` line) and try again."
+            )
+        tokens = list(cond.tokens)
+        reason = end_reason(tokens, vocab, params) if tokens else None
+        if reason is None:
+            raise EngineError(f"The Audex server at {self.host} ended the run after {len(tokens)} of at most {total} "
+                              f"tokens ({cond.finish_reason}), so no audio was made. Try again.")
+        first = cond.first_token_at or started
+        return SampledStream(
+            token_ids=tuple(tokens),
+            end_reason=reason,
+            prefill_seconds=first - started,  # the first chunk's wait: queueing, the prompt, its first tokens
+            sampling_seconds=perf_counter() - first,
+        )
+
+    def _body(self, prompt: Sequence[int], vocab: AudexVocab, params: TTASampling, total: int) -> dict[str, Any]:
+        extra = {xargs.TTA_CODEC_CAP: params.codec_cap} if params.use_mask else {}
+        return {
+            "model": self.model["id"], "prompt": list(prompt), "max_tokens": total, "stream": True,
+            "stream_interval": _STREAM_INTERVAL,
+            "temperature": params.temperature, "top_k": params.top_k, "top_p": params.top_p, "seed": params.seed,
+            "stop_token_ids": [vocab.end_tid], "ignore_eos": True, "return_token_ids": True,
+            "skip_special_tokens": False, "vllm_xargs": extra,
+        }
+
+    def _run(self, client: httpx.Client, stream: _Stream) -> None:
+        """Read one streamed completion into ``stream``; any failure is kept as a sentence."""
+        try:
+            request = client.build_request("POST", "/v1/completions", json=stream.body)
+            stream.response = self._call(lambda: client.send(request, stream=True), done=0)
+            self._check(stream.response)
+            for line in stream.response.iter_lines():
+                if not line.startswith("data: ") or line == "data: [DONE]":
+                    continue
+                event = json.loads(line[len("data: "):])
+                if "error" in event:  # vLLM reports a failure inside an open stream this way
+                    raise EngineError(f"The Audex server at {self.host} failed the run after {len(stream.tokens)} "
+                                      f"tokens: {str(event['error'].get('message', event['error']))[:300]}.")
+                choice = event["choices"][0]
+                if stream.first_token_at is None and choice.get("token_ids"):
+                    stream.first_token_at = perf_counter()
+                stream.tokens.extend(choice.get("token_ids") or ())
+                stream.finish_reason = choice.get("finish_reason") or stream.finish_reason
+            if stream.finish_reason is None:
+                raise EngineError(self._dropped(len(stream.tokens)))
+        except EngineError as exc:
+            stream.error = exc
+        except (httpx.HTTPError, OSError, ValueError, KeyError) as exc:  # also what closing it on a stop raises
+            stream.error = self._sentence(exc, len(stream.tokens))
+
+    def _call(self, call: Any, *, done: int) -> Any:
+        try:
+            return call()
+        except httpx.HTTPError as exc:
+            raise self._sentence(exc, done) from exc
+
+    def _sentence(self, exc: Exception, done: int) -> EngineError:
+        if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
+            return EngineError(f"The Audex server at {self.host} cannot be reached; start it (see the README's "
+                               "`vllm serve` line) or point --audex-server at a running one.")
+        if isinstance(exc, httpx.ReadTimeout):
+            return EngineError(f"The Audex server at {self.host} sent nothing for {self._timeout.read:g} s after "
+                               f"{done} tokens, so the run was given up; the server is overloaded or stuck.")
+        if isinstance(exc, ValueError | KeyError):
+            return EngineError(f"The Audex server at {self.host} sent a reply this app cannot read after {done} tokens; "
+                               "point --audex-server at a vLLM server running the Audex plugin.")
+        return EngineError(self._dropped(done))
+
+    def _dropped(self, done: int) -> str:
+        return (f"The Audex server at {self.host} closed the connection after {done} tokens, so no audio was made; "
+                "it may have stopped. Check the server and try again.")
+
+    def _check(self, response: httpx.Response) -> None:
+        if response.status_code == 200:
+            return
+        response.read()
+        try:
+            message = response.json().get("error", {}).get("message") or response.text
+        except ValueError:
+            message = response.text
+        raise EngineError(f"The Audex server at {self.host} refused the request (HTTP {response.status_code}: "
+                          f"{message.strip()[:300]}).")
+
+    @staticmethod
+    def _report(progress: Progress | None, tokens: list[int], reported: int, total: int) -> int:
+        if progress is not None:
+            for done in range(reported + 1, len(tokens) + 1):
+                progress(done, total)
+        return len(tokens)

@@ -1,0 +1,37 @@
+"""The request arguments the app sends and the vLLM plugin reads (no server needed)."""
+
+import pytest
+
+from auk_app.audex import xargs
+from auk_app.audex.remote import EngineError, RemoteEngine, server_host
+
+
+def test_pair_members_and_other_requests():
+    assert xargs.pair_role(None) is None and xargs.pair_role({"audex_codec_cap": 8}) is None
+    assert xargs.pair_role({"cfg_pair_id": "p1", "cfg_role": "uncond", "cfg_scale": 3}) == ("p1", "uncond", 3.0)
+    assert xargs.pair_role({"cfg_pair_id": "p1", "cfg_role": "cond"}) == ("p1", "cond", 1.0)
+
+
+@pytest.mark.parametrize("extra, words", [
+    ({"cfg_role": "cond"}, "cfg_pair_id must be a non-empty string"),
+    ({"cfg_pair_id": "p", "cfg_role": "both"}, "cfg_role must be 'cond' or 'uncond'; got 'both'."),
+    ({"cfg_pair_id": "p", "cfg_role": "cond", "cfg_scale": 0.5}, "cfg_scale must be a number from 1 to 100"),
+    ({"cfg_pair_id": "p", "cfg_role": "cond", "cfg_scale": True}, "cfg_scale must be a number from 1 to 100"),
+])
+def test_malformed_pair_arguments_are_one_sentence(extra, words):
+    with pytest.raises(ValueError, match=words):
+        xargs.pair_role(extra)
+
+
+@pytest.mark.parametrize("cap", [0, 6, -4, 8.0, "8", True])
+def test_the_codec_cap_is_a_positive_multiple_of_four(cap):
+    with pytest.raises(ValueError, match="audex_codec_cap must be a positive multiple of 4"):
+        xargs.codec_cap({"audex_codec_cap": cap})
+    assert xargs.codec_cap({"audex_codec_cap": 4000}) == 4000 and xargs.codec_cap({}) is None
+
+
+def test_server_urls_show_host_and_port_only():
+    assert server_host("https://user:secret@gpu-host:8000/v1?key=x") == "gpu-host:8000"
+    assert server_host("gpu-host") == "gpu-host"
+    with pytest.raises(EngineError, match="is not an http\\(s\\) URL"):
+        RemoteEngine("ftp://gpu-host:8000")

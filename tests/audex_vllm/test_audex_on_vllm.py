@@ -1,0 +1,174 @@
+"""Audex through the app with sampling on a real vLLM server (CPU) running the plugin.
+
+Greedy runs must give the in-process sampler's exact streams (with and without CFG, one user or
+eight at once): that holds only if the blend, the mask, the step-locked pair and the token copy
+all work. Sampled runs must stay phase-valid, and each pair token-identical (the uncond member is
+sent unseeded, so without the copy its draws would differ; the client refuses a drifted pair).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import numpy as np
+import pytest
+
+from auk_app.audex.remote import EngineError
+from auk_app.audex.request import AudexRequest
+from auk_app.errors import Cancelled
+from auk_app.service import Studio, StudioConfig
+
+CAPTIONS = ("Rain falling on a tin roof.", "A dog barking in the distance.", "Ocean waves crashing on a rocky shore.",
+            "Birds chirping in the morning.", "A steam train whistle blowing as it departs.",
+            "Thunder rumbling during a storm.", "Wind chimes ringing in a gentle breeze.", "Footsteps crunching on fresh snow.")
+
+
+@pytest.fixture(scope="module")
+def local() -> Studio:
+    return Studio(StudioConfig(device="cpu"))
+
+
+@pytest.fixture(scope="module")
+def remote(vllm_server) -> Studio:
+    return Studio(StudioConfig(device="cpu", audex_server=vllm_server[0]))
+
+
+def _greedy(caption: str, cfg: float) -> AudexRequest:
+    return AudexRequest(caption=caption, cfg=cfg, max_seconds=1.0, top_k=1, seed=0)
+
+
+@pytest.mark.parametrize("cfg", [1.0, 3.0])
+def test_greedy_streams_equal_the_in_process_sampler(local, remote, cfg):
+    for caption in CAPTIONS[:3]:
+        want = local.text_to_audio(_greedy(caption, cfg)).result
+        got = remote.text_to_audio(_greedy(caption, cfg)).result
+        assert got.token_ids == want.token_ids, caption
+        assert got.report == want.report and got.end_reason == want.end_reason
+        np.testing.assert_array_equal(got.waveform, want.waveform)  # decoded here by the same codec
+
+
+def test_eight_concurrent_users_each_get_their_own_stream(local, remote):
+    requests = [_greedy(caption, 3.0 if i % 2 else 2.0) for i, caption in enumerate(CAPTIONS)]
+    with ThreadPoolExecutor(8) as pool:
+        got = list(pool.map(lambda r: remote.text_to_audio(r).result.token_ids, requests))
+    for request, tokens in zip(requests, got):
+        assert tokens == local.text_to_audio(request).result.token_ids, request.caption
+    assert len(set(got)) == len(got)  # different captions and scales: no stream was handed to another user
+
+
+def test_sampled_streams_are_phase_valid_and_pairs_identical_over_many_seeds(remote):
+    requests = [AudexRequest(caption=CAPTIONS[seed % 8], cfg=3.0, max_seconds=1.0, seed=seed) for seed in range(16)]
+    with ThreadPoolExecutor(8) as pool:  # EngineError here would mean a pair drifted apart
+        results = list(pool.map(lambda r: remote.text_to_audio(r).result, requests))
+    for result in results:
+        assert result.report["phase_valid"] and result.report["decodable"], result.seed
+        assert result.waveform.size == result.report["frames"] * 320
+    assert len({r.token_ids for r in results}) == 16
+
+
+def test_the_mask_is_what_makes_server_streams_valid(remote):
+    made = remote.text_to_audio(AudexRequest(caption=CAPTIONS[0], max_seconds=1.0, seed=1, compare_unmasked=True))
+    assert made.result.report["phase_valid"]
+    assert not made.unmasked.report["phase_valid"]
+
+
+def test_the_manifest_names_the_engine_and_its_host_only(vllm_server):
+    url = vllm_server[0].replace("http://", "http://user:secret@")
+    studio = Studio(StudioConfig(device="cpu", audex_server=url + "/"))
+    made = studio.text_to_audio(_greedy(CAPTIONS[0], 3.0))
+    assert made.model["engine"] == "vllm"
+    assert made.model["engine_server"] == studio.info()["audex_server"] == url.split("@")[1]
+    assert "secret" not in repr(made.model) + repr(studio.info())
+
+
+def test_the_plugin_refuses_malformed_arguments_in_one_sentence(vllm_server):
+    model = httpx.get(f"{vllm_server[0]}/v1/models").json()["data"][0]["id"]
+    body = {"model": model, "prompt": [1, 2, 3], "max_tokens": 4, "vllm_xargs": {"audex_codec_cap": 7}}
+    response = httpx.post(f"{vllm_server[0]}/v1/completions", json=body)
+    assert response.status_code == 400
+    assert "audex_codec_cap must be a positive multiple of 4; got 7." in response.text
+
+
+def _running_requests(url: str) -> float:
+    metrics = httpx.get(f"{url}/metrics").text
+    return sum(float(line.rsplit(" ", 1)[1]) for line in metrics.splitlines()
+               if line.startswith("vllm:num_requests_running"))
+
+
+def test_stopping_in_the_app_cancels_the_server_requests(remote, vllm_server):
+    seen, running_at_stop = [], []
+    stop = threading.Event()
+
+    def progress(label):
+        def tick(done, total):
+            seen.append(done)
+            if done >= 40 and not stop.is_set():
+                running_at_stop.append(_running_requests(vllm_server[0]))
+                stop.set()
+        return tick
+
+    started = time.monotonic()
+    with pytest.raises(Cancelled, match="Generation was stopped after"):
+        remote.text_to_audio(AudexRequest(caption=CAPTIONS[1], max_seconds=20.0, seed=3), progress=progress,
+                             should_stop=stop.is_set)
+    assert time.monotonic() - started < 60 and 40 <= max(seen) < 4001
+    assert running_at_stop == [2]  # the pair was running on the server when Stop came
+    deadline = time.monotonic() + 10  # 4001 tokens take far longer: 0 below means aborted, not finished
+    while _running_requests(vllm_server[0]) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _running_requests(vllm_server[0]) == 0  # both members of the pair were aborted
+
+
+def test_a_server_that_is_not_there_is_one_sentence():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    studio = Studio(StudioConfig(device="cpu", audex_server=f"http://127.0.0.1:{port}"))
+    started = time.monotonic()
+    with pytest.raises(EngineError, match=rf"^The Audex server at 127.0.0.1:{port} cannot be reached; .*\.$"):
+        studio.text_to_audio(_greedy(CAPTIONS[0], 3.0))
+    assert time.monotonic() - started < 10
+
+
+def test_a_server_that_says_nothing_times_out_in_one_sentence():
+    """A listening socket that never answers: the read timeout, not a hang."""
+    from auk_app.audex.remote import RemoteEngine
+
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        port = silent.getsockname()[1]
+        studio = Studio(StudioConfig(device="cpu", audex_server=f"http://127.0.0.1:{port}"))
+        studio.audex().engine = RemoteEngine(f"http://127.0.0.1:{port}", read_timeout=1.0)
+        started = time.monotonic()
+        with pytest.raises(EngineError, match=r"sent nothing for 1 s after 0 tokens"):
+            studio.text_to_audio(_greedy(CAPTIONS[0], 3.0))
+        assert time.monotonic() - started < 10
+
+
+def test_zz_a_server_that_dies_mid_request_is_one_sentence(remote, vllm_server):
+    """Runs last (the name): it stops the session's server."""
+    url, process = vllm_server
+    errors, streaming = [], threading.Event()
+
+    def run():
+        try:
+            remote.text_to_audio(AudexRequest(caption=CAPTIONS[2], max_seconds=20.0, seed=4),
+                                 progress=lambda label: lambda done, total: streaming.set())
+        except Exception as exc:  # noqa: BLE001 - the test inspects what came out
+            errors.append(exc)
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    assert streaming.wait(60)
+    os.killpg(process.pid, signal.SIGKILL)
+    worker.join(30)
+    assert not worker.is_alive()
+    assert len(errors) == 1 and isinstance(errors[0], EngineError), errors
+    assert str(errors[0]).startswith(f"The Audex server at {url.removeprefix('http://')} closed the connection after")
