@@ -39,7 +39,7 @@ def _result(wav: np.ndarray, source_path=None) -> EditResult:
         source_seconds=None if source is None else source.seconds,
         source_samples_24k=None if source is None else source.n_samples,
         source_sample_rate=None if source is None else SR, source_channels=None if source is None else 1,
-        vae_sample=False, condition_cache_hit=False, timings={"sample": 0.1, "total": 0.2}, rtf=0.4, device="cpu",
+        region=None, region_context=None, region_crossfade=None, region_seconds=None, vae_sample=False, condition_cache_hit=False, timings={"sample": 0.1, "total": 0.2}, rtf=0.4, device="cpu",
         dtype="float32",
     )
     return EditResult(wav=wav, sample_rate=SR, record=record, source=None if source is None else source.samples[0])
