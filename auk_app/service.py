@@ -12,19 +12,19 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from auk_app import resolve
-from auk_app.audex.pipeline import AudexPipeline
-from auk_app.audex.remote import RemoteEngine, server_host
 from auk_app.audex.request import TRAINED_SECONDS, AudexRequest, TextToAudioResult
-from auk_app.audex_demo import shared_demo_snapshot
 from auk_app.auk.checkpoint import AuKCheckpoint, read_auk_checkpoint
 from auk_app.auk.pipeline import AuKPipeline
 from auk_app.auk.request import EditRequest, EditResult
 from auk_app.config import Limits
 from auk_app.errors import InputError
 from auk_app.runtime import pick_device, pick_precision
+
+if TYPE_CHECKING:  # the Audex stack imports in seconds: only a Studio that serves Audex pays for it
+    from auk_app.audex.pipeline import AudexPipeline
 
 AUDEX_DEMO_SECONDS = 3.0  # the tiny demo LM on a CPU: a few seconds keep a run short
 # A progress callback per Audex run, given the run's label: ``progress(label)(done, total)``.
@@ -157,6 +157,10 @@ class Studio:
 
     def audex(self) -> AudexPipeline:
         """The Audex pipeline: the released weights when found, else the tiny random demo snapshot."""
+        from auk_app.audex.pipeline import AudexPipeline
+        from auk_app.audex.remote import RemoteEngine
+        from auk_app.audex_demo import shared_demo_snapshot
+
         with self._lock:
             if self._audex is None:
                 if self.audex_demo:
@@ -200,6 +204,13 @@ class Studio:
 
     # ------------------------------------------------------------------ status
 
+    def _audex_server_host(self) -> str | None:
+        if not self.config.audex_server:
+            return None
+        from auk_app.audex.remote import server_host
+
+        return server_host(self.config.audex_server)
+
     def info(self) -> dict[str, Any]:
         loaded = next((key for key, p in self._pipelines.items() if p.loaded), None)
         default = self._entries[self._default]
@@ -211,7 +222,7 @@ class Studio:
             "dtype": self.precision.name,
             "demo": default.demo,
             "audex_demo": self.audex_demo,
-            "audex_server": server_host(self.config.audex_server) if self.config.audex_server else None,
+            "audex_server": self._audex_server_host(),
             "models": {
                 e.key: {"label": e.label, "variant": e.checkpoint.variant, "folder": e.checkpoint.directory.name,
                         "demo": e.demo, "defaults": e.checkpoint.defaults,

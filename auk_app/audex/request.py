@@ -9,15 +9,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from auk_app.audex.params import MAX_CODEC_CAP, TTASampling
-from auk_app.audex.pipeline import AudexResult
 from auk_app.audex.report import FRAME_RATE_HZ
 from auk_app.audex.rvq import MAX_TTA_FRAMES
 from auk_app.config import Limits
 from auk_app.errors import InputError
 from auk_app.validate import check_caption, check_seed, field_problems, shown
+
+if TYPE_CHECKING:
+    from auk_app.audex.pipeline import AudexResult
 
 CODEC_TOKENS_PER_SECOND = 4 * FRAME_RATE_HZ  # 200
 MAX_SECONDS = MAX_CODEC_CAP / CODEC_TOKENS_PER_SECOND  # 20 s of tokens…
