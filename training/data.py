@@ -1,15 +1,19 @@
 """Training triples (source, instruction, target) for four tasks, and the held-out clips.
 
 Tasks: ``volume`` (target = source × gain, exactly), ``pitch`` (the same sound re-rendered at
-f0·2^(k/12)), ``denoise`` (source = clean + noise, target = clean) and ``tone`` (text only: a
-sine from TONE_FREQS_HZ). Edits keep the sample count. Audio is float32 mono at 24 kHz and no
-source or target peaks above PEAK_MAX.
+f0·2^(k/12); speech has no such rendering, so a speech pitch example has no target and the
+trainer shifts the source's encoded F0 itself), ``denoise`` (source = clean + noise, target =
+clean) and ``tone`` (text only: a sine from TONE_FREQS_HZ). About SPEECH_SHARE of the audio
+tasks' sources are espeak-ng speech (training/speech.py), the rest procedural sounds. Edits
+keep the sample count. Audio is float32 mono at 24 kHz and no source or target peaks above
+PEAK_MAX.
 
 Seed spaces: every Generator comes from SeedSequence entropy whose first word names its space,
 ``[TRAIN_SPACE, seed, index]`` (`training_rng`) or ``[HELDOUT_SPACE, family, seed, index]``
 (`heldout_rng`). The entropy of the two spaces differs for every choice of seeds, so no
 held-out clip is drawn from a training seed, provided training builds its Generators with
-`training_rng` (as `ProceduralDataset` does).
+`training_rng` (as `ProceduralDataset` does). Held-out speech also says only held-out
+sentences (see training/speech.py).
 """
 
 from dataclasses import dataclass
@@ -34,8 +38,11 @@ from training.sounds import (
     render,
     sine,
 )
+from training.speech import speech_clip
 
 TASKS = ("volume", "pitch", "denoise", "tone")
+MATERIALS = ("tone", "speech")  # held-out material: harmonic tones or espeak-ng speech
+SPEECH_SHARE = 0.45  # of volume, pitch and denoise sources
 HOP = 480  # VAE hop: 24 kHz / 480 = 50 latent frames per second
 TRAIN_SPACE = 0
 HELDOUT_SPACE = 1
@@ -50,36 +57,40 @@ TONE_PEAK = 0.5  # -6 dBFS and phase 0: the text fixes the tone completely
 # frequency would reach the flow's regression target only through second moments: the first
 # demo model generated tones of the wrong frequency. With a fixed phase the mean is the tone.
 
-HELDOUT_SECONDS = (2.0, 3.0)
-HELDOUT_F0_RANGE_HZ = (220.0, 660.0)
+HELDOUT_SECONDS = {"tone": (2.0, 3.0), "speech": (2.0, 6.0)}
+HELDOUT_F0_RANGE_HZ = (150.0, 700.0)
 HELDOUT_PARTIAL_RANGE = (3, 5)
-HELDOUT_GAINS_DB = (3, 6, 10)
-HELDOUT_SEMITONES = (1, 2, 3)
+HELDOUT_GAINS_DB = {"tone": (6, 12), "speech": (6,)}
+HELDOUT_SEMITONES = {"tone": (2, 4), "speech": (2,)}
 HELDOUT_SNR_DB = 5.0
-HELDOUT_NOISE_COLORS = ("white", "pink", "brown")
+HELDOUT_NOISE = "white"
 
 
 @dataclass(frozen=True, eq=False)
 class Example:
-    """One triple. ``source`` is None for text-only tasks; ``params`` records what was drawn
-    (gain_db, semitones, snr_db, f0_hz, sound kind, ...) for tests and measures."""
+    """One triple. ``source`` is None for text-only tasks; ``target`` is None for speech pitch
+    examples (no audio target exists: the trainer shifts the encoded source's F0 by
+    params["semitones"], and the score measures F0 of source and output). ``params`` records
+    what was drawn (gain_db, semitones, snr_db, f0_hz, sound kind, ...) for tests and measures;
+    held-out cases add their ``material`` and ``condition`` (the bar's row, e.g. "±6 dB")."""
 
     task: str
     instruction: str
     source: np.ndarray | None
-    target: np.ndarray
+    target: np.ndarray | None
     params: dict
 
     @property
     def n_samples(self) -> int:
-        return self.target.size
+        """The output length: the target's, or the source's when there is no target."""
+        return (self.source if self.target is None else self.target).size
 
     @property
     def seconds(self) -> float:
         """The duration to request: for a whole-hop target one the pipeline turns into exactly its
         frames (``ceil(s · 24000 / 480)`` makes 2.24 s 113 frames), else the plain length."""
-        frames, leftover = divmod(self.target.size, HOP)
-        return seconds_for_frames(frames) if leftover == 0 else self.target.size / SAMPLE_RATE
+        frames, leftover = divmod(self.n_samples, HOP)
+        return seconds_for_frames(frames) if leftover == 0 else self.n_samples / SAMPLE_RATE
 
 
 def training_rng(seed: int, index: int) -> np.random.Generator:
@@ -87,9 +98,9 @@ def training_rng(seed: int, index: int) -> np.random.Generator:
     return np.random.default_rng([TRAIN_SPACE, seed, index])
 
 
-def heldout_rng(family: str, seed: int, index: int) -> np.random.Generator:
-    """Generator for held-out clip ``index`` of ``family``; never equal to a training one."""
-    return np.random.default_rng([HELDOUT_SPACE, TASKS.index(family), seed, index])
+def heldout_rng(family: str, seed: int, index: int, material: str = "tone") -> np.random.Generator:
+    """Generator for held-out clip ``index`` of ``family`` and ``material``; never equal to a training one."""
+    return np.random.default_rng([HELDOUT_SPACE, TASKS.index(family), MATERIALS.index(material), seed, index])
 
 
 def sample_example(
@@ -134,44 +145,44 @@ class ProceduralDataset:
         return sample_example(training_rng(self.seed, index), task, self.seconds, self.hop_aligned)
 
 
-def heldout_cases(family: str, n: int, seed: int = 0) -> list[Example]:
-    """``n`` evaluation clips for one family, with the bars' exact conditions.
+def heldout_cases(family: str, n: int, seed: int = 0, material: str = "tone") -> list[Example]:
+    """``n`` evaluation clips for one family and material, with the bars' exact conditions.
 
-    Harmonic tones of 220..660 Hz with 3..5 partials, 2..3 s of any sample count, the AuK
-    instruction word for word; the tones are drawn like training tones (timbre, envelope, 30 %
-    with vibrato) within those ranges. Conditions go round-robin so 6 clips cover every one:
-    volume ±3/±6/±10 dB, pitch ±1/±2/±3 semitones, denoise at exactly 5 dB SNR in
-    white/pink/brown noise, tone through the 11 TONE_FREQS_HZ (lengths in whole hops, so the
+    Tones: harmonic, 150..700 Hz with 3..5 partials, 2..3 s of any sample count, drawn like
+    training tones (timbre, envelope, 30 % with vibrato) within those ranges. Speech: held-out
+    sentences from any training voice, 2..6 s. Instructions word for word as the app writes
+    them. Conditions go round-robin so 4 clips cover every one: volume ±6/±12 dB (speech ±6),
+    pitch ±2/±4 semitones (speech ±2), denoise at exactly 5 dB SNR in white noise, and the
+    tone family (tones only) through the 11 TONE_FREQS_HZ (lengths in whole hops, so the
     requested seconds give an exact sample count).
     """
-    if family not in _HELDOUT_FAMILIES:
-        raise ValueError(f"family {family!r} is not one of {TASKS}")
-    return [_HELDOUT_FAMILIES[family](heldout_rng(family, seed, i), i) for i in range(n)]
+    if (family, material) not in _HELDOUT_FAMILIES:
+        raise ValueError(f"no held-out {material!r} clips for family {family!r}")
+    draw = _HELDOUT_FAMILIES[family, material]
+    return [draw(heldout_rng(family, seed, i, material), i, material) for i in range(n)]
 
 
 def _volume_task(rng: np.random.Generator, n_samples: int) -> Example:
-    kind = str(rng.choice(["tone", "melody", "chord", "noise"]))
-    if kind == "noise":
-        wav, params = _draw_noise(rng, n_samples)
-    else:
-        wav, params = render(_HARMONIC[kind](rng, n_samples), n_samples), {}
+    wav, params = _draw_source(rng, n_samples, ("tone", "melody", "chord", "noise"))
     gain_db = int(rng.integers(1, 16)) * int(rng.choice([-1, 1]))
-    return _volume_example(rng, wav, gain_db, volume_instruction(gain_db, rng), kind=kind, **params)
+    return _volume_example(rng, wav, gain_db, volume_instruction(gain_db, rng), **params)
 
 
 def _pitch_task(rng: np.random.Generator, n_samples: int) -> Example:
+    semitones = int(rng.integers(1, 5)) * int(rng.choice([-1, 1]))
+    instruction = pitch_instruction(semitones, rng)
+    if rng.random() < SPEECH_SHARE:
+        return _speech_pitch_example(rng, n_samples, semitones, instruction, "train")
     kind = str(rng.choice(list(_HARMONIC)))
     sound = _HARMONIC[kind](rng, n_samples)
-    semitones = int(rng.integers(1, 5)) * int(rng.choice([-1, 1]))
-    return _pitch_example(rng, sound, n_samples, semitones, pitch_instruction(semitones, rng), kind=kind)
+    return _pitch_example(rng, sound, n_samples, semitones, instruction, kind=kind)
 
 
 def _denoise_task(rng: np.random.Generator, n_samples: int) -> Example:
-    kind = str(rng.choice(list(_HARMONIC)))
-    clean = render(_HARMONIC[kind](rng, n_samples), n_samples)
-    bed, params = _draw_noise(rng, n_samples)
+    clean, params = _draw_source(rng, n_samples, tuple(_HARMONIC))
+    bed, noise_params = _draw_noise(rng, n_samples)
     snr_db = float(rng.uniform(0.0, 20.0))
-    return _denoise_example(rng, clean, bed, snr_db, denoise_instruction(rng), kind=kind, **params)
+    return _denoise_example(rng, clean, bed, snr_db, denoise_instruction(rng), **params, **noise_params)
 
 
 def _tone_task(rng: np.random.Generator, n_samples: int) -> Example:
@@ -179,36 +190,59 @@ def _tone_task(rng: np.random.Generator, n_samples: int) -> Example:
     return _tone_example(n_samples, f0_hz, tone_instruction(f0_hz, rng))
 
 
-def _heldout_volume(rng: np.random.Generator, i: int) -> Example:
-    n_samples = _heldout_n_samples(rng)
+def _draw_source(rng: np.random.Generator, n_samples: int, kinds: tuple[str, ...]) -> tuple[np.ndarray, dict]:
+    """Training speech with probability SPEECH_SHARE, else one of ``kinds`` uniformly."""
+    if rng.random() < SPEECH_SHARE:
+        return speech_clip(rng, n_samples, "train")
+    kind = str(rng.choice(kinds))
+    if kind == "noise":
+        wav, params = _draw_noise(rng, n_samples)
+        return wav, {"kind": kind, **params}
+    return render(_HARMONIC[kind](rng, n_samples), n_samples), {"kind": kind}
+
+
+def _heldout_volume(rng: np.random.Generator, i: int, material: str) -> Example:
+    wav, params = _heldout_source(rng, material)
+    gains = HELDOUT_GAINS_DB[material]
+    gain_db = gains[i // 2 % len(gains)] * (1 if i % 2 == 0 else -1)
+    params.update(material=material, condition=f"±{abs(gain_db)} dB")
+    return _volume_example(rng, wav, gain_db, volume_instruction(gain_db), **params)
+
+
+def _heldout_pitch(rng: np.random.Generator, i: int, material: str) -> Example:
+    n_samples = _heldout_n_samples(rng, material)
+    steps = HELDOUT_SEMITONES[material]
+    semitones = steps[i // 2 % len(steps)] * (1 if i % 2 == 0 else -1)
+    instruction, labels = pitch_instruction(semitones), {"material": material, "condition": f"±{abs(semitones)} st"}
+    if material == "speech":
+        return _speech_pitch_example(rng, n_samples, semitones, instruction, "heldout", **labels)
     sound = _heldout_tone(rng, n_samples)
-    gain_db = HELDOUT_GAINS_DB[i // 2 % 3] * (1 if i % 2 == 0 else -1)
-    wav = render(sound, n_samples)
-    return _volume_example(rng, wav, gain_db, volume_instruction(gain_db), **_tone_params(sound))
+    return _pitch_example(rng, sound, n_samples, semitones, instruction, **_tone_params(sound), **labels)
 
 
-def _heldout_pitch(rng: np.random.Generator, i: int) -> Example:
-    n_samples = _heldout_n_samples(rng)
-    sound = _heldout_tone(rng, n_samples)
-    semitones = HELDOUT_SEMITONES[i // 2 % 3] * (1 if i % 2 == 0 else -1)
-    instruction = pitch_instruction(semitones)
-    return _pitch_example(rng, sound, n_samples, semitones, instruction, **_tone_params(sound))
+def _heldout_denoise(rng: np.random.Generator, i: int, material: str) -> Example:
+    clean, params = _heldout_source(rng, material)
+    bed = noise(rng, clean.size, HELDOUT_NOISE)
+    params.update(noise=HELDOUT_NOISE, band_hz=None, material=material,
+                  condition=f"{HELDOUT_SNR_DB:g} dB SNR {HELDOUT_NOISE}")
+    return _denoise_example(rng, clean, bed, HELDOUT_SNR_DB, denoise_instruction(), **params)
 
 
-def _heldout_denoise(rng: np.random.Generator, i: int) -> Example:
-    n_samples = _heldout_n_samples(rng)
-    sound = _heldout_tone(rng, n_samples)
-    color = HELDOUT_NOISE_COLORS[i % 3]
-    clean, bed = render(sound, n_samples), noise(rng, n_samples, color)
-    instruction = denoise_instruction()
-    params = {"noise": color, "band_hz": None, **_tone_params(sound)}
-    return _denoise_example(rng, clean, bed, HELDOUT_SNR_DB, instruction, **params)
-
-
-def _heldout_tone_generation(rng: np.random.Generator, i: int) -> Example:
-    low, high = (round(s * SAMPLE_RATE / HOP) for s in HELDOUT_SECONDS)  # 100..150 hops
+def _heldout_tone_generation(rng: np.random.Generator, i: int, material: str) -> Example:
+    low, high = (round(s * SAMPLE_RATE / HOP) for s in HELDOUT_SECONDS[material])  # 100..150 hops
     f0_hz = TONE_FREQS_HZ[i % len(TONE_FREQS_HZ)]
-    return _tone_example(int(rng.integers(low, high + 1)) * HOP, f0_hz, tone_instruction(f0_hz))
+    example = _tone_example(int(rng.integers(low, high + 1)) * HOP, f0_hz, tone_instruction(f0_hz))
+    example.params.update(material=material, condition="sine")
+    return example
+
+
+def _heldout_source(rng: np.random.Generator, material: str) -> tuple[np.ndarray, dict]:
+    """A held-out tone or a held-out speech clip, with its params."""
+    n_samples = _heldout_n_samples(rng, material)
+    if material == "speech":
+        return speech_clip(rng, n_samples, "heldout")
+    sound = _heldout_tone(rng, n_samples)
+    return render(sound, n_samples), _tone_params(sound)
 
 
 def _volume_example(
@@ -235,6 +269,15 @@ def _pitch_example(
     wavs = [render(sound, n_samples), render(sound, n_samples, 2 ** (semitones / 12))]
     source, target = _scale_to_peak(wavs, _draw_peak(rng))
     return Example("pitch", instruction, source, target, {"semitones": semitones, **params})
+
+
+def _speech_pitch_example(
+    rng: np.random.Generator, n_samples: int, semitones: int, instruction: str, split: str, **params
+) -> Example:
+    """Speech to shift: the source only (see `Example`)."""
+    wav, speech_params = speech_clip(rng, n_samples, split)
+    (source,) = _scale_to_peak([wav], _draw_peak(rng))
+    return Example("pitch", instruction, source, None, {"semitones": semitones, **speech_params, **params})
 
 
 def _denoise_example(
@@ -288,8 +331,8 @@ def _scale_to_peak(wavs: list[np.ndarray], peak: float) -> list[np.ndarray]:
     return [(wav * scale).astype(np.float32) for wav in wavs]
 
 
-def _heldout_n_samples(rng: np.random.Generator) -> int:
-    low, high = (round(s * SAMPLE_RATE) for s in HELDOUT_SECONDS)
+def _heldout_n_samples(rng: np.random.Generator, material: str) -> int:
+    low, high = (round(s * SAMPLE_RATE) for s in HELDOUT_SECONDS[material])
     return int(rng.integers(low, high + 1))
 
 
@@ -304,8 +347,8 @@ def _tone_params(sound: HarmonicSound) -> dict:
 _HARMONIC = {"tone": draw_tone, "melody": draw_melody, "chord": draw_chord}
 _TRAINING_TASKS = {"volume": _volume_task, "pitch": _pitch_task, "denoise": _denoise_task, "tone": _tone_task}
 _HELDOUT_FAMILIES = {
-    "volume": _heldout_volume,
-    "pitch": _heldout_pitch,
-    "denoise": _heldout_denoise,
-    "tone": _heldout_tone_generation,
+    **{(family, material): draw for family, draw in (
+        ("volume", _heldout_volume), ("pitch", _heldout_pitch), ("denoise", _heldout_denoise)
+    ) for material in MATERIALS},
+    ("tone", "tone"): _heldout_tone_generation,
 }

@@ -2,7 +2,8 @@
 
 Training uses the first template word for word half of the time (``EXACT_SHARE``), because
 the bars are measured with exactly that wording ("Raise the pitch by 1 semitones." included),
-and a paraphrase otherwise so the text encoder sees more than one phrasing. Held-out clips call
+and a paraphrase otherwise so the text encoder sees more than one phrasing (numbers as digits
+or, for pitch, as words: "Shift the pitch up two semitones."). Held-out clips call
 these functions without a Generator and always get the first template.
 """
 
@@ -15,12 +16,14 @@ VOLUME_UP = (
     "Make it {db} dB louder.",
     "Turn the volume up by {db} dB.",
     "Boost the level by {db} dB.",
+    "Make it louder by {db} dB.",
 )
 VOLUME_DOWN = (
     "Decrease the volume by {db} dB.",
     "Make it {db} dB quieter.",
     "Turn the volume down by {db} dB.",
     "Reduce the level by {db} dB.",
+    "Make it quieter by {db} dB.",
 )
 # The AuK template keeps "semitones" even for 1; paraphrases use the singular where it fits.
 PITCH_UP = (
@@ -28,13 +31,16 @@ PITCH_UP = (
     "Shift the pitch up by {n} {unit}.",
     "Transpose it up by {n} {unit}.",
     "Make it {n} {unit} higher.",
+    "Shift the pitch up {word} {unit}.",
 )
 PITCH_DOWN = (
     "Lower the pitch by {n} semitones.",
     "Shift the pitch down by {n} {unit}.",
     "Transpose it down by {n} {unit}.",
     "Make it {n} {unit} lower.",
+    "Shift the pitch down {word} {unit}.",
 )
+NUMBER_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve")
 DENOISE = (
     "Remove only the background noise, preserve everything else, and output audio of the same length.",
     "Remove the background noise and keep everything else.",
@@ -59,7 +65,8 @@ def pitch_instruction(semitones: int, rng: np.random.Generator | None = None) ->
     """Text for a signed whole-semitone shift: -2 → "Lower the pitch by 2 semitones."."""
     templates = PITCH_UP if semitones > 0 else PITCH_DOWN
     n = abs(semitones)
-    return _pick(templates, rng).format(n=n, unit="semitone" if n == 1 else "semitones")
+    word = NUMBER_WORDS[n] if n < len(NUMBER_WORDS) else str(n)
+    return _pick(templates, rng).format(n=n, word=word, unit="semitone" if n == 1 else "semitones")
 
 
 def denoise_instruction(rng: np.random.Generator | None = None) -> str:

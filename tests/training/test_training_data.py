@@ -6,6 +6,7 @@ import pytest
 from training.data import (
     HELDOUT_SPACE,
     HOP,
+    MATERIALS,
     PEAK_MAX,
     TASKS,
     TONE_FREQS_HZ,
@@ -20,6 +21,7 @@ from training.data import (
 from training.instructions import pitch_instruction, volume_instruction
 from training.measures import cents, f0_hz, f0_track, rms_db
 from training.sounds import SAMPLE_RATE
+from training.speech import NOUNS
 
 PEAK_LIMIT = PEAK_MAX * (1 + 1e-6)  # float32 rounding of a peak drawn at exactly 0.95
 EXACT_DENOISE = (
@@ -47,9 +49,10 @@ def test_tone_frequencies_are_the_50_hz_frame_rate_grid():
 def test_same_seed_same_example(index):
     first, again = ProceduralDataset(seed=7, size=4)[index], ProceduralDataset(seed=7, size=4)[index]
     assert first.instruction == again.instruction and first.params == again.params
-    np.testing.assert_array_equal(first.target, again.target)
-    if first.source is not None:
-        np.testing.assert_array_equal(first.source, again.source)
+    for a, b in ((first.target, again.target), (first.source, again.source)):
+        assert (a is None) == (b is None)
+        if a is not None:
+            np.testing.assert_array_equal(a, b)
 
 
 def test_different_seeds_differ():
@@ -61,13 +64,30 @@ def test_examples_are_well_formed():
     dataset = ProceduralDataset(seed=3, size=48, seconds=(0.5, 1.0))
     assert [example.task for example in dataset][:4] == list(TASKS)
     for example in dataset:
-        assert example.target.dtype == np.float32 and example.target.ndim == 1
-        assert np.all(np.isfinite(example.target)) and np.max(np.abs(example.target)) <= PEAK_LIMIT
+        # only speech pitch examples lack a target: the trainer shifts the source's F0 itself
+        assert (example.target is None) == (example.task == "pitch" and example.params["kind"] == "speech")
+        if example.target is not None:
+            assert example.target.dtype == np.float32 and example.target.shape == (example.n_samples,)
+            assert np.all(np.isfinite(example.target)) and np.max(np.abs(example.target)) <= PEAK_LIMIT
         if example.task == "tone":
             assert example.source is None
             continue
-        assert example.source.dtype == np.float32 and example.source.shape == example.target.shape
+        assert example.source.dtype == np.float32 and example.source.shape == (example.n_samples,)
         assert np.all(np.isfinite(example.source)) and np.max(np.abs(example.source)) <= PEAK_LIMIT
+
+
+def test_speech_is_close_to_half_of_the_audio_tasks():
+    dataset = ProceduralDataset(seed=4, size=240, tasks=("volume", "pitch", "denoise"), seconds=0.5)
+    kinds = [example.params["kind"] for example in dataset]
+    assert 0.35 <= kinds.count("speech") / len(kinds) <= 0.55
+    assert len({example.params["voice"] for example in dataset if example.params["kind"] == "speech"}) >= 10
+
+
+def test_speech_pitch_example_has_the_source_and_the_shift_only():
+    examples = (sample_example(training_rng(29, index), "pitch", 0.8, hop_aligned=1.0) for index in itertools.count())
+    example = next(example for example in examples if example.params["kind"] == "speech")
+    assert example.target is None and 1 <= abs(example.params["semitones"]) <= 4
+    assert example.n_samples == example.source.size == 19_200 and example.seconds == pytest.approx(0.8)
 
 
 def test_dataset_index_bounds():
@@ -135,7 +155,7 @@ def test_pitch_target_moves_every_partial_by_the_ratio():
     # Chords have no single F0, so compare whole spectra (tones too, as a cross-check);
     # 60 draws land within 3 cents. Melodies smear this peak (up to 10) and use f0_track above.
     examples = (sample_example(training_rng(23, index), "pitch", (0.5, 1.0)) for index in range(16))
-    for example in (example for example in examples if example.params["kind"] != "melody"):
+    for example in (example for example in examples if example.params["kind"] in ("tone", "chord")):
         shift = _log_spectrum_shift_cents(example.target, example.source)
         assert shift == pytest.approx(100 * example.params["semitones"], abs=3)
 
@@ -144,6 +164,8 @@ def test_pitch_target_has_same_length_and_level():
     for index in range(10):
         example = sample_example(training_rng(13, index), "pitch", (0.5, 1.0))
         assert 1 <= abs(example.params["semitones"]) <= 4
+        if example.target is None:
+            continue
         assert example.source.size == example.target.size
         assert rms_db(example.target) == pytest.approx(rms_db(example.source), abs=0.5)  # same amplitudes
 
@@ -167,38 +189,68 @@ def test_tone_target_is_the_named_sine():
 def test_exact_templates_are_among_the_paraphrases():
     rng = np.random.default_rng(0)
     volume = {volume_instruction(6, rng) for _ in range(100)}
-    pitch = {pitch_instruction(1, rng) for _ in range(100)}
-    assert "Increase the volume by 6 dB." in volume and len(volume) == 4
-    assert "Raise the pitch by 1 semitones." in pitch and len(pitch) == 4
+    pitch = {pitch_instruction(2, rng) for _ in range(100)}
+    assert "Increase the volume by 6 dB." in volume and len(volume) == 5
+    assert "Raise the pitch by 2 semitones." in pitch and len(pitch) == 5
+    assert {"Make it louder by 6 dB.", "Shift the pitch up two semitones."} <= volume | pitch
+    assert pitch_instruction(1) == "Raise the pitch by 1 semitones."
     assert volume_instruction(-10) == "Decrease the volume by 10 dB."
     assert pitch_instruction(-3) == "Lower the pitch by 3 semitones."
 
 
 HELDOUT_INSTRUCTIONS = {
-    "volume": {f"{verb} the volume by {db} dB." for verb in ("Increase", "Decrease") for db in (3, 6, 10)},
-    "pitch": {f"{verb} the pitch by {n} semitones." for verb in ("Raise", "Lower") for n in (1, 2, 3)},
-    "denoise": {EXACT_DENOISE},
-    "tone": {f"Generate a {f0} Hz sine tone." for f0 in TONE_FREQS_HZ},
+    ("volume", "tone"): {f"{verb} the volume by {db} dB." for verb in ("Increase", "Decrease") for db in (6, 12)},
+    ("pitch", "tone"): {f"{verb} the pitch by {n} semitones." for verb in ("Raise", "Lower") for n in (2, 4)},
+    ("denoise", "tone"): {EXACT_DENOISE},
+    ("tone", "tone"): {f"Generate a {f0} Hz sine tone." for f0 in TONE_FREQS_HZ},
+    ("volume", "speech"): {"Increase the volume by 6 dB.", "Decrease the volume by 6 dB."},
+    ("pitch", "speech"): {"Raise the pitch by 2 semitones.", "Lower the pitch by 2 semitones."},
+    ("denoise", "speech"): {EXACT_DENOISE},
 }
 
 
-@pytest.mark.parametrize("family", TASKS)
-def test_heldout_conditions(family):
-    cases = heldout_cases(family, 6, seed=0)
-    assert {case.instruction for case in cases} <= HELDOUT_INSTRUCTIONS[family]
+@pytest.mark.parametrize(("family", "material"), list(HELDOUT_INSTRUCTIONS))
+def test_heldout_conditions(family, material):
+    cases = heldout_cases(family, 4, seed=0, material=material)
+    assert {case.instruction for case in cases} <= HELDOUT_INSTRUCTIONS[family, material]
     if family != "tone":
-        assert {case.instruction for case in cases} == HELDOUT_INSTRUCTIONS[family]  # 6 clips cover all
+        assert {case.instruction for case in cases} == HELDOUT_INSTRUCTIONS[family, material]  # 4 clips cover all
+    seconds = (2, 6) if material == "speech" else (2, 3)
     for case in cases:
-        assert case.task == family
-        assert 2 * SAMPLE_RATE <= case.n_samples <= 3 * SAMPLE_RATE
-        assert np.max(np.abs(case.target)) <= PEAK_LIMIT
+        assert case.task == family and case.params["material"] == material
+        assert seconds[0] * SAMPLE_RATE <= case.n_samples <= seconds[1] * SAMPLE_RATE
         if family == "tone":
             assert case.source is None and case.n_samples % HOP == 0
+            assert np.max(np.abs(case.target)) <= PEAK_LIMIT
             continue
-        assert case.source.size == case.target.size and np.max(np.abs(case.source)) <= PEAK_LIMIT
-        assert 220 <= case.params["f0_hz"] <= 660 and 3 <= case.params["n_partials"] <= 5
+        assert case.source.size == case.n_samples and np.max(np.abs(case.source)) <= PEAK_LIMIT
+        if material == "speech":
+            assert case.params["kind"] == "speech"
+            assert (case.target is None) == (family == "pitch")
+        else:
+            assert 150 <= case.params["f0_hz"] <= 700 and 3 <= case.params["n_partials"] <= 5
+            assert case.target.size == case.n_samples and np.max(np.abs(case.target)) <= PEAK_LIMIT
         if family == "denoise":
+            assert case.params["noise"] == "white"
             assert _snr_db(case.target, case.source) == pytest.approx(5.0, abs=0.01)
+
+
+def test_heldout_speech_is_varied_and_never_says_a_training_sentence():
+    cases = [case for family in ("volume", "pitch", "denoise") for case in heldout_cases(family, 4, material="speech")]
+    assert len({case.params["voice"] for case in cases}) >= 4
+    assert len({case.params["rate_wpm"] for case in cases}) >= 4
+    training_words = {w.strip(".") for e in ProceduralDataset(seed=0, size=60) if e.params.get("kind") == "speech"
+                      for w in e.params["text"].split()}
+    heldout_words = {w.strip(".") for case in cases for w in case.params["text"].split()}
+    # every held-out sentence names held-out nouns, which no training sentence has
+    assert set(NOUNS["heldout"]).isdisjoint(NOUNS["train"])
+    assert heldout_words & set(NOUNS["heldout"]) and not training_words & set(NOUNS["heldout"])
+    assert not heldout_words & set(NOUNS["train"])
+
+
+def test_unknown_heldout_material_is_rejected():
+    with pytest.raises(ValueError, match="speech"):
+        heldout_cases("tone", 1, material="speech")
 
 
 def test_heldout_lengths_are_arbitrary():
@@ -217,6 +269,7 @@ def test_heldout_seed_space_is_disjoint_from_training():
 
     keys = [(seed, index) for seed in range(8) for index in range(50)]
     training = {entropy(training_rng(seed, index)) for seed, index in keys}
-    heldout = {entropy(heldout_rng(family, seed, index)) for family in TASKS for seed, index in keys}
+    heldout = {entropy(heldout_rng(family, seed, index, material))
+               for family in TASKS for material in MATERIALS for seed, index in keys}
     assert {key[0] for key in training} == {TRAIN_SPACE} and {key[0] for key in heldout} == {HELDOUT_SPACE}
     assert training.isdisjoint(heldout)
