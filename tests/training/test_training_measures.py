@@ -1,8 +1,22 @@
+import librosa
 import numpy as np
 import pytest
 
-from training.measures import cents, f0_hz, is_valid_output, rms_db, spectral_snr_db
+from training.measures import (
+    added_noise_floor_db,
+    cents,
+    envelope,
+    envelope_correlation,
+    f0_hz,
+    is_valid_output,
+    melody_kept,
+    noise_floor_db,
+    rms_db,
+    spectral_snr_db,
+    voiced_interval_cents,
+)
 from training.sounds import SAMPLE_RATE, noise, sine
+from training.speech import speech_clip
 
 
 def _time(seconds: float) -> np.ndarray:
@@ -86,3 +100,39 @@ def test_spectral_snr_scores_missing_and_extra_samples():
 )
 def test_is_valid_output(wav, n_samples, valid):
     assert is_valid_output(wav, n_samples) is valid
+
+
+def test_envelope_is_rms_per_20_ms_frame():
+    wav = np.concatenate([np.full(480, 0.5), np.full(480, -0.25), np.full(100, 1.0)])
+    np.testing.assert_allclose(envelope(wav), [0.5, 0.25, 1.0])
+
+
+def test_envelope_correlation_ignores_gain_and_sees_a_shuffle():
+    rng = np.random.default_rng(0)
+    wav, _ = speech_clip(rng, 2 * SAMPLE_RATE, "train")
+    assert envelope_correlation(0.25 * wav, wav) == pytest.approx(1.0)
+    shuffled = wav.reshape(-1, 480)[rng.permutation(100)].ravel()
+    assert envelope_correlation(shuffled, wav) < 0.3
+    assert np.isnan(envelope_correlation(np.zeros_like(wav), wav))
+
+
+def test_voiced_interval_and_melody_on_speech():
+    wav, _ = speech_clip(np.random.default_rng(1), 2 * SAMPLE_RATE, "train")
+    shifted = librosa.effects.pitch_shift(wav, sr=SAMPLE_RATE, n_steps=2)
+    assert voiced_interval_cents(shifted, wav) == pytest.approx(200, abs=15)
+    assert melody_kept(0.5 * wav, wav) == 1.0
+    assert melody_kept(shifted, wav) < 0.3  # 200 cents away on most frames
+    assert melody_kept(np.zeros_like(wav), wav) == 0.0  # losing the voicing loses the melody
+    assert np.isnan(voiced_interval_cents(np.zeros_like(wav), wav))
+
+
+def test_noise_floor_follows_gain_and_catches_hiss():
+    tone = 0.3 * sine(440, SAMPLE_RATE, 0.0)
+    hiss = noise(np.random.default_rng(0), SAMPLE_RATE, "white")
+    assert noise_floor_db(np.zeros(SAMPLE_RATE)) == -np.inf
+    # unit-RMS white noise: mean cell power Σw² / (Σw / 2)² = 384 / 65536 (-22.3 dB); the 10th
+    # percentile of its exponential spread lies 9.8 dB lower
+    assert noise_floor_db(hiss) == pytest.approx(-32.1, abs=0.5)
+    assert added_noise_floor_db(4 * hiss, hiss, 20 * np.log10(4)) == pytest.approx(0.0, abs=1e-6)
+    assert added_noise_floor_db(tone * 0.5, tone, -6.0) <= 0.0  # clean source: the -100 dB reference
+    assert added_noise_floor_db(tone + 1e-4 * hiss, tone) > 3.0  # -80 dBFS hiss
