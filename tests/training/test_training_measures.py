@@ -135,4 +135,5 @@ def test_noise_floor_follows_gain_and_catches_hiss():
     assert noise_floor_db(hiss) == pytest.approx(-32.1, abs=0.5)
     assert added_noise_floor_db(4 * hiss, hiss, 20 * np.log10(4)) == pytest.approx(0.0, abs=1e-6)
     assert added_noise_floor_db(tone * 0.5, tone, -6.0) <= 0.0  # clean source: the -100 dB reference
-    assert added_noise_floor_db(tone + 1e-4 * hiss, tone) > 3.0  # -80 dBFS hiss
+    assert added_noise_floor_db(tone + 1e-3 * hiss, tone) == pytest.approx(8.0, abs=1.0)  # -60 dBFS hiss
+    assert added_noise_floor_db(tone + 1e-4 * hiss, tone) < 0.0  # -80 dBFS: below the reference
