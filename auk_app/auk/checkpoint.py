@@ -10,7 +10,9 @@
 Both DiT files hold the backbone under ``transformer.`` plus the text-fusion tensors
 ``layer_weights`` [layers] and ``layer_scale`` [1], which go to the text conditioner. An
 optional ``text_encoder`` section (``{"kind": "minilm"}``) selects the conditioner; without
-it the text encoder is Qwen2.5-Omni-3B, as in every release. Weights are read with
+it the text encoder is Qwen2.5-Omni-3B, as in every release. Likewise an assembled config's
+``vae.codec`` may name ``harmonic_noise`` (the demo model's parametric codec, whose weight
+file holds only latent statistics); without it the codec is the released BigVGAN-flow VAE. Weights are read with
 safetensors only, and every mismatch raises one CheckpointError naming file and keys.
 """
 
@@ -27,6 +29,7 @@ import torch
 import yaml
 
 from auk_app.auk.dit import AuKTransformer, dit_state_dict
+from auk_app.auk.harmonic_codec import CODEC_NAME as HARMONIC_NOISE, HarmonicNoiseCodec
 from auk_app.auk.vae import AuKVAE
 from auk_app.errors import CheckpointError
 from auk_app.weights import check_state_dict, mismatch, read_safetensors
@@ -40,6 +43,8 @@ DIT_PREFIX = "transformer."
 TEXT_ENCODERS = ("qwen2_5_omni", "minilm")
 DIM_HEAD_DEFAULT = 64  # Flux2Edit's constructor default; the release yaml does not set it
 RELEASE_FILES = {"base": "auk_base.safetensors", "flash": "auk_flash.safetensors"}
+BIGVGAN_FLOW = "bigvgan_flow"  # the released VAE; a config's vae.codec may name HARMONIC_NOISE instead
+CODECS = {BIGVGAN_FLOW: AuKVAE, HARMONIC_NOISE: HarmonicNoiseCodec}
 
 
 @dataclass(frozen=True)
@@ -53,7 +58,8 @@ class AuKCheckpoint:
     dit_file: Path
     vae_file: Path
     dit_config: dict[str, Any]
-    vae_config: dict[str, Any]  # the VAE's model_init_kwargs
+    vae_config: dict[str, Any]  # the codec's model_init_kwargs
+    codec: str  # a key of CODECS
     text_encoder: dict[str, Any]
     defaults: dict[str, Any]  # nfe, cfg, sway
     t_grid: tuple[float, ...] | None  # Flash's fixed grid, overriding nfe/cfg/sway
@@ -69,7 +75,9 @@ class AuKCheckpoint:
 
     @property
     def hop(self) -> int:
-        """Samples per latent frame: the product of the VAE's downsampling strides (480)."""
+        """Samples per latent frame (480): the VAE's downsampling strides' product, or the codec's hop."""
+        if self.codec == HARMONIC_NOISE:
+            return int(self.vae_config.get("hop", 480))
         return math.prod(self.vae_config["downsample_rates"])
 
 
@@ -79,7 +87,7 @@ class AuKModel:
 
     checkpoint: AuKCheckpoint
     dit: AuKTransformer
-    vae: AuKVAE
+    vae: AuKVAE | HarmonicNoiseCodec
     layer_weights: torch.Tensor
     layer_scale: torch.Tensor
 
@@ -106,7 +114,7 @@ def load_auk_checkpoint(
     device: str | torch.device = "cpu",
     dtype: torch.dtype = torch.float32,
 ) -> AuKModel:
-    """Build and load the DiT (``dtype``) and the VAE (always float32) of a checkpoint on ``device``.
+    """Build and load the DiT (``dtype``) and the codec (always float32) of a checkpoint on ``device``.
 
     The one entry point for weights: the app's demo model goes through here exactly like a release.
     """
@@ -136,11 +144,19 @@ def load_auk_checkpoint(
     # Rotary frequencies stay float32 and exactly as stored, whatever the weights are served in.
     dit.rotary_embed.inv_freq = state["rotary_embed.inv_freq"].float().to(device)
 
-    with torch.device(device):
-        vae = AuKVAE.from_config(checkpoint.vae_config)
+    try:
+        with torch.device(device):
+            vae = CODECS[checkpoint.codec].from_config(checkpoint.vae_config)
+    except (TypeError, ValueError) as exc:
+        raise CheckpointError(f"{checkpoint.directory}: the {checkpoint.codec} codec settings are not usable ({exc}).") from exc
     missing, unexpected = vae.load_weights(checkpoint.vae_file, device=device)
     if missing or unexpected:
-        raise mismatch(checkpoint.vae_file, "AuK VAE", missing=missing, unexpected=unexpected)
+        what = "AuK VAE" if checkpoint.codec == BIGVGAN_FLOW else "AuK harmonic-noise codec"
+        raise mismatch(checkpoint.vae_file, what, missing=missing, unexpected=unexpected)
+    if vae.latent_dim != dit.latent_dim:
+        raise CheckpointError(
+            f"{checkpoint.vae_file.parent}: the codec makes {vae.latent_dim} latent channels, the DiT takes {dit.latent_dim}."
+        )
     return AuKModel(
         checkpoint=checkpoint,
         dit=dit,
@@ -192,6 +208,7 @@ def _read_release(directory: Path) -> AuKCheckpoint:
         vae_file=_required(directory / "vae.safetensors"),
         dit_config=dit_config,
         vae_config=vae_config,
+        codec=BIGVGAN_FLOW,
         text_encoder=_text_encoder(text_encoder),
         defaults=dict(FLASH_DEFAULTS if variant == "flash" else BASE_DEFAULTS),
         t_grid=FLASH_T_GRID if variant == "flash" else None,
@@ -219,6 +236,9 @@ def _read_assembled(directory: Path) -> AuKCheckpoint:
         }
         vae_config = dict(vae["model_init_kwargs"])
         vae_config.setdefault("sample_rate", int(vae.get("target_sample_rate", 24000)))
+        codec = str(vae.get("codec", BIGVGAN_FLOW))
+        if codec not in CODECS:
+            raise ValueError(f"vae.codec must be one of {sorted(CODECS)}, not {codec!r}")
         defaults = {**(FLASH_DEFAULTS if variant == "flash" else BASE_DEFAULTS), **config.get("defaults", {})}
         if variant == "flash":
             defaults.update(FLASH_DEFAULTS)
@@ -235,6 +255,7 @@ def _read_assembled(directory: Path) -> AuKCheckpoint:
         vae_file=_required(directory / "vae.safetensors"),
         dit_config=dit_config,
         vae_config=vae_config,
+        codec=codec,
         text_encoder=_text_encoder(config.get("text_encoder") or {}),
         defaults=defaults,
         t_grid=t_grid,

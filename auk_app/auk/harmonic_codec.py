@@ -1,0 +1,298 @@
+"""A parametric harmonic-plus-noise codec with AuK's codec interface (the demo model's codec).
+
+Legend: b batch, T samples, n frames (one per ``hop`` samples, T ≤ n·hop), L latent channels.
+
+Every 20 ms frame is described by numbers a small DiT can edit with simple moves:
+
+* ``f0``: log2(F0 / 220 Hz), in ``f0_copies`` identical channels that the decoder averages
+  (a pitch shift adds a constant; the copies average out generation noise);
+* ``length code``: cos and sin of ω·n for the clip's frame count n at each of
+  ``length_code_freqs`` (rad per frame). The DiT places the reference before the target, so
+  target frame j sits n positions after reference frame j; with these channels in its keys, one
+  rotary attention head can look exactly n frames back — a copy that a tiny DiT learns in
+  minutes, where inferring n from positions alone is out of its reach. The decoder ignores them;
+* ``harmonics``: log10 amplitude of harmonics 1..K (volume adds a constant; the amplitudes
+  follow the harmonic number, so a pitch shift leaves them as they are);
+* ``noise``: log10 of the noise's standard deviation per sample in each band (noise removal
+  lowers them).
+
+Analysis: YIN (cumulative mean normalised difference) gives F0 and aperiodicity; a frame is
+voiced when its aperiodicity and level allow; harmonic amplitudes are the Blackman-windowed
+spectrum's energy around k·F0 less the noise expected there; noise levels are the mean power
+of the bins between harmonics. Synthesis: an oscillator bank on the integrated phase of the
+interpolated F0, plus seeded white noise shaped band by band in an STFT. Both are fixed
+algorithms; the only tensors in the weight file are the latent statistics.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import torch
+from numpy.lib.stride_tricks import sliding_window_view
+from torch import nn
+
+CODEC_NAME = "harmonic_noise"
+F0_REFERENCE_HZ = 220.0
+YIN_WINDOW = 480  # samples summed per lag: 20 ms, so F0 follows speech glides frame by frame
+YIN_PICK = 0.15  # a dip below this is deep enough to be the period
+ANALYSIS_FFT = 1024  # Blackman, 43 ms: side lobes at -58 dB; 2048 blurred speech onsets (-1.3 dB SNR)
+NOISE_FFT = 960  # synthesis STFT for the noise: 25 Hz bins, 50 % overlap at the 480 hop
+TAPER_HZ = 1000.0  # harmonics fade out over this span below the top frequency
+
+
+class HarmonicNoiseCodec(nn.Module):
+    """Waveform [b, T] ↔ normalised latents [b, n, L]; same methods as :class:`AuKVAE`."""
+
+    def __init__(
+        self,
+        *,
+        sample_rate: int = 24_000,
+        hop: int = 480,
+        f0_copies: int = 2,
+        length_code_freqs: Sequence[float] = (),
+        harmonics: int = 40,
+        noise_band_edges_hz: Sequence[float] = (0.0, 12_000.0),
+        f0_range_hz: Sequence[float] = (50.0, 1100.0),
+        voicing_aperiodicity: float = 0.4,
+        silence_db: float = -70.0,
+        floor_db: float = -100.0,
+        top_hz: float = 11_000.0,
+        noise_seed: int = 0,
+        posterior_std: float = 0.01,
+    ):
+        super().__init__()
+        if noise_band_edges_hz[0] != 0 or noise_band_edges_hz[-1] < sample_rate / 2:
+            raise ValueError("noise bands must start at 0 Hz and reach the Nyquist frequency")
+        self.sample_rate, self.hop_size = int(sample_rate), int(hop)
+        self.f0_copies, self.harmonics = int(f0_copies), int(harmonics)
+        self.length_code_freqs = tuple(float(w) for w in length_code_freqs)
+        self.band_edges = tuple(float(e) for e in noise_band_edges_hz)
+        self.f0_range = (float(f0_range_hz[0]), float(f0_range_hz[1]))
+        self.voicing_aperiodicity, self.silence_db = float(voicing_aperiodicity), float(silence_db)
+        self.floor = 10 ** (floor_db / 20)
+        self.top_hz, self.noise_seed, self.posterior_std = float(top_hz), int(noise_seed), float(posterior_std)
+        n_code, n_bands = 2 * len(self.length_code_freqs), len(self.band_edges) - 1
+        self.f0_channels = slice(0, self.f0_copies)
+        self.code_channels = slice(self.f0_copies, self.f0_copies + n_code)
+        self.harmonic_channels = slice(self.code_channels.stop, self.code_channels.stop + self.harmonics)
+        self.noise_channels = slice(self.harmonic_channels.stop, self.harmonic_channels.stop + n_bands)
+        self.latent_dim = self.noise_channels.stop
+        self.use_vae = True
+        self.register_buffer("latent_mean", torch.zeros(self.latent_dim))
+        self.register_buffer("latent_std", torch.ones(self.latent_dim))
+
+    _CONFIG_KEYS = (
+        "sample_rate", "hop", "f0_copies", "length_code_freqs", "harmonics", "noise_band_edges_hz", "f0_range_hz",
+        "voicing_aperiodicity", "silence_db", "floor_db", "top_hz", "noise_seed", "posterior_std",
+    )  # fmt: skip
+
+    @classmethod
+    def from_config(cls, cfg: Mapping) -> HarmonicNoiseCodec:
+        unknown = sorted(set(cfg) - set(cls._CONFIG_KEYS))
+        if unknown:
+            raise ValueError(f"unknown harmonic_noise codec settings {unknown}")
+        return cls(**cfg)
+
+    def load_weights(self, path: str | Path, *, device: str | torch.device | None = None) -> tuple[list[str], list[str]]:
+        """Load the latent statistics; returns ``(missing, unexpected)`` key lists like AuKVAE."""
+        from auk_app.weights import check_state_dict, read_safetensors
+
+        if device is not None:
+            self.to(device)
+        tensors = read_safetensors(path, device=self.latent_mean.device)
+        expected = {k: v.shape for k, v in self.state_dict().items()}
+        missing = [k for k in expected if k not in tensors]
+        unexpected = [k for k in tensors if k not in expected]
+        present = {k: v for k, v in tensors.items() if k in expected}
+        check_state_dict({k: expected[k] for k in present}, present, source=path, what="harmonic-noise codec")
+        self.load_state_dict(present, strict=False)
+        return missing, unexpected
+
+    # -- the AuKVAE interface
+
+    def posterior(self, wav: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """[b, T] → raw parameters [b, L, n] and a small constant std (the analysis is exact;
+        the std only lets the pipeline's ``vae_sample`` draw behave as with a VAE)."""
+        raw = np.stack([self.analyse(row) for row in wav.detach().float().cpu().numpy()])
+        mean = torch.from_numpy(raw).to(wav.device).transpose(1, 2)
+        std = (self.posterior_std * self.latent_std.to(wav.device))[None, :, None].expand_as(mean)
+        return mean, std
+
+    def latents(self, mean, std, *, sample: bool = False, generator: torch.Generator | None = None) -> torch.Tensor:
+        """Raw [b, L, n] → normalised [b, n, L] (a draw with ``sample``, as AuKVAE.latents)."""
+        z = mean.float()
+        if sample and std is not None:
+            z = z + torch.randn(z.shape, generator=generator, device=z.device) * std
+        return (z.transpose(1, 2) - self.latent_mean.to(z.device)) / self.latent_std.to(z.device)
+
+    def encode(self, wav: torch.Tensor, *, sample: bool = False, generator: torch.Generator | None = None) -> torch.Tensor:
+        return self.latents(*self.posterior(wav), sample=sample, generator=generator)
+
+    def decode(self, latents: torch.Tensor) -> torch.Tensor:
+        """Normalised [b, n, L] → waveform [b, n·hop] in [-1, 1]."""
+        raw = (latents.float() * self.latent_std.to(latents.device) + self.latent_mean.to(latents.device)).cpu()
+        wav = torch.stack([self.synthesise(row.numpy().astype(np.float64)) for row in raw])
+        return wav.to(latents.device).clamp(-1.0, 1.0)
+
+    # -- analysis
+
+    def frames_for(self, n_samples: int) -> int:
+        return max(1, math.ceil(n_samples / self.hop_size))
+
+    def analyse(self, wav: np.ndarray) -> np.ndarray:
+        """Mono float waveform [T] → raw parameters [n, L] (see the module docstring)."""
+        wav = np.asarray(wav, dtype=np.float64)
+        n = self.frames_for(wav.size)
+        centres = self.hop_size * np.arange(n) + self.hop_size // 2
+        f0, aperiodicity, level = self._yin(wav, centres)
+        voiced = (aperiodicity < self.voicing_aperiodicity) & (level > max(level.max(), 1e-12) * 10 ** (self.silence_db / 10))
+        voiced = _without_single_frames(voiced)
+        f0 = _smoothed(_filled(np.log2(f0 / F0_REFERENCE_HZ), voiced))
+        amplitudes, noise_std = self._spectra(wav, centres, F0_REFERENCE_HZ * 2**f0, voiced)
+        raw = np.empty((n, self.latent_dim))
+        raw[:, self.f0_channels] = f0[:, None]
+        raw[:, self.code_channels] = self.length_code(n)[None]
+        raw[:, self.harmonic_channels] = np.log10(np.maximum(amplitudes, self.floor))
+        raw[:, self.noise_channels] = np.log10(np.maximum(noise_std, self.floor))
+        return raw.astype(np.float32)
+
+    def length_code(self, n_frames: int) -> np.ndarray:
+        """[2·len(freqs)]: cos(ω·n) then sin(ω·n) for each frequency."""
+        angles = np.array(self.length_code_freqs) * n_frames
+        return np.concatenate((np.cos(angles), np.sin(angles)))
+
+    def _frames(self, wav: np.ndarray, centres: np.ndarray, length: int) -> np.ndarray:
+        """[n, length] windows of ``wav`` centred on ``centres``, zero outside the clip."""
+        padded = np.pad(wav, (length, length))
+        return sliding_window_view(padded, length)[centres - length // 2 + length]
+
+    def _yin(self, wav: np.ndarray, centres: np.ndarray):
+        """Per frame: F0 (Hz), aperiodicity (the normalised difference at the chosen lag) and
+        mean power over the window."""
+        fmin, fmax = self.f0_range
+        lag_max, lag_min = math.ceil(self.sample_rate / fmin), max(2, math.floor(self.sample_rate / fmax))
+        frames = self._frames(wav, centres, YIN_WINDOW + lag_max)
+        size = 1 << (frames.shape[1] + YIN_WINDOW).bit_length()
+        cross = np.fft.irfft(np.fft.rfft(frames, size) * np.conj(np.fft.rfft(frames[:, :YIN_WINDOW], size)), size)
+        energy = np.concatenate((np.zeros((len(frames), 1)), np.cumsum(frames**2, axis=1)), axis=1)
+        lags = np.arange(lag_max + 1)
+        shifted = energy[:, lags + YIN_WINDOW] - energy[:, lags]
+        difference = np.maximum(energy[:, YIN_WINDOW : YIN_WINDOW + 1] + shifted - 2 * cross[:, : lag_max + 1], 0.0)
+        cumulative = np.cumsum(difference[:, 1:], axis=1)
+        normalised = np.ones_like(difference)
+        normalised[:, 1:] = difference[:, 1:] * lags[1:] / np.maximum(cumulative, 1e-20)
+        search = normalised[:, lag_min : lag_max]
+        # In noise every multiple of the period dips to about the same depth: take the first
+        # dip within 20 % of the deepest, not the deepest (an octave or more too low).
+        pick = np.maximum(YIN_PICK, 1.2 * search.min(1, keepdims=True))
+        is_dip = (search[:, 1:-1] < search[:, :-2]) & (search[:, 1:-1] <= search[:, 2:]) & (search[:, 1:-1] < pick)
+        first_dip = np.where(is_dip.any(1), is_dip.argmax(1) + 1, search.argmin(1))
+        lag = first_dip + lag_min
+        rows = np.arange(len(frames))
+        left, mid, right = normalised[rows, lag - 1], normalised[rows, lag], normalised[rows, np.minimum(lag + 1, lag_max)]
+        curvature = left - 2 * mid + right
+        offset = np.where(curvature > 1e-12, 0.5 * (left - right) / np.maximum(curvature, 1e-12), 0.0)
+        f0 = self.sample_rate / (lag + np.clip(offset, -1, 1))
+        level = energy[:, YIN_WINDOW] / YIN_WINDOW
+        return np.clip(f0, fmin, fmax), mid, level
+
+    def _spectra(self, wav, centres, f0, voiced):
+        """Harmonic amplitudes [n, K] and per-band noise std [n, bands] from a Blackman STFT."""
+        window = np.blackman(ANALYSIS_FFT + 1)[:-1]
+        power = np.abs(np.fft.rfft(self._frames(wav, centres, ANALYSIS_FFT) * window, axis=1)) ** 2
+        window_energy = np.sum(window**2)
+        freqs = np.arange(power.shape[1]) * self.sample_rate / ANALYSIS_FFT
+        bin_hz = self.sample_rate / ANALYSIS_FFT
+        k = np.arange(1, self.harmonics + 1)
+        centre_hz = f0[:, None] * k[None]  # [n, K]
+        half_width = np.minimum(np.maximum(0.15 * f0, 4 * bin_hz), 0.5 * f0)[:, None]
+        # Bin b belongs to harmonic round(f/F0) when within half_width of it (voiced frames only).
+        nearest = np.rint(freqs[None] / f0[:, None])  # [n, bins]
+        in_lobe = (np.abs(freqs[None] - nearest * f0[:, None]) <= half_width) & (nearest >= 1)
+        in_lobe &= (nearest <= self.harmonics) & voiced[:, None]
+        band = np.clip(np.searchsorted(self.band_edges, freqs, side="right") - 1, 0, len(self.band_edges) - 2)
+        onehot = band[None, :] == np.arange(len(self.band_edges) - 1)[:, None]  # [bands, bins]
+        noise_bins = ~in_lobe
+        counts = noise_bins.astype(float) @ onehot.T.astype(float)
+        noise_power = ((power * noise_bins) @ onehot.T.astype(float)) / np.maximum(counts, 1)  # mean |X|² per band
+        for row in np.flatnonzero((counts == 0).any(1) & (counts > 0).any(1)):  # bands inside one lobe
+            seen = counts[row] > 0
+            noise_power[row, ~seen] = np.interp(np.flatnonzero(~seen), np.flatnonzero(seen), noise_power[row, seen])
+        noise_std = np.sqrt(noise_power / window_energy)
+        # Harmonic energy: sum over its lobe, less the noise power expected in those bins.
+        harmonic_index = np.where(in_lobe, nearest, 0).astype(int)
+        lobe_energy = np.zeros((len(power), self.harmonics + 1))
+        np.add.at(lobe_energy, (np.repeat(np.arange(len(power)), power.shape[1]), harmonic_index.ravel()), power.ravel())
+        lobe_bins = np.zeros_like(lobe_energy)
+        np.add.at(lobe_bins, (np.repeat(np.arange(len(power)), power.shape[1]), harmonic_index.ravel()), 1.0)
+        band_of_harmonic = np.clip(np.searchsorted(self.band_edges, centre_hz, side="right") - 1, 0, len(self.band_edges) - 2)
+        expected_noise = np.take_along_axis(noise_power, band_of_harmonic, axis=1) * lobe_bins[:, 1:]
+        energy = np.maximum(lobe_energy[:, 1:] - expected_noise, 0.0)
+        amplitudes = np.sqrt(4 * energy / (ANALYSIS_FFT * window_energy))
+        amplitudes[centre_hz > self.sample_rate / 2] = 0.0
+        return amplitudes, noise_std
+
+    # -- synthesis
+
+    def synthesise(self, raw: np.ndarray) -> torch.Tensor:
+        """Raw parameters [n, L] → waveform [n·hop] (float32 tensor, not clamped)."""
+        n, hop = raw.shape[0], self.hop_size
+        length = n * hop
+        position = np.clip((np.arange(length) - hop / 2 + 0.5) / hop, 0, n - 1)  # frame coordinate per sample
+        f0 = F0_REFERENCE_HZ * 2 ** np.interp(position, np.arange(n), raw[:, self.f0_channels].mean(1))
+        phase = 2 * np.pi * np.cumsum(f0 / self.sample_rate)
+        amplitudes = np.maximum(10 ** raw[:, self.harmonic_channels] - self.floor, 0.0)
+        wav = np.zeros(length)
+        for k in range(1, self.harmonics + 1):
+            amplitude = np.interp(position, np.arange(n), amplitudes[:, k - 1])
+            fade = np.clip((self.top_hz - k * f0) / TAPER_HZ, 0.0, 1.0)
+            if np.any(amplitude * fade > 0):
+                # Schroeder phases keep the crest factor low when many harmonics line up.
+                wav += amplitude * fade * np.sin(k * phase + np.pi * k * (k - 1) / self.harmonics)
+        return torch.from_numpy(wav + self._noise(raw, length)).float()
+
+    def _noise(self, raw: np.ndarray, length: int) -> np.ndarray:
+        """Seeded white noise with the per-band std of each frame, shaped in a 960-point STFT
+        whose frames sit on the hop grid (between two parameter frames: their mean)."""
+        n, hop = raw.shape[0], self.hop_size
+        std = np.maximum(10 ** raw[:, self.noise_channels] - self.floor, 0.0)  # [n, bands]
+        if not np.any(std > 0):
+            return np.zeros(length)
+        on_grid = 0.5 * (std[np.clip(np.arange(n + 1) - 1, 0, n - 1)] + std[np.clip(np.arange(n + 1), 0, n - 1)])
+        freqs = np.fft.rfftfreq(NOISE_FFT, 1 / self.sample_rate)
+        band = np.clip(np.searchsorted(self.band_edges, freqs, side="right") - 1, 0, len(self.band_edges) - 2)
+        generator = torch.Generator().manual_seed(self.noise_seed)
+        white = torch.randn(length, generator=generator, dtype=torch.float64)
+        window = torch.hann_window(NOISE_FFT, dtype=torch.float64)
+        spectrum = torch.stft(white, NOISE_FFT, hop, window=window, pad_mode="constant", return_complex=True)  # [bins, n + 1]
+        gains = torch.from_numpy(on_grid[:, band].T)
+        return torch.istft(spectrum * gains, NOISE_FFT, hop, window=window, length=length).numpy()
+
+
+def _without_single_frames(voiced: np.ndarray) -> np.ndarray:
+    """Drop voiced runs of one frame: a lone periodic frame in noise is a tracker accident."""
+    out = voiced.copy()
+    padded = np.pad(voiced, 1)
+    out[voiced & ~padded[:-2] & ~padded[2:]] = False
+    return out
+
+
+def _smoothed(track: np.ndarray) -> np.ndarray:
+    """A 3-frame median: 20 ms YIN jumps by ±30 cents in noise, and such a jump costs more at
+    the high harmonics than the median costs a speech glide."""
+    padded = np.pad(track, 1, mode="edge")
+    return np.median(np.stack((padded[:-2], padded[1:-1], padded[2:])), axis=0)
+
+
+def _filled(values: np.ndarray, known: np.ndarray) -> np.ndarray:
+    """``values`` where ``known``, linear interpolation between known frames elsewhere, held
+    at the ends; zeros when nothing is known."""
+    if not known.any():
+        return np.zeros_like(values)
+    index = np.arange(values.size)
+    return np.interp(index, index[known], values[known])
+

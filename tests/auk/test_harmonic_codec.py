@@ -1,0 +1,149 @@
+"""The demo's harmonic-plus-noise codec: what its channels mean, and how it loads."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from safetensors.torch import load_file, save_file
+
+from auk_app import AuKTransformer, load_auk_checkpoint
+from auk_app.auk.harmonic_codec import HarmonicNoiseCodec
+from auk_app.errors import CheckpointError
+from training.checkpoint_writer import write_auk_checkpoint
+from training.codec import build_codec, fit_statistics
+from training.measures import cents, f0_hz, rms_db, spectral_snr_db
+from training.speech import speech_clip
+
+SR = 24_000
+
+
+@pytest.fixture(scope="module")
+def codec():
+    codec = build_codec()
+    fit_statistics(codec, [_tone(2.0, 200.0), _tone(1.0, 500.0), _noise(1.0, 0.05)])
+    return codec
+
+
+def _tone(seconds, f0, amplitudes=(0.3, 0.15, 0.08, 0.04)):
+    t = np.arange(round(seconds * SR)) / SR
+    return sum(a * np.sin(2 * np.pi * (k + 1) * f0 * t + k) for k, a in enumerate(amplitudes)).astype(np.float32)
+
+
+def _noise(seconds, rms, seed=0):
+    return (rms * np.random.default_rng(seed).standard_normal(round(seconds * SR))).astype(np.float32)
+
+
+def _round_trip(codec, wav):
+    out = codec.decode(codec.encode(torch.from_numpy(wav)[None]))[0].numpy()
+    assert out.size == codec.frames_for(wav.size) * 480 >= wav.size
+    return out[: wav.size]
+
+
+def test_a_tone_comes_back_with_its_pitch_level_and_spectrum(codec):
+    wav = _tone(2.3, 311.0)
+    out = _round_trip(codec, wav)
+    assert abs(cents(f0_hz(out), f0_hz(wav))) < 5
+    assert abs(rms_db(out) - rms_db(wav)) < 0.3
+    assert spectral_snr_db(out, wav) > 25
+
+
+def test_speech_stays_speech_through_the_codec(codec):
+    wav, _ = speech_clip(np.random.default_rng(3), 3 * SR, "heldout")
+    wav = (0.5 * wav).astype(np.float32)
+    out = _round_trip(codec, wav)
+    frames = lambda x: np.sqrt(np.mean(x[: x.size // 480 * 480].reshape(-1, 480) ** 2, axis=1))  # noqa: E731
+    assert np.corrcoef(frames(out), frames(wav))[0, 1] > 0.9
+    assert abs(rms_db(out) - rms_db(wav)) < 1.0
+    assert spectral_snr_db(out, wav) > 8
+
+
+def test_volume_is_an_offset_of_the_amplitude_channels(codec):
+    wav = _tone(1.5, 250.0) + _noise(1.5, 0.01)
+    quiet, loud = codec.analyse(wav), codec.analyse(wav * 10 ** (6 / 20))
+    amplitude = np.r_[codec.harmonic_channels.start : codec.noise_channels.stop]
+    active = quiet[:, amplitude] > np.log10(codec.floor) + 0.5
+    assert np.allclose((loud - quiet)[:, amplitude][active], 0.3, atol=0.01)  # log10 of 6 dB in amplitude
+    assert np.allclose(loud[:, codec.f0_channels], quiet[:, codec.f0_channels], atol=1e-3)
+
+
+def test_pitch_is_a_shift_of_log_f0(codec):
+    wav = _tone(2.0, 262.0)
+    raw = codec.analyse(wav).astype(np.float64)
+    raw[:, codec.f0_channels] += 2 / 12
+    out = codec.synthesise(raw).numpy()[: wav.size]
+    assert abs(cents(f0_hz(out), f0_hz(wav)) - 200) < 5
+    assert abs(rms_db(out) - rms_db(wav)) < 0.3
+
+
+def test_lowering_the_noise_bands_removes_noise(codec):
+    clean = _tone(2.0, 330.0)
+    noisy = clean + _noise(2.0, float(np.sqrt(np.mean(clean**2))) / 10 ** (5 / 20))
+    raw = codec.analyse(noisy).astype(np.float64)
+    raw[:, codec.noise_channels] = np.log10(codec.floor)
+    out = codec.synthesise(raw).numpy()[: clean.size]
+    assert spectral_snr_db(out, clean) > spectral_snr_db(noisy, clean) + 6  # measured +8
+
+
+def test_the_length_code_names_the_frame_count(codec):
+    raw = codec.analyse(_tone(1.01, 200.0))  # 24240 samples: 51 frames, the last one partial
+    n = raw.shape[0]
+    assert n == 51
+    assert np.allclose(raw[:, codec.code_channels], codec.length_code(n)[None], atol=1e-6)
+    assert not np.allclose(codec.length_code(n), codec.length_code(n + 1), atol=0.1)
+
+
+def test_silence_and_a_single_hop_are_safe(codec):
+    for wav in (np.zeros(SR, np.float32), _tone(0.02, 400.0)):
+        latents = codec.encode(torch.from_numpy(wav)[None])
+        assert torch.isfinite(latents).all()
+        out = codec.decode(latents)
+        assert torch.isfinite(out).all() and out.abs().max() <= 1.0
+    assert codec.decode(codec.encode(torch.zeros(1, SR))).abs().max() == 0
+
+
+def _write_demo_like(directory, codec):
+    dit_config = {"dim": 32, "heads": 2, "dim_head": 16, "ff_mult": 2.0, "latent_dim": codec.latent_dim,
+                  "text_hidden_dim": 8, "num_layers": 1, "num_single_layers": 1, "attn_mask_enabled": True}
+    from training.codec import CODEC_CONFIG
+
+    return write_auk_checkpoint(
+        directory, layout="assembled", dit=AuKTransformer(**dit_config), dit_config=dit_config, vae=codec,
+        vae_config=CODEC_CONFIG, layer_weights=torch.zeros(6), layer_scale=torch.ones(1),
+        text_encoder={"kind": "minilm"},
+    )
+
+
+def test_the_loader_builds_the_codec_its_config_names(tmp_path, codec):
+    _write_demo_like(tmp_path, codec)
+    assert json.loads((tmp_path / "config.json").read_text())["vae"]["codec"] == "harmonic_noise"
+    model = load_auk_checkpoint(tmp_path)
+    assert isinstance(model.vae, HarmonicNoiseCodec)
+    assert model.checkpoint.hop == 480 and model.checkpoint.sample_rate == SR
+    assert torch.equal(model.vae.latent_std, codec.latent_std)
+
+
+def test_codec_key_and_setting_errors_are_named(tmp_path, codec):
+    _write_demo_like(tmp_path, codec)
+    tensors = load_file(str(tmp_path / "vae.safetensors"))
+    tensors["extra"] = tensors.pop("latent_std")
+    save_file(tensors, str(tmp_path / "vae.safetensors"))
+    with pytest.raises(CheckpointError, match="missing keys: latent_std.*unexpected keys: extra"):
+        load_auk_checkpoint(tmp_path)
+
+    config = json.loads((tmp_path / "config.json").read_text())
+    config["vae"]["model_init_kwargs"]["harmonics"] = 41
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    save_file({"latent_mean": torch.zeros(78), "latent_std": torch.ones(78)}, str(tmp_path / "vae.safetensors"))
+    with pytest.raises(CheckpointError, match="78 latent channels, the DiT takes 77"):
+        load_auk_checkpoint(tmp_path)
+
+    config["vae"]["model_init_kwargs"]["wobble"] = 1
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    with pytest.raises(CheckpointError, match="wobble"):
+        load_auk_checkpoint(tmp_path)
+
+    config["vae"]["codec"] = "mp3"
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    with pytest.raises(CheckpointError, match="vae.codec must be one of"):
+        load_auk_checkpoint(tmp_path)
