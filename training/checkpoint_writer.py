@@ -16,6 +16,7 @@ from safetensors.torch import save_file
 
 from auk_app.auk.checkpoint import BASE_DEFAULTS, DIM_HEAD_DEFAULT, DIT_PREFIX, FLASH_T_GRID, RELEASE_FILES
 from auk_app.auk.dit import AuKTransformer
+from auk_app.auk.harmonic_codec import CODEC_NAME as HARMONIC_NOISE, HarmonicNoiseCodec
 from auk_app.auk.vae import AuKVAE
 
 
@@ -25,7 +26,7 @@ def write_auk_checkpoint(
     layout: str,
     dit: AuKTransformer,
     dit_config: dict[str, Any],
-    vae: AuKVAE,
+    vae: AuKVAE | HarmonicNoiseCodec,
     vae_config: dict[str, Any],
     layer_weights: torch.Tensor,
     layer_scale: torch.Tensor,
@@ -43,7 +44,10 @@ def write_auk_checkpoint(
 
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    if any(conv.folded for conv in vae._normed_convs()):
+    harmonic = isinstance(vae, HarmonicNoiseCodec)
+    if harmonic and layout != "assembled":
+        raise ValueError("the harmonic-noise codec is declared in the assembled layout's config.json only")
+    if not harmonic and any(conv.folded for conv in vae._normed_convs()):
         raise ValueError("write_auk_checkpoint needs the VAE's weight_g/weight_v; save it before folding")
     dit_tensors = {DIT_PREFIX + k: v for k, v in dit.state_dict().items()}
     dit_tensors.update(layer_weights=layer_weights, layer_scale=layer_scale.reshape(1))
@@ -79,6 +83,7 @@ def write_auk_checkpoint(
             "name": name,
             "dit": {k: v for k, v in dit_config.items() if k != "latent_dim"},
             "vae": {
+                **({"codec": HARMONIC_NOISE} if harmonic else {}),
                 "latent_dim": dit_config["latent_dim"],
                 "downsample_rate": vae.hop_size,
                 "target_sample_rate": vae.sample_rate,

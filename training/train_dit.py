@@ -1,16 +1,18 @@
-"""Train AuK-Tiny, the embedded demo model: AuKTransformer on the constructed STFT codec.
+"""Train AuK-Tiny, the embedded demo model: AuKTransformer on the harmonic-plus-noise codec.
 
-    python -m training.train_dit --out runs/demo --export assets/AuK-Tiny   # ≈ 80 min on 2 CPU cores
+    python -m training.train_dit --out runs/demo --export assets/AuK-Tiny   # ≈ 60 min on 2 CPU cores
 
 Seeded and resumable: the run directory keeps the latest training state (``state.pt``) and
 ``log.jsonl`` (one loss line per 25 steps); rerunning the same command continues from the saved
 step, and ``--steps`` at or below the saved step just exports the saved averaged weights.
 
 Rectified flow as in AuK: x_t = (1-t)·noise + t·target with t uniform, the model predicts
-target - noise for the target frames (weighted as in :func:`flow_loss`), the source clip's
-latents are prepended as the reference, and 10 % of batches drop text and reference together
-so classifier-free guidance is available. An exponential moving average
-of the weights (decay 0.998) is what gets exported.
+target - noise for the target frames, the source clip's latents are prepended as the reference
+(frames past the clip's whole hops masked, as the pipeline does), and 10 % of batches drop text
+and reference together so classifier-free guidance is available. Targets are the codec's
+latents of the target audio; a pitch target is the source's latents with log F0 moved by the
+interval (speech has no other rendering, and for tones it is the same up to analysis noise).
+An exponential moving average of the weights (decay 0.998) is what gets exported.
 """
 
 from __future__ import annotations
@@ -28,17 +30,15 @@ import torch
 from training.checkpoint_writer import write_auk_checkpoint
 from auk_app.auk.conditioner import MiniLMConditioner, fuse_hidden_states
 from auk_app.auk.dit import AuKTransformer
-from training.codec import CODEC_CONFIG, LATENT_DIM, build_codec, fit_statistics
+from training.codec import CODEC_CONFIG, DIT_DIM_HEAD, build_codec, fit_statistics
 from training.data import HOP, ProceduralDataset
 
-# Wider than the 192 latent channels: at t = 0 the velocity contains the noise itself, which a
-# narrower residual stream cannot carry (at width 160 the model did not learn at all).
 DIT_CONFIG = {
     "dim": 256,
     "heads": 4,
-    "dim_head": 64,
+    "dim_head": DIT_DIM_HEAD,
     "ff_mult": 2.0,
-    "latent_dim": LATENT_DIM,
+    "latent_dim": build_codec().latent_dim,
     "text_hidden_dim": 384,
     "num_layers": 1,
     "num_single_layers": 3,
@@ -47,43 +47,47 @@ DIT_CONFIG = {
 DEMO_NAME = "AuK-Tiny (demo)"
 DEMO_DEFAULTS = {"nfe": 16, "cfg": 1.0, "sway": -1.0}
 TEXT_ENCODER = {"kind": "minilm", "name": "sentence-transformers/all-MiniLM-L6-v2"}
-ENERGY_FLOOR = 0.1  # clips quieter than -10 dB re the normalisation scale are up-weighted at most 10-fold
 DROP_BOTH = 0.1
 EMA_DECAY = 0.998
 
 
 def encode_examples(codec, conditioner, dataset, text_cache) -> list[dict]:
-    """Latents of every example, as the pipeline will see them: reference trimmed to whole hops,
-    target zero-padded to whole hops (an automatic edit asks for ceil(source / hop) frames)."""
+    """Latents of every example as the pipeline will see them: the whole source encoded, with
+    its ``n_samples // 480`` whole-hop frames valid, and a target of ceil(n_samples / 480) frames."""
     items = []
     with torch.inference_mode():
         for example in dataset:
             if example.instruction not in text_cache:
                 layers, _ = conditioner.hidden_states(example.instruction)
                 text_cache[example.instruction] = torch.stack([h[0] for h in layers])  # [6, nt, 384]
-            target_frames = math.ceil(example.n_samples / HOP)
-            target = np.pad(example.target, (0, target_frames * HOP - example.n_samples))
-            item = {"text": example.instruction, "target": codec.encode(torch.from_numpy(target)[None])[0]}
+            item = {"text": example.instruction}
             if example.source is not None:
-                frames = example.n_samples // HOP
-                item["ref"] = codec.encode(torch.from_numpy(example.source[: frames * HOP])[None])[0]
+                item["ref"] = codec.encode(torch.from_numpy(example.source)[None])[0]
+                item["ref_valid"] = example.n_samples // HOP
+            if example.task == "pitch":
+                target = item["ref"].clone()
+                target[:, codec.f0_channels] += example.params["semitones"] / 12 / codec.latent_std[codec.f0_channels]
+            else:
+                target = codec.encode(torch.from_numpy(example.target)[None])[0]
+            item["target"] = target
             items.append(item)
     return items
 
 
 def collate(items: list[dict], text_cache) -> dict:
     """Pad a batch; masks are True where valid."""
-    batch = len(items)
     texts = [text_cache[item["text"]] for item in items]
     nt = max(t.shape[1] for t in texts)
     n = max(item["target"].shape[0] for item in items)
     n_ref = max((item["ref"].shape[0] for item in items if "ref" in item), default=0)
+    latent_dim = items[0]["target"].shape[1]
+    batch = len(items)
     out = {
         "text": torch.zeros(len(texts[0]), batch, nt, texts[0].shape[-1]),
         "c_mask": torch.zeros(batch, nt, dtype=torch.bool),
-        "target": torch.zeros(batch, n, LATENT_DIM),
+        "target": torch.zeros(batch, n, latent_dim),
         "mask": torch.zeros(batch, n, dtype=torch.bool),
-        "ref": torch.zeros(batch, n_ref, LATENT_DIM),
+        "ref": torch.zeros(batch, n_ref, latent_dim),
         "ref_mask": torch.zeros(batch, n_ref, dtype=torch.bool),
     }
     for i, (item, text) in enumerate(zip(items, texts)):
@@ -93,19 +97,13 @@ def collate(items: list[dict], text_cache) -> dict:
         out["target"][i, :length] = item["target"]
         out["mask"][i, :length] = True
         if "ref" in item:
-            length = item["ref"].shape[0]
-            out["ref"][i, :length] = item["ref"]
-            out["ref_mask"][i, :length] = True
+            out["ref"][i, : item["ref"].shape[0]] = item["ref"]
+            out["ref_mask"][i, : item["ref_valid"]] = True
     return out
 
 
 def flow_loss(dit, fusion, batch, generator, drop: bool) -> torch.Tensor:
-    """Velocity regression, weighted as a relative error of the implied clean latents.
-
-    x̂1 = x_t + (1-t)·v̂, so |x̂1 - x1|² = (1-t)²·|v̂ - v|². Dividing by the clip's own latent
-    energy makes quiet clips count nearly as much as loud ones: the data spans ~35 dB of level,
-    and a plain velocity loss let the loud 1 % of coefficients carry 88 % of the error.
-    """
+    """Mean squared velocity error over valid target frames and channels."""
     target, mask = batch["target"], batch["mask"]
     noise = torch.randn(target.shape, generator=generator)
     t = torch.rand(target.shape[0], generator=generator)
@@ -115,10 +113,8 @@ def flow_loss(dit, fusion, batch, generator, drop: bool) -> torch.Tensor:
         x_t, text, t, mask=mask, c_mask=batch["c_mask"], ref=batch["ref"], ref_mask=batch["ref_mask"],
         drop_audio_cond=drop, drop_text=drop,
     )
-    frames = mask.sum(1).clamp(min=1)
-    error = ((1 - t[:, None]) ** 2 * (velocity - (target - noise)).pow(2).mean(-1) * mask).sum(1) / frames
-    energy = (target.pow(2).mean(-1) * mask).sum(1) / frames
-    return (error / energy.clamp(min=ENERGY_FLOOR)).mean()
+    error = (velocity - (target - noise)).pow(2).mean(-1)
+    return (error * mask).sum() / mask.sum()
 
 
 def main(argv=None) -> None:
@@ -139,7 +135,7 @@ def main(argv=None) -> None:
     started = time.perf_counter()
 
     codec = build_codec()
-    stats_clips = [ex.source if ex.source is not None else ex.target for ex in ProceduralDataset(args.seed + 1, 400)]
+    stats_clips = [ex.source if ex.source is not None else ex.target for ex in ProceduralDataset(args.seed + 1, 300)]
     fit_statistics(codec, stats_clips)
     dit = AuKTransformer(**DIT_CONFIG)
     fusion = torch.nn.ParameterDict(
@@ -174,12 +170,14 @@ def main(argv=None) -> None:
                 "dit": dit.state_dict(), "fusion": fusion.state_dict(), "ema_dit": ema["dit"].state_dict(),
                 "ema_fusion": ema["fusion"].state_dict(), "optimizer": optimizer.state_dict(),
                 "scheduler": scheduler.state_dict(), "generator": generator.get_state(),
-                "order": order.bit_generator.state, "step": step,
+                "order": order.bit_generator.state, "step": step, "codec": codec.state_dict(),
             },
             state_file.with_suffix(".tmp"),
         )
         state_file.with_suffix(".tmp").replace(state_file)
 
+    if state_file.exists():
+        codec.load_state_dict(state["codec"])  # the statistics the weights were trained with
     if step < args.steps:
         conditioner = MiniLMConditioner.from_pretrained()
         text_cache: dict[str, torch.Tensor] = {}
