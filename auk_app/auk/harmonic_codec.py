@@ -6,11 +6,12 @@ Every 20 ms frame is described by numbers a small DiT can edit with simple moves
 
 * ``f0``: log2(F0 / 220 Hz), in ``f0_copies`` identical channels that the decoder averages
   (a pitch shift adds a constant; the copies average out generation noise);
-* ``length code``: cos and sin of ω·n for the clip's frame count n at each of
-  ``length_code_freqs`` (rad per frame). The DiT places the reference before the target, so
-  target frame j sits n positions after reference frame j; with these channels in its keys, one
-  rotary attention head can look exactly n frames back — a copy that a tiny DiT learns in
-  minutes, where inferring n from positions alone is out of its reach. The decoder ignores them;
+* ``length code``: cos and sin of ω·n for the clip's whole hops n = T // hop at each of
+  ``length_code_freqs`` (rad per frame). The DiT places the reference's n valid frames before
+  the target (its rotary positions skip masked frames), so target frame j sits n positions after
+  reference frame j; with these channels in its keys, one rotary attention head can look exactly
+  n frames back, where inferring n from positions alone is out of a tiny DiT's reach. The
+  decoder ignores them;
 * ``harmonics``: log10 amplitude of harmonics 1..K (volume adds a constant; the amplitudes
   follow the harmonic number, so a pitch shift leaves them as they are);
 * ``noise``: log10 of the noise's standard deviation per sample in each band (noise removal
@@ -155,13 +156,13 @@ class HarmonicNoiseCodec(nn.Module):
         amplitudes, noise_std = self._spectra(wav, centres, F0_REFERENCE_HZ * 2**f0, voiced)
         raw = np.empty((n, self.latent_dim))
         raw[:, self.f0_channels] = f0[:, None]
-        raw[:, self.code_channels] = self.length_code(n)[None]
+        raw[:, self.code_channels] = self.length_code(wav.size // self.hop_size)[None]
         raw[:, self.harmonic_channels] = np.log10(np.maximum(amplitudes, self.floor))
         raw[:, self.noise_channels] = np.log10(np.maximum(noise_std, self.floor))
         return raw.astype(np.float32)
 
     def length_code(self, n_frames: int) -> np.ndarray:
-        """[2·len(freqs)]: cos(ω·n) then sin(ω·n) for each frequency."""
+        """[2·len(freqs)]: cos(ω·n) then sin(ω·n) for each frequency, n in whole hops."""
         angles = np.array(self.length_code_freqs) * n_frames
         return np.concatenate((np.cos(angles), np.sin(angles)))
 
