@@ -1,6 +1,6 @@
 """Train AuK-Tiny, the embedded demo model: AuKTransformer on the harmonic-plus-noise codec.
 
-    python -m training.train_dit --out runs/demo --export assets/AuK-Tiny   # ≈ 60 min on 2 CPU cores
+    python -m training.train_dit --out runs/demo --export assets/AuK-Tiny   # ≈ 80 min on 2 CPU cores
 
 Seeded and resumable: the run directory keeps the latest training state (``state.pt``) and
 ``log.jsonl`` (one loss line per 25 steps); rerunning the same command continues from the saved
@@ -47,6 +47,10 @@ DIT_CONFIG = {
 DEMO_NAME = "AuK-Tiny (demo)"
 DEMO_DEFAULTS = {"nfe": 16, "cfg": 1.0, "sway": -1.0}
 TEXT_ENCODER = {"kind": "minilm", "name": "sentence-transformers/all-MiniLM-L6-v2"}
+# Two halves: many short clips teach the edits and the alignment cheaply, then clips as long as
+# held-out speech (up to 6 s) at half the batch, which keeps a step's cost about the same.
+SHORT_SECONDS = (0.5, 3.0)
+LONG_SECONDS = (0.5, 6.0)
 DROP_BOTH = 0.1
 EMA_DECAY = 0.998
 
@@ -121,9 +125,9 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=Path("runs/demo"))
     parser.add_argument("--export", type=Path, help="write the demo checkpoint here when done")
-    parser.add_argument("--minutes", type=float, default=85.0, help="wall-clock budget for the training loop")
-    parser.add_argument("--steps", type=int, default=6000, help="planned steps (the LR schedule's length)")
-    parser.add_argument("--examples", type=int, default=5000)
+    parser.add_argument("--minutes", type=float, default=75.0, help="wall-clock budget for the training loop")
+    parser.add_argument("--steps", type=int, default=3500, help="planned steps (the LR schedule's length)")
+    parser.add_argument("--examples", type=int, default=4000, help="examples encoded for each half")
     parser.add_argument("--batch", type=int, default=12)
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--seed", type=int, default=0)
@@ -178,18 +182,26 @@ def main(argv=None) -> None:
 
     if state_file.exists():
         codec.load_state_dict(state["codec"])  # the statistics the weights were trained with
-    if step < args.steps:
-        conditioner = MiniLMConditioner.from_pretrained()
-        text_cache: dict[str, torch.Tensor] = {}
-        items = encode_examples(codec, conditioner, ProceduralDataset(args.seed, args.examples), text_cache)
-        print(f"encoded {len(items)} examples, {len(text_cache)} instructions in {time.perf_counter() - started:.0f} s",
-              flush=True)
+    conditioner, text_cache, items, items_are_long = None, {}, [], None
+
+    def encode_phase(long: bool) -> list[dict]:
+        nonlocal conditioner
+        conditioner = conditioner or MiniLMConditioner.from_pretrained()
+        seconds, seed = (LONG_SECONDS, args.seed + 2) if long else (SHORT_SECONDS, args.seed)
+        encoded = encode_examples(codec, conditioner, ProceduralDataset(seed, args.examples, seconds=seconds), text_cache)
+        print(f"encoded {len(encoded)} examples of {seconds} s, {len(text_cache)} instructions "
+              f"at {(time.perf_counter() - started) / 60:.1f} min", flush=True)
+        return encoded
 
     loop_start = time.perf_counter()
     running = []
     with (args.out / "log.jsonl").open("a") as log:
         while step < args.steps and time.perf_counter() - loop_start < args.minutes * 60:
-            batch = collate([items[i] for i in order.integers(len(items), size=args.batch)], text_cache)
+            long = step >= args.steps // 2
+            if long != items_are_long:
+                items, items_are_long = encode_phase(long), long
+            size = args.batch // 2 if long else args.batch
+            batch = collate([items[i] for i in order.integers(len(items), size=size)], text_cache)
             drop = bool(torch.rand(1, generator=generator) < DROP_BOTH)
             loss = flow_loss(dit, fusion, batch, generator, drop)
             optimizer.zero_grad(set_to_none=True)
