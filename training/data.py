@@ -49,13 +49,9 @@ HELDOUT_SPACE = 1
 PEAK_MAX = 0.95
 # -30 .. -0.45 dBFS: 29.5 dB of level variety, so a ±15 dB edit still has 14.5 dB to place its source
 PEAK_RANGE_DB = (-30.0, 20 * np.log10(PEAK_MAX))
-# Text-to-tone vocabulary: multiples of the 50 Hz latent frame rate. Such a sine is periodic in
-# one 20 ms frame, so its latent frames are constant and the model need not generate phase.
+# Text-to-tone vocabulary: the frequencies the app's examples and the held-out bar use.
 TONE_FREQS_HZ = tuple(range(200, 701, 50))  # 200 .. 700 Hz, 11 tones
 TONE_PEAK = 0.5  # -6 dBFS and phase 0: the text fixes the tone completely
-# A random phase would leave the clean latents' mean at zero for every frequency, so the text's
-# frequency would reach the flow's regression target only through second moments: the first
-# demo model generated tones of the wrong frequency. With a fixed phase the mean is the tone.
 
 HELDOUT_SECONDS = {"tone": (2.0, 3.0), "speech": (2.0, 6.0)}
 HELDOUT_F0_RANGE_HZ = (150.0, 700.0)

@@ -105,18 +105,15 @@ def client(app, client_for):
 
 @pytest.fixture(scope="session")
 def flash_dir(demo_dir, tmp_path_factory) -> Path:
-    """A Flash checkpoint built from the demo's own DiT and VAE tensors (assembled layout)."""
+    """A Flash checkpoint built from the demo's own DiT and codec (assembled layout)."""
     from auk_app.auk.checkpoint import load_auk_checkpoint, read_auk_checkpoint
     from training.checkpoint_writer import write_auk_checkpoint
-    from auk_app.auk.vae import AuKVAE
 
     demo = read_auk_checkpoint(demo_dir)
     model = load_auk_checkpoint(demo)
-    vae = AuKVAE.from_config(demo.vae_config)  # unfolded weight norm, as a release stores it
-    vae.load_weights(demo.vae_file, fold_weight_norm=False)
     return write_auk_checkpoint(
         tmp_path_factory.mktemp("flash_ckpt"), layout="assembled", dit=model.dit, dit_config=demo.dit_config,
-        vae=vae, vae_config=demo.vae_config, layer_weights=model.layer_weights, layer_scale=model.layer_scale,
+        vae=model.vae, vae_config=demo.vae_config, layer_weights=model.layer_weights, layer_scale=model.layer_scale,
         name="AuK-Flash-test", variant="flash", text_encoder=demo.text_encoder,
     )
 
