@@ -43,9 +43,12 @@ def serving_line(info: dict[str, Any]) -> str:
 def demo_banner() -> str:
     return (
         "⚠ **The embedded demo model is in use, not the released AuK weights.** AuK-Tiny is a small model "
-        "trained for this app: it shows every step of the pipeline, not the quality of AuK. It generates "
-        "sine tones from text (\"Generate a 450 Hz sine tone.\", 200–700 Hz in 50 Hz steps) and changes the "
-        "volume of simple tones, by less than asked; pitch and noise edits are beyond it. " + GET_WEIGHTS
+        "trained for this app on tones and espeak-ng speech: it changes the volume of tones and speech "
+        "(\"Increase the volume by 6 dB.\", within about 1–2 dB), shifts the pitch of tones by a semitone or two "
+        "(\"Raise the pitch by 2 semitones.\") and generates sine tones from text, about 5 % off (\"Generate a 450 Hz sine "
+        "tone.\"). It does not remove noise, larger pitch shifts miss, and everything it outputs sounds "
+        "synthetic: its codec re-synthesises sound from harmonics and noise. "
+        + GET_WEIGHTS
     )
 
 
