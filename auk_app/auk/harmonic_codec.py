@@ -82,7 +82,6 @@ class HarmonicNoiseCodec(nn.Module):
         self.harmonic_channels = slice(self.code_channels.stop, self.code_channels.stop + self.harmonics)
         self.noise_channels = slice(self.harmonic_channels.stop, self.harmonic_channels.stop + n_bands)
         self.latent_dim = self.noise_channels.stop
-        self.use_vae = True
         self.register_buffer("latent_mean", torch.zeros(self.latent_dim))
         self.register_buffer("latent_std", torch.ones(self.latent_dim))
 
