@@ -124,17 +124,22 @@ class RemoteEngine:
             for thread in threads:
                 thread.start()
             reported = 0
+
+            def check_stop():
+                if should_stop is not None and should_stop():
+                    raise Cancelled(
+                        f"Generation was stopped after {len(streams[0].tokens)} of at most {total} tokens, "
+                        "so no audio was made. Press Generate to start again."
+                    )
+
             try:
                 while alive := [t for t in threads if t.is_alive()]:
-                    if should_stop is not None and should_stop():
-                        raise Cancelled(
-                            f"Generation was stopped after {len(streams[0].tokens)} of at most {total} tokens, "
-                            "so no audio was made. Press Generate to start again."
-                        )
+                    check_stop()
                     if any(s.error is not None for s in streams):
                         break
                     reported = self._report(progress, streams[0].tokens, reported, total)
                     alive[0].join(_POLL_SECONDS)
+                check_stop()  # a Stop pressed as the streams ended still stops: the user asked for no result
             finally:
                 for stream in streams:  # closing the connection makes vLLM abort the request
                     if stream.response is not None:
