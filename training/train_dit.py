@@ -139,8 +139,6 @@ def main(argv=None) -> None:
     started = time.perf_counter()
 
     codec = build_codec()
-    stats_clips = [ex.source if ex.source is not None else ex.target for ex in ProceduralDataset(args.seed + 1, 300)]
-    fit_statistics(codec, stats_clips)
     dit = AuKTransformer(**DIT_CONFIG)
     fusion = torch.nn.ParameterDict(
         {"layer_weights": torch.nn.Parameter(torch.zeros(6)), "layer_scale": torch.nn.Parameter(torch.ones(1))}
@@ -182,6 +180,9 @@ def main(argv=None) -> None:
 
     if state_file.exists():
         codec.load_state_dict(state["codec"])  # the statistics the weights were trained with
+    else:
+        fit_statistics(codec, [ex.source if ex.source is not None else ex.target
+                               for ex in ProceduralDataset(args.seed + 1, 300)])
     conditioner, text_cache, items, items_are_long = None, {}, [], None
 
     def encode_phase(long: bool) -> list[dict]:

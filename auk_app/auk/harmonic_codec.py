@@ -215,10 +215,10 @@ class HarmonicNoiseCodec(nn.Module):
         in_lobe = (np.abs(freqs[None] - nearest * f0[:, None]) <= half_width) & (nearest >= 1)
         in_lobe &= (nearest <= self.harmonics) & voiced[:, None]
         band = np.clip(np.searchsorted(self.band_edges, freqs, side="right") - 1, 0, len(self.band_edges) - 2)
-        onehot = band[None, :] == np.arange(len(self.band_edges) - 1)[:, None]  # [bands, bins]
+        onehot = (band[:, None] == np.arange(len(self.band_edges) - 1)[None]).astype(float)  # [bins, bands]
         noise_bins = ~in_lobe
-        counts = noise_bins.astype(float) @ onehot.T.astype(float)
-        noise_power = ((power * noise_bins) @ onehot.T.astype(float)) / np.maximum(counts, 1)  # mean |X|² per band
+        counts = noise_bins.astype(float) @ onehot
+        noise_power = ((power * noise_bins) @ onehot) / np.maximum(counts, 1)  # mean |X|² per band
         for row in np.flatnonzero((counts == 0).any(1) & (counts > 0).any(1)):  # bands inside one lobe
             seen = counts[row] > 0
             noise_power[row, ~seen] = np.interp(np.flatnonzero(~seen), np.flatnonzero(seen), noise_power[row, seen])
