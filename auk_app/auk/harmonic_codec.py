@@ -18,9 +18,10 @@ Every 20 ms frame is described by numbers a small DiT can edit with simple moves
   lowers them).
 
 Analysis: YIN (cumulative mean normalised difference) gives F0 and aperiodicity; a frame is
-voiced when its aperiodicity and level allow; harmonic amplitudes are the Blackman-windowed
-spectrum's energy around k·F0 less the noise expected there; noise levels are the mean power
-of the bins between harmonics. Synthesis: an oscillator bank on the integrated phase of the
+voiced when its aperiodicity and level allow; F0 is then refined to where the spectrum's
+harmonics peak; harmonic amplitudes are the Blackman-windowed spectrum's energy around k·F0
+less the noise expected there (none where noise could explain the lobe); noise levels are the
+mean power of the bins between harmonics. Synthesis: an oscillator bank on the integrated phase of the
 interpolated F0, plus seeded white noise shaped band by band in an STFT. Both are fixed
 algorithms; the only tensors in the weight file are the latent statistics.
 """
@@ -40,8 +41,13 @@ CODEC_NAME = "harmonic_noise"
 F0_REFERENCE_HZ = 220.0
 YIN_WINDOW = 480  # samples summed per lag: 20 ms, so F0 follows speech glides frame by frame
 YIN_PICK = 0.15  # a dip below this is deep enough to be the period
+BASIN = 0.06  # the period's basin: lags within 6 % (a semitone) of the first dip
 ANALYSIS_FFT = 1024  # Blackman, 43 ms: side lobes at -58 dB; 2048 blurred speech onsets (-1.3 dB SNR)
 NOISE_FFT = 960  # synthesis STFT for the noise: 25 Hz bins, 50 % overlap at the 480 hop
+HARMONIC_GATE = 3.0  # a harmonic's lobe must hold 3× the noise expected there (4.8 dB above it)
+# F0 refinement: ±40 cents in 2-cent steps on an 8× zero-padded spectrum (2.9 Hz bins, so
+# interpolating between bins does not pull F0 towards bin centres), harmonics below 5 kHz.
+REFINE_CENTS, REFINE_STEP, REFINE_PAD, REFINE_TOP_HZ = 40, 2, 8, 5000.0
 TAPER_HZ = 1000.0  # harmonics fade out over this span below the top frequency
 
 
@@ -151,8 +157,12 @@ class HarmonicNoiseCodec(nn.Module):
         f0, aperiodicity, level = self._yin(wav, centres)
         voiced = (aperiodicity < self.voicing_aperiodicity) & (level > max(level.max(), 1e-12) * 10 ** (self.silence_db / 10))
         voiced = _without_single_frames(voiced)
+        window = np.blackman(ANALYSIS_FFT + 1)[:-1]
+        spectrum = np.abs(np.fft.rfft(self._frames(wav, centres, ANALYSIS_FFT) * window, REFINE_PAD * ANALYSIS_FFT, axis=1))
+        power = spectrum[:, ::REFINE_PAD] ** 2
         f0 = _smoothed(_filled(np.log2(f0 / F0_REFERENCE_HZ), voiced))
-        amplitudes, noise_std = self._spectra(wav, centres, F0_REFERENCE_HZ * 2**f0, voiced)
+        f0 = self._refined(f0, spectrum)
+        amplitudes, noise_std = self._spectra(power, np.sum(window**2), F0_REFERENCE_HZ * 2**f0, voiced)
         raw = np.empty((n, self.latent_dim))
         raw[:, self.f0_channels] = f0[:, None]
         raw[:, self.code_channels] = self.length_code(wav.size // self.hop_size)[None]
@@ -190,9 +200,15 @@ class HarmonicNoiseCodec(nn.Module):
         # dip within 20 % of the deepest, not the deepest (an octave or more too low).
         pick = np.maximum(YIN_PICK, 1.2 * search.min(1, keepdims=True))
         is_dip = (search[:, 1:-1] < search[:, :-2]) & (search[:, 1:-1] <= search[:, 2:]) & (search[:, 1:-1] < pick)
-        first_dip = np.where(is_dip.any(1), is_dip.argmax(1) + 1, search.argmin(1))
-        lag = first_dip + lag_min
+        first_dip = np.where(is_dip.any(1), is_dip.argmax(1) + 1, search.argmin(1)) + lag_min
+        # Noise makes the curve jagged, so the first dip is often a wiggle on the near side of
+        # the period's basin (about 60 cents sharp at 5 dB SNR): take the basin's lowest point.
         rows = np.arange(len(frames))
+        reach = math.ceil(BASIN * lag_max)
+        basin = first_dip[:, None] + np.arange(-reach, reach + 1)[None]
+        outside = (np.abs(basin - first_dip[:, None]) > BASIN * first_dip[:, None]) | (basin < lag_min) | (basin >= lag_max)
+        depth = np.where(outside, np.inf, np.take_along_axis(difference, np.clip(basin, 0, lag_max), 1))
+        lag = basin[rows, depth.argmin(1)]
         left, mid, right = normalised[rows, lag - 1], normalised[rows, lag], normalised[rows, np.minimum(lag + 1, lag_max)]
         curvature = left - 2 * mid + right
         offset = np.where(curvature > 1e-12, 0.5 * (left - right) / np.maximum(curvature, 1e-12), 0.0)
@@ -200,11 +216,25 @@ class HarmonicNoiseCodec(nn.Module):
         level = energy[:, YIN_WINDOW] / YIN_WINDOW
         return np.clip(f0, fmin, fmax), mid, level
 
-    def _spectra(self, wav, centres, f0, voiced):
-        """Harmonic amplitudes [n, K] and per-band noise std [n, bands] from a Blackman STFT."""
-        window = np.blackman(ANALYSIS_FFT + 1)[:-1]
-        power = np.abs(np.fft.rfft(self._frames(wav, centres, ANALYSIS_FFT) * window, axis=1)) ** 2
-        window_energy = np.sum(window**2)
+    def _refined(self, f0: np.ndarray, magnitude: np.ndarray) -> np.ndarray:
+        """log2 F0 moved within ±REFINE_CENTS to where the magnitudes at its harmonics below
+        REFINE_TOP_HZ sum highest: harmonic k multiplies an F0 error by k, so the upper harmonics
+        of speech pin F0 down finer than YIN's 20 ms lag search (which misses glides inside it)."""
+        steps = np.linspace(-REFINE_CENTS, REFINE_CENTS, 2 * REFINE_CENTS // REFINE_STEP + 1) / 1200
+        candidates = F0_REFERENCE_HZ * 2 ** (f0[:, None] + steps[None])  # [n, c]
+        k = np.arange(1, self.harmonics + 1)
+        bin_hz = self.sample_rate / (REFINE_PAD * ANALYSIS_FFT)
+        bins = candidates[:, :, None] * k[None, None] / bin_hz  # [n, c, K]
+        usable = bins < REFINE_TOP_HZ / bin_hz
+        low = np.minimum(bins.astype(int), magnitude.shape[1] - 2)
+        frac = bins - low
+        rows = np.arange(len(f0))[:, None, None]
+        at = (1 - frac) * magnitude[rows, low] + frac * magnitude[rows, low + 1]
+        score = np.sum(at * usable, axis=2)  # [n, c]
+        return f0 + steps[score.argmax(1)]
+
+    def _spectra(self, power, window_energy, f0, voiced):
+        """Harmonic amplitudes [n, K] and per-band noise std [n, bands] from a Blackman STFT's power."""
         freqs = np.arange(power.shape[1]) * self.sample_rate / ANALYSIS_FFT
         bin_hz = self.sample_rate / ANALYSIS_FFT
         k = np.arange(1, self.harmonics + 1)
@@ -231,7 +261,9 @@ class HarmonicNoiseCodec(nn.Module):
         np.add.at(lobe_bins, (np.repeat(np.arange(len(power)), power.shape[1]), harmonic_index.ravel()), 1.0)
         band_of_harmonic = np.clip(np.searchsorted(self.band_edges, centre_hz, side="right") - 1, 0, len(self.band_edges) - 2)
         expected_noise = np.take_along_axis(noise_power, band_of_harmonic, axis=1) * lobe_bins[:, 1:]
-        energy = np.maximum(lobe_energy[:, 1:] - expected_noise, 0.0)
+        # A lobe that noise alone could fill is no harmonic (spectral subtraction leaves such
+        # lobes a random remainder, which would sound as a tone at the noise's level).
+        energy = np.where(lobe_energy[:, 1:] > HARMONIC_GATE * expected_noise, lobe_energy[:, 1:] - expected_noise, 0.0)
         amplitudes = np.sqrt(4 * energy / (ANALYSIS_FFT * window_energy))
         amplitudes[centre_hz > self.sample_rate / 2] = 0.0
         return amplitudes, noise_std

@@ -85,6 +85,27 @@ def test_lowering_the_noise_bands_removes_noise(codec):
     assert spectral_snr_db(out, clean) > spectral_snr_db(noisy, clean) + 6  # measured +8
 
 
+def test_a_tone_in_white_noise_keeps_its_pitch(codec):
+    """At 5 dB SNR noise wiggles YIN's curve, and its first wiggle in the period's basin read
+    25..60 cents sharp (27 here); the basin's lowest point and the harmonic refinement each
+    bring it within 10."""
+    clean = _tone(2.5, 214.2)
+    noisy = clean + _noise(2.5, float(np.sqrt(np.mean(clean**2))) / 10 ** (5 / 20), seed=4)
+    f0 = [np.median(codec.analyse(wav)[10:-10, codec.f0_channels]) for wav in (clean, noisy)]
+    assert abs(1200 * (f0[1] - f0[0])) < 10
+    assert abs(1200 * f0[0] - cents(214.2, 220.0)) < 3
+
+
+def test_harmonics_that_noise_could_explain_are_left_out(codec):
+    """A two-partial tone in noise: the lobes of harmonics 3..40 hold noise only, which
+    spectral subtraction alone leaves as random remainders (tones at the noise's level)."""
+    clean = _tone(2.0, 300.0, amplitudes=(0.3, 0.15))
+    noisy = clean + _noise(2.0, 0.05, seed=5)
+    harmonics = codec.analyse(noisy)[5:-5, codec.harmonic_channels]
+    assert np.all(harmonics[:, :2] > np.log10(codec.floor) + 1)
+    assert np.mean(harmonics[:, 2:] > np.log10(codec.floor) + 1) < 0.05
+
+
 def test_the_length_code_names_the_frame_count(codec):
     """The reference's valid frames (whole hops), which is how far the DiT places the target."""
     raw = codec.analyse(_tone(1.01, 200.0))  # 24240 samples: 50 whole hops and a partial frame
@@ -134,8 +155,9 @@ def test_codec_key_and_setting_errors_are_named(tmp_path, codec):
     config = json.loads((tmp_path / "config.json").read_text())
     config["vae"]["model_init_kwargs"]["harmonics"] = 41
     (tmp_path / "config.json").write_text(json.dumps(config))
-    save_file({"latent_mean": torch.zeros(78), "latent_std": torch.ones(78)}, str(tmp_path / "vae.safetensors"))
-    with pytest.raises(CheckpointError, match="78 latent channels, the DiT takes 77"):
+    wider = codec.latent_dim + 1
+    save_file({"latent_mean": torch.zeros(wider), "latent_std": torch.ones(wider)}, str(tmp_path / "vae.safetensors"))
+    with pytest.raises(CheckpointError, match=f"{wider} latent channels, the DiT takes {codec.latent_dim}"):
         load_auk_checkpoint(tmp_path)
 
     config["vae"]["model_init_kwargs"]["wobble"] = 1
