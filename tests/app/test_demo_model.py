@@ -28,11 +28,11 @@ KEYS = [(family, material) for material, families in FAMILIES.items() for family
 # Bars the shipped model misses, with its numbers (python -m bench.bench_demo --clips 6): expected
 # failures, strict where the miss is far beyond any numerical noise between machines.
 MISSES = {
-    ("pitch", "tone"): (True, "±4 semitones: median 184 cents off, bar 50 (±2 semitones passes at 29)"),
-    ("denoise", "tone"): (True, "SNR gain -17.7 dB, bar >= +8 dB: on noisy input the model shifts F0 and boosts harmonics"),
-    ("tone", "tone"): (True, "text-to-tone F0 median 4.7 % off, bar 3 %"),
-    ("pitch", "speech"): (False, "±2 semitones: median 60 cents off, bar 50 (close: not strict)"),
-    ("denoise", "speech"): (True, "SNR gain -7.7 dB, bar >= +6 dB (the codec's own ceiling is about +5..7 dB)"),
+    ("volume", "tone"): (False, "±12 dB: median 2.02 dB off over 2 clips, bar 2 (±6 dB passes at 1.38; close: not strict)"),
+    ("pitch", "tone"): (True, "median 61 cents off at ±2 semitones and 75 at ±4, bar 50: the model copies F0 from "
+                              "its reference only that precisely"),
+    ("denoise", "tone"): (True, "SNR gain -8.4 dB, bar >= +8 dB: the noise bands go, but F0 and harmonics move"),
+    ("denoise", "speech"): (True, "SNR gain -7.3 dB, bar >= +6 dB: the noise bands go, but F0 and harmonics move"),
 }
 BAR_CASES = [
     pytest.param(*key, marks=pytest.mark.xfail(strict=MISSES[key][0], reason=MISSES[key][1])) if key in MISSES else key
@@ -99,7 +99,14 @@ def test_demo_model_meets_its_bars(scores, family, material):
     assert not missed, missed
 
 
-@pytest.mark.parametrize(("family", "instruction"), list(PARAPHRASES))
+PARAPHRASE_CASES = [
+    pytest.param(family, instruction, marks=pytest.mark.xfail(strict=True, reason=f"misses like the builder's wording: {MISSES[family, 'tone'][1]}"))
+    if (family, "tone") in MISSES and MISSES[family, "tone"][0] else (family, instruction)
+    for family, instruction in PARAPHRASES
+]
+
+
+@pytest.mark.parametrize(("family", "instruction"), PARAPHRASE_CASES)
 def test_paraphrases_meet_the_bars(edit_through_api, family, instruction):
     """A user's own wording works like the builder's: the tone clips of that condition, reworded."""
     cases = [dataclasses.replace(case, instruction=PARAPHRASES[family, instruction])
