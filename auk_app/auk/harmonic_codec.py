@@ -21,8 +21,8 @@ Analysis: YIN (cumulative mean normalised difference) gives F0 and aperiodicity;
 voiced when its aperiodicity and level allow; F0 is then refined to where the spectrum's
 harmonics peak; harmonic amplitudes are the Blackman-windowed spectrum's energy around k·F0
 less the noise expected there (none where noise could explain the lobe); noise levels are the
-mean power of the bins between harmonics. Synthesis: an oscillator bank on the integrated phase of the
-interpolated F0, plus seeded white noise shaped band by band in an STFT. Both are fixed
+mean power of the bins between harmonics. Synthesis: an oscillator bank on the integrated phase
+of the interpolated F0, plus seeded white noise shaped band by band in an STFT. Both are fixed
 algorithms; the only tensors in the weight file are the latent statistics.
 """
 
