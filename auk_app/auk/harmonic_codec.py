@@ -203,12 +203,9 @@ class HarmonicNoiseCodec(nn.Module):
         first_dip = np.where(is_dip.any(1), is_dip.argmax(1) + 1, search.argmin(1)) + lag_min
         # Noise makes the curve jagged, so the first dip is often a wiggle on the near side of
         # the period's basin (about 60 cents sharp at 5 dB SNR): take the basin's lowest point.
+        basin = (np.abs(lags[None] - first_dip[:, None]) <= BASIN * first_dip[:, None]) & (lags >= lag_min) & (lags < lag_max)
+        lag = np.where(basin, difference, np.inf).argmin(1)
         rows = np.arange(len(frames))
-        reach = math.ceil(BASIN * lag_max)
-        basin = first_dip[:, None] + np.arange(-reach, reach + 1)[None]
-        outside = (np.abs(basin - first_dip[:, None]) > BASIN * first_dip[:, None]) | (basin < lag_min) | (basin >= lag_max)
-        depth = np.where(outside, np.inf, np.take_along_axis(difference, np.clip(basin, 0, lag_max), 1))
-        lag = basin[rows, depth.argmin(1)]
         left, mid, right = normalised[rows, lag - 1], normalised[rows, lag], normalised[rows, np.minimum(lag + 1, lag_max)]
         curvature = left - 2 * mid + right
         offset = np.where(curvature > 1e-12, 0.5 * (left - right) / np.maximum(curvature, 1e-12), 0.0)

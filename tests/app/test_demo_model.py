@@ -99,10 +99,12 @@ def test_demo_model_meets_its_bars(scores, family, material):
     assert not missed, missed
 
 
+PARAPHRASE_MISSES = {  # reworded conditions whose bar the shipped model misses, with its numbers
+    ("pitch", "Raise the pitch by 2 semitones."): "median 71 cents off over 2 clips, bar 50: the pitch miss above, reworded",
+}
 PARAPHRASE_CASES = [
-    pytest.param(family, instruction, marks=pytest.mark.xfail(strict=True, reason=f"misses like the builder's wording: {MISSES[family, 'tone'][1]}"))
-    if (family, "tone") in MISSES and MISSES[family, "tone"][0] else (family, instruction)
-    for family, instruction in PARAPHRASES
+    pytest.param(*key, marks=pytest.mark.xfail(strict=True, reason=PARAPHRASE_MISSES[key])) if key in PARAPHRASE_MISSES else key
+    for key in PARAPHRASES
 ]
 
 
