@@ -27,6 +27,7 @@ CODEC_CONFIG = {
     "sample_rate": 24_000,
     "hop": 480,
     "f0_copies": 4,
+    "f0_fine_copies": 2,
     "length_code_freqs": LENGTH_CODE_FREQS,
     "harmonics": 40,
     "noise_band_edges_hz": NOISE_BAND_EDGES_HZ,
@@ -34,9 +35,13 @@ CODEC_CONFIG = {
 }
 # Log F0 is spread 6× wider than the other channels after normalisation, in 4 copies: the
 # flow's errors are about equal per channel, and 50 cents is a much finer tolerance than 1.5 dB.
-# (The previous model, 2 copies at 4× with the earlier analysis and recipe, heard "by 4 semitones"
-# as about 2 and missed text-to-tone by 5 %; this one: 75 cents and 2 %, though ±2 went 29 → 61.)
+# Still, the model lands it only within about 30..70 cents, so the decoder takes the fine code
+# for the position in the semitone (pitch within a cent where the edit copies it), and coarse
+# log F0 only picks the semitone; where the model must make log F0 itself (text to tone,
+# denoise) it came out over 50 cents low, a semitone flat.
 F0_EMPHASIS = 6.0
+# The fine F0 code (unit circle) at 3× its spread: an error of 0.1 in it is then about a cent.
+FINE_F0_EMPHASIS = 3.0
 MIN_STD = 0.05
 
 
@@ -46,11 +51,12 @@ def build_codec() -> HarmonicNoiseCodec:
 
 def fit_statistics(codec: HarmonicNoiseCodec, clips: list[np.ndarray]) -> None:
     """Per-channel mean and std of the raw parameters over ``clips`` (the length code is left
-    as it is: it lies on the unit circle), with log F0 emphasised by F0_EMPHASIS."""
+    as it is: it lies on the unit circle), with log F0 and its fine code emphasised."""
     raw = np.concatenate([codec.analyse(clip) for clip in clips]).astype(np.float64)
     mean, std = raw.mean(0), np.maximum(raw.std(0), MIN_STD)
     mean[codec.code_channels], std[codec.code_channels] = 0.0, 1.0
     std[codec.f0_channels] /= F0_EMPHASIS
+    std[codec.fine_f0_channels] /= FINE_F0_EMPHASIS
     with torch.no_grad():
         codec.latent_mean.copy_(torch.from_numpy(mean))
         codec.latent_std.copy_(torch.from_numpy(std))

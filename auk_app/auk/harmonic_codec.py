@@ -6,6 +6,12 @@ Every 20 ms frame is described by numbers a small DiT can edit with simple moves
 
 * ``f0``: log2(F0 / 220 Hz), in ``f0_copies`` identical channels that the decoder averages
   (a pitch shift adds a constant; the copies average out generation noise);
+* ``fine f0``: cos and sin of F0's position within its semitone (angle 2π·12·log2 F0), in
+  ``f0_fine_copies`` pairs. A shift by whole semitones leaves them as they are, so for every
+  edit the app offers they are a plain copy of the reference, which the demo DiT makes to
+  about a cent; the decoder takes the F0 with this fine position that lies nearest the coarse
+  ``f0``, which then only has to be right within half a semitone (the demo's previous model,
+  on log F0 alone, missed by 30..70 cents and shifted tones by two thirds of the interval);
 * ``length code``: cos and sin of ω·n for the clip's whole hops n = T // hop at each of
   ``length_code_freqs`` (rad per frame). The DiT places the reference's n valid frames before
   the target (its rotary positions skip masked frames), so target frame j sits n positions after
@@ -48,6 +54,7 @@ HARMONIC_GATE = 3.0  # a harmonic's lobe must hold 3× the noise expected there 
 # F0 refinement: ±40 cents in 2-cent steps on an 8× zero-padded spectrum (2.9 Hz bins, so
 # interpolating between bins does not pull F0 towards bin centres), harmonics below 5 kHz.
 REFINE_CENTS, REFINE_STEP, REFINE_PAD, REFINE_TOP_HZ = 40, 2, 8, 5000.0
+FINE_PERIOD_SEMITONES = 1.0  # the fine F0 code turns once per semitone
 TAPER_HZ = 1000.0  # harmonics fade out over this span below the top frequency
 
 
@@ -60,6 +67,7 @@ class HarmonicNoiseCodec(nn.Module):
         sample_rate: int = 24_000,
         hop: int = 480,
         f0_copies: int = 2,
+        f0_fine_copies: int = 2,
         length_code_freqs: Sequence[float] = (),
         harmonics: int = 40,
         noise_band_edges_hz: Sequence[float] = (0.0, 12_000.0),
@@ -75,7 +83,9 @@ class HarmonicNoiseCodec(nn.Module):
         if noise_band_edges_hz[0] != 0 or noise_band_edges_hz[-1] < sample_rate / 2:
             raise ValueError("noise bands must start at 0 Hz and reach the Nyquist frequency")
         self.sample_rate, self.hop_size = int(sample_rate), int(hop)
-        self.f0_copies, self.harmonics = int(f0_copies), int(harmonics)
+        if f0_copies < 1 or f0_fine_copies < 1:
+            raise ValueError("the codec needs at least one coarse and one fine F0 copy")
+        self.f0_copies, self.f0_fine_copies, self.harmonics = int(f0_copies), int(f0_fine_copies), int(harmonics)
         self.length_code_freqs = tuple(float(w) for w in length_code_freqs)
         self.band_edges = tuple(float(e) for e in noise_band_edges_hz)
         self.f0_range = (float(f0_range_hz[0]), float(f0_range_hz[1]))
@@ -84,7 +94,9 @@ class HarmonicNoiseCodec(nn.Module):
         self.top_hz, self.noise_seed, self.posterior_std = float(top_hz), int(noise_seed), float(posterior_std)
         n_code, n_bands = 2 * len(self.length_code_freqs), len(self.band_edges) - 1
         self.f0_channels = slice(0, self.f0_copies)
-        self.code_channels = slice(self.f0_copies, self.f0_copies + n_code)
+        self.fine_f0_channels = slice(self.f0_copies, self.f0_copies + 2 * self.f0_fine_copies)  # cos, sin, cos, ...
+        self.pitch_channels = slice(0, self.fine_f0_channels.stop)
+        self.code_channels = slice(self.pitch_channels.stop, self.pitch_channels.stop + n_code)
         self.harmonic_channels = slice(self.code_channels.stop, self.code_channels.stop + self.harmonics)
         self.noise_channels = slice(self.harmonic_channels.stop, self.harmonic_channels.stop + n_bands)
         self.latent_dim = self.noise_channels.stop
@@ -92,7 +104,7 @@ class HarmonicNoiseCodec(nn.Module):
         self.register_buffer("latent_std", torch.ones(self.latent_dim))
 
     _CONFIG_KEYS = (
-        "sample_rate", "hop", "f0_copies", "length_code_freqs", "harmonics", "noise_band_edges_hz", "f0_range_hz",
+        "sample_rate", "hop", "f0_copies", "f0_fine_copies", "length_code_freqs", "harmonics", "noise_band_edges_hz", "f0_range_hz",
         "voicing_aperiodicity", "silence_db", "floor_db", "top_hz", "noise_seed", "posterior_std",
     )  # fmt: skip
 
@@ -144,6 +156,25 @@ class HarmonicNoiseCodec(nn.Module):
         wav = torch.stack([self.synthesise(row.numpy().astype(np.float64)) for row in raw])
         return wav.to(latents.device).clamp(-1.0, 1.0)
 
+    def shift_pitch(self, latents: torch.Tensor, semitones: float) -> torch.Tensor:
+        """Normalised latents [..., L] with F0 moved by ``semitones``: log F0 plus the interval,
+        the fine code turned by it (not at all for whole semitones)."""
+        raw = latents * self.latent_std + self.latent_mean
+        raw[..., self.f0_channels] += semitones / 12
+        angle = torch.tensor(2 * math.pi * semitones / FINE_PERIOD_SEMITONES, dtype=raw.dtype)
+        cos, sin = raw[..., self.fine_f0_channels].unflatten(-1, (-1, 2)).unbind(-1)
+        turned = torch.stack((cos * angle.cos() - sin * angle.sin(), cos * angle.sin() + sin * angle.cos()), dim=-1)
+        raw[..., self.fine_f0_channels] = turned.flatten(-2)
+        return (raw - self.latent_mean) / self.latent_std
+
+    def log2_f0(self, raw: np.ndarray) -> np.ndarray:
+        """Raw parameters [n, L] → log2(F0 / 220 Hz) [n]: the F0 with the fine code's position
+        in the semitone that lies nearest the coarse copies' mean."""
+        fine = raw[:, self.fine_f0_channels].reshape(len(raw), -1, 2).mean(1)
+        position = np.arctan2(fine[:, 1], fine[:, 0]) / (2 * np.pi) * FINE_PERIOD_SEMITONES  # semitones, ±P/2
+        coarse = 12 * raw[:, self.f0_channels].mean(1)
+        return (position + FINE_PERIOD_SEMITONES * np.rint((coarse - position) / FINE_PERIOD_SEMITONES)) / 12
+
     # -- analysis
 
     def frames_for(self, n_samples: int) -> int:
@@ -165,6 +196,8 @@ class HarmonicNoiseCodec(nn.Module):
         amplitudes, noise_std = self._spectra(power, np.sum(window**2), F0_REFERENCE_HZ * 2**f0, voiced)
         raw = np.empty((n, self.latent_dim))
         raw[:, self.f0_channels] = f0[:, None]
+        angle = 2 * np.pi * 12 * f0 / FINE_PERIOD_SEMITONES
+        raw[:, self.fine_f0_channels] = np.tile(np.stack((np.cos(angle), np.sin(angle)), 1), self.f0_fine_copies)
         raw[:, self.code_channels] = self.length_code(wav.size // self.hop_size)[None]
         raw[:, self.harmonic_channels] = np.log10(np.maximum(amplitudes, self.floor))
         raw[:, self.noise_channels] = np.log10(np.maximum(noise_std, self.floor))
@@ -272,7 +305,7 @@ class HarmonicNoiseCodec(nn.Module):
         n, hop = raw.shape[0], self.hop_size
         length = n * hop
         position = np.clip((np.arange(length) - hop / 2 + 0.5) / hop, 0, n - 1)  # frame coordinate per sample
-        f0 = F0_REFERENCE_HZ * 2 ** np.interp(position, np.arange(n), raw[:, self.f0_channels].mean(1))
+        f0 = F0_REFERENCE_HZ * 2 ** np.interp(position, np.arange(n), self.log2_f0(raw))
         phase = 2 * np.pi * np.cumsum(f0 / self.sample_rate)
         amplitudes = np.maximum(10 ** raw[:, self.harmonic_channels] - self.floor, 0.0)
         wav = np.zeros(length)

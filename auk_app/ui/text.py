@@ -44,10 +44,10 @@ def demo_banner() -> str:
     return (
         "⚠ **The embedded demo model is in use, not the released AuK weights.** AuK-Tiny is a small model "
         "trained for this app on tones and espeak-ng speech: it changes the volume of speech and tones "
-        "(\"Increase the volume by 6 dB.\", within about 0.5–2 dB), shifts the pitch of speech and tones "
-        "(\"Raise the pitch by 2 semitones.\", within about 35 cents on speech, 60–75 on tones) and generates sine "
-        "tones from text, about 2 % off (\"Generate a 450 Hz sine tone.\"). It does not remove noise, and everything "
-        "it outputs sounds synthetic: its codec re-synthesises sound from harmonics and noise. "
+        "(\"Increase the volume by 6 dB.\", within about 1 dB) and shifts their pitch (\"Raise the pitch by 2 "
+        "semitones.\", within a few cents). It generates sine tones from text a semitone flat (\"Generate a 450 Hz "
+        "sine tone.\" gives about 425 Hz), it does not remove noise, and everything it outputs sounds synthetic: "
+        "its codec re-synthesises sound from harmonics and noise. "
         + GET_WEIGHTS
     )
 

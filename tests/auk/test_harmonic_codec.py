@@ -67,13 +67,33 @@ def test_volume_is_an_offset_of_the_amplitude_channels(codec):
     assert np.allclose(loud[:, codec.f0_channels], quiet[:, codec.f0_channels], atol=1e-3)
 
 
-def test_pitch_is_a_shift_of_log_f0(codec):
+@pytest.mark.parametrize("semitones", [2, -3, 0.5])
+def test_a_pitch_shift_moves_f0_by_the_interval(codec, semitones):
     wav = _tone(2.0, 262.0)
-    raw = codec.analyse(wav).astype(np.float64)
-    raw[:, codec.f0_channels] += 2 / 12
-    out = codec.synthesise(raw).numpy()[: wav.size]
-    assert abs(cents(f0_hz(out), f0_hz(wav)) - 200) < 5
+    latents = codec.encode(torch.from_numpy(wav)[None])
+    out = codec.decode(codec.shift_pitch(latents, semitones))[0].numpy()[: wav.size]
+    assert abs(cents(f0_hz(out), f0_hz(wav)) - 100 * semitones) < 5
     assert abs(rms_db(out) - rms_db(wav)) < 0.3
+
+
+def test_whole_semitones_move_only_the_coarse_f0(codec):
+    """The fine code is a copy for every shift the app offers (1..3 semitones either way)."""
+    latents = codec.encode(torch.from_numpy(_tone(1.0, 390.0))[None])
+    shifted = codec.shift_pitch(latents, -3)
+    fine, coarse = codec.fine_f0_channels, codec.f0_channels
+    assert torch.allclose(shifted[..., fine], latents[..., fine], atol=1e-4)
+    assert not torch.allclose(shifted[..., coarse], latents[..., coarse], atol=0.1)
+
+
+@pytest.mark.parametrize(("coarse_error", "heard"), [(40, 0), (-45, 0), (60, 100)])
+def test_the_fine_code_sets_f0_when_the_coarse_one_is_within_half_a_semitone(codec, coarse_error, heard):
+    """A DiT's coarse log F0 may miss by tens of cents; the decoder takes the F0 nearest to it
+    that has the fine code's position in the semitone."""
+    wav = _tone(1.5, 233.0)
+    latents = codec.encode(torch.from_numpy(wav)[None])
+    latents[..., codec.f0_channels] += coarse_error / 1200 / codec.latent_std[codec.f0_channels]
+    out = codec.decode(latents)[0].numpy()[: wav.size]
+    assert abs(cents(f0_hz(out), f0_hz(wav)) - heard) < 5
 
 
 def test_lowering_the_noise_bands_removes_noise(codec):
@@ -169,3 +189,8 @@ def test_codec_key_and_setting_errors_are_named(tmp_path, codec):
     (tmp_path / "config.json").write_text(json.dumps(config))
     with pytest.raises(CheckpointError, match="vae.codec must be one of"):
         load_auk_checkpoint(tmp_path)
+
+
+def test_a_codec_without_fine_f0_is_refused():
+    with pytest.raises(ValueError, match="one coarse and one fine F0 copy"):
+        HarmonicNoiseCodec(f0_fine_copies=0)
