@@ -35,10 +35,9 @@ CODEC_CONFIG = {
 }
 # Log F0 is spread 6× wider than the other channels after normalisation, in 4 copies: the
 # flow's errors are about equal per channel, and 50 cents is a much finer tolerance than 1.5 dB.
-# Still, the model lands it only within about 30..70 cents, so the decoder takes the fine code
-# for the position in the semitone (pitch within a cent where the edit copies it), and coarse
-# log F0 only picks the semitone; where the model must make log F0 itself (text to tone,
-# denoise) it came out over 50 cents low, a semitone flat.
+# The model still lands it only within tens of cents, so coarse log F0 just picks the semitone
+# and the fine code places F0 within it (see harmonic_codec.py). Where the model makes log F0
+# rather than copying it (text to tone, denoise), it comes out 40..170 cents low: a semitone flat.
 F0_EMPHASIS = 6.0
 # The fine F0 code (unit circle) at 3× its spread: an error of 0.1 in it is then about a cent.
 FINE_F0_EMPHASIS = 3.0

@@ -161,9 +161,10 @@ class HarmonicNoiseCodec(nn.Module):
         the fine code turned by it (not at all for whole semitones)."""
         raw = latents * self.latent_std + self.latent_mean
         raw[..., self.f0_channels] += semitones / 12
-        angle = torch.tensor(2 * math.pi * semitones / FINE_PERIOD_SEMITONES, dtype=raw.dtype)
+        angle = 2 * math.pi * semitones / FINE_PERIOD_SEMITONES
+        c, s = math.cos(angle), math.sin(angle)
         cos, sin = raw[..., self.fine_f0_channels].unflatten(-1, (-1, 2)).unbind(-1)
-        turned = torch.stack((cos * angle.cos() - sin * angle.sin(), cos * angle.sin() + sin * angle.cos()), dim=-1)
+        turned = torch.stack((c * cos - s * sin, s * cos + c * sin), dim=-1)
         raw[..., self.fine_f0_channels] = turned.flatten(-2)
         return (raw - self.latent_mean) / self.latent_std
 
