@@ -55,8 +55,11 @@ SHORT_SECONDS = (0.5, 3.0)
 LONG_SECONDS = (0.5, 6.0)
 DROP_BOTH = 0.1
 # Pitch gets 3 shares in 8: with one in 4, the previous model moved tones by only 2/3 of the
-# interval. The shares came from text-to-tone, then at 2 % against its 3 % bar; it now misses
-# (a semitone flat, README), so the next run should give it back.
+# interval. The shares came from text-to-tone, which now misses (a semitone flat, README). Giving
+# it a second share was tried (9 in all, 7,000 steps, another denoise target) and not shipped:
+# coarse F0 came out 30..130 cents low, still a semitone flat on most clips, and tone volume
+# edits overshot (±6 dB by 1.8, ±12 dB by 3.5), the fundamental loud as if pulled towards the
+# -6 dBFS of the text-to-tone sines. The notes of issue 12 have the numbers.
 TRAIN_TASKS = ("volume", "volume", "pitch", "pitch", "pitch", "denoise", "denoise", "tone")
 EMA_DECAY = 0.998
 
