@@ -6,12 +6,16 @@ Every 20 ms frame is described by numbers a small DiT can edit with simple moves
 
 * ``f0``: log2(F0 / 220 Hz), in ``f0_copies`` identical channels that the decoder averages
   (a pitch shift adds a constant; the copies average out generation noise);
-* ``fine f0``: cos and sin of F0's position within its semitone (angle 2π·12·log2 F0), in
-  ``f0_fine_copies`` pairs. A shift by whole semitones leaves them as they are, so for every
-  edit the app offers they are a plain copy of the reference, which the demo DiT makes to
-  about a cent; the decoder takes the F0 with this fine position that lies nearest the coarse
-  ``f0``, which then only has to be right within half a semitone (the demo's previous model,
-  on log F0 alone, missed by 30..70 cents and shifted tones by two thirds of the interval);
+* ``f0 circles``: for each period P in ``f0_circle_semitones`` (largest first), cos and sin of
+  F0's position within P semitones (angle 2π·12·log2 F0 / P), in ``f0_fine_copies`` pairs. The
+  decoder unwraps them in turn: the coarse ``f0`` picks which P-semitone span the first
+  circle's position lies in, that estimate picks the span of the next, and so on. A model's
+  errors shrink a circle's radius more than they turn its angle, so the coarse ``f0`` only has
+  to be right within P/2 of the first period and each circle within half the next one's
+  period. The 1-semitone circle is a plain copy for every whole-semitone edit, which the demo
+  DiT makes to about a cent; a wider circle makes the coarse value's errors harmless where the
+  model makes F0 rather than copying it (text to tone, denoising: 40..170 cents low with the
+  1-semitone circle alone, a semitone flat);
 * ``length code``: cos and sin of ω·n for the clip's whole hops n = T // hop at each of
   ``length_code_freqs`` (rad per frame). The DiT places the reference's n valid frames before
   the target (its rotary positions skip masked frames), so target frame j sits n positions after
@@ -23,8 +27,10 @@ Every 20 ms frame is described by numbers a small DiT can edit with simple moves
 * ``noise``: log10 of the noise's standard deviation per sample in each band (noise removal
   lowers them).
 
-Analysis: YIN (cumulative mean normalised difference) gives F0 and aperiodicity; a frame is
-voiced when its aperiodicity and level allow; F0 is then refined to where the spectrum's
+Analysis: YIN (cumulative mean normalised difference), on the clip low-passed at
+``yin_lowpass_hz`` when set, gives F0 and aperiodicity; a frame is voiced when its aperiodicity
+and level allow (the low-pass keeps most of a voice's periodic energy and drops most of a white
+noise: at 5 dB SNR it keeps twice the voiced frames); F0 is then refined to where the spectrum's
 harmonics peak; harmonic amplitudes are the Blackman-windowed spectrum's energy around k·F0
 less the noise expected there (none where noise could explain the lobe); noise levels are the
 mean power of the bins between harmonics. Synthesis: an oscillator bank on the integrated phase
@@ -54,7 +60,7 @@ HARMONIC_GATE = 3.0  # a harmonic's lobe must hold 3× the noise expected there 
 # F0 refinement: ±40 cents in 2-cent steps on an 8× zero-padded spectrum (2.9 Hz bins, so
 # interpolating between bins does not pull F0 towards bin centres), harmonics below 5 kHz.
 REFINE_CENTS, REFINE_STEP, REFINE_PAD, REFINE_TOP_HZ = 40, 2, 8, 5000.0
-FINE_PERIOD_SEMITONES = 1.0  # the fine F0 code turns once per semitone
+LOWPASS_TAPER_HZ = 500.0  # the YIN low-pass falls linearly to zero over this span around its cut-off
 TAPER_HZ = 1000.0  # harmonics fade out over this span below the top frequency
 
 
@@ -68,11 +74,13 @@ class HarmonicNoiseCodec(nn.Module):
         hop: int = 480,
         f0_copies: int = 2,
         f0_fine_copies: int = 2,
+        f0_circle_semitones: Sequence[float] = (1.0,),
         length_code_freqs: Sequence[float] = (),
         harmonics: int = 40,
         noise_band_edges_hz: Sequence[float] = (0.0, 12_000.0),
         f0_range_hz: Sequence[float] = (50.0, 1100.0),
         voicing_aperiodicity: float = 0.4,
+        yin_lowpass_hz: float | None = None,
         silence_db: float = -70.0,
         floor_db: float = -100.0,
         top_hz: float = 11_000.0,
@@ -86,6 +94,11 @@ class HarmonicNoiseCodec(nn.Module):
         if f0_copies < 1 or f0_fine_copies < 1:
             raise ValueError("the codec needs at least one coarse and one fine F0 copy")
         self.f0_copies, self.f0_fine_copies, self.harmonics = int(f0_copies), int(f0_fine_copies), int(harmonics)
+        self.f0_circles = tuple(float(p) for p in f0_circle_semitones)
+        largest_first = list(self.f0_circles) == sorted(self.f0_circles, reverse=True)
+        if not self.f0_circles or min(self.f0_circles) <= 0 or not largest_first:
+            raise ValueError(f"f0_circle_semitones must be positive periods, largest first, not {list(self.f0_circles)}")
+        self.yin_lowpass_hz = None if yin_lowpass_hz is None else float(yin_lowpass_hz)
         self.length_code_freqs = tuple(float(w) for w in length_code_freqs)
         self.band_edges = tuple(float(e) for e in noise_band_edges_hz)
         self.f0_range = (float(f0_range_hz[0]), float(f0_range_hz[1]))
@@ -94,7 +107,8 @@ class HarmonicNoiseCodec(nn.Module):
         self.top_hz, self.noise_seed, self.posterior_std = float(top_hz), int(noise_seed), float(posterior_std)
         n_code, n_bands = 2 * len(self.length_code_freqs), len(self.band_edges) - 1
         self.f0_channels = slice(0, self.f0_copies)
-        self.fine_f0_channels = slice(self.f0_copies, self.f0_copies + 2 * self.f0_fine_copies)  # cos, sin, cos, ...
+        # per circle, largest period first: cos, sin, cos, sin, ... (f0_fine_copies pairs)
+        self.fine_f0_channels = slice(self.f0_copies, self.f0_copies + 2 * self.f0_fine_copies * len(self.f0_circles))
         self.pitch_channels = slice(0, self.fine_f0_channels.stop)
         self.code_channels = slice(self.pitch_channels.stop, self.pitch_channels.stop + n_code)
         self.harmonic_channels = slice(self.code_channels.stop, self.code_channels.stop + self.harmonics)
@@ -104,8 +118,8 @@ class HarmonicNoiseCodec(nn.Module):
         self.register_buffer("latent_std", torch.ones(self.latent_dim))
 
     _CONFIG_KEYS = (
-        "sample_rate", "hop", "f0_copies", "f0_fine_copies", "length_code_freqs", "harmonics", "noise_band_edges_hz", "f0_range_hz",
-        "voicing_aperiodicity", "silence_db", "floor_db", "top_hz", "noise_seed", "posterior_std",
+        "sample_rate", "hop", "f0_copies", "f0_fine_copies", "f0_circle_semitones", "length_code_freqs", "harmonics",
+        "noise_band_edges_hz", "f0_range_hz", "voicing_aperiodicity", "yin_lowpass_hz", "silence_db", "floor_db", "top_hz", "noise_seed", "posterior_std",
     )  # fmt: skip
 
     @classmethod
@@ -158,23 +172,27 @@ class HarmonicNoiseCodec(nn.Module):
 
     def shift_pitch(self, latents: torch.Tensor, semitones: float) -> torch.Tensor:
         """Normalised latents [..., L] with F0 moved by ``semitones``: log F0 plus the interval,
-        the fine code turned by it (not at all for whole semitones)."""
+        each circle turned by it (the 1-semitone one not at all for whole semitones)."""
         raw = latents * self.latent_std + self.latent_mean
         raw[..., self.f0_channels] += semitones / 12
-        angle = 2 * math.pi * semitones / FINE_PERIOD_SEMITONES
-        c, s = math.cos(angle), math.sin(angle)
-        cos, sin = raw[..., self.fine_f0_channels].unflatten(-1, (-1, 2)).unbind(-1)
+        pairs = raw[..., self.fine_f0_channels].unflatten(-1, (len(self.f0_circles), -1, 2))  # [..., circle, copy, 2]
+        angles = [2 * math.pi * semitones / period for period in self.f0_circles]
+        c = torch.tensor([math.cos(a) for a in angles], dtype=raw.dtype, device=raw.device)[:, None]
+        s = torch.tensor([math.sin(a) for a in angles], dtype=raw.dtype, device=raw.device)[:, None]
+        cos, sin = pairs.unbind(-1)
         turned = torch.stack((c * cos - s * sin, s * cos + c * sin), dim=-1)
-        raw[..., self.fine_f0_channels] = turned.flatten(-2)
+        raw[..., self.fine_f0_channels] = turned.flatten(-3)
         return (raw - self.latent_mean) / self.latent_std
 
     def log2_f0(self, raw: np.ndarray) -> np.ndarray:
-        """Raw parameters [n, L] → log2(F0 / 220 Hz) [n]: the F0 with the fine code's position
-        in the semitone that lies nearest the coarse copies' mean."""
-        fine = raw[:, self.fine_f0_channels].reshape(len(raw), -1, 2).mean(1)
-        position = np.arctan2(fine[:, 1], fine[:, 0]) / (2 * np.pi) * FINE_PERIOD_SEMITONES  # semitones, ±P/2
-        coarse = 12 * raw[:, self.f0_channels].mean(1)
-        return (position + FINE_PERIOD_SEMITONES * np.rint((coarse - position) / FINE_PERIOD_SEMITONES)) / 12
+        """Raw parameters [n, L] → log2(F0 / 220 Hz) [n]: starting from the coarse copies' mean,
+        each circle in turn moves the estimate to the nearest F0 with its position."""
+        circles = raw[:, self.fine_f0_channels].reshape(len(raw), len(self.f0_circles), -1, 2).mean(2)
+        semitones = 12 * raw[:, self.f0_channels].mean(1)
+        for (cos, sin), period in zip(circles.transpose(1, 2, 0), self.f0_circles):
+            position = np.arctan2(sin, cos) / (2 * np.pi) * period  # ±period / 2
+            semitones = position + period * np.rint((semitones - position) / period)
+        return semitones / 12
 
     # -- analysis
 
@@ -186,7 +204,7 @@ class HarmonicNoiseCodec(nn.Module):
         wav = np.asarray(wav, dtype=np.float64)
         n = self.frames_for(wav.size)
         centres = self.hop_size * np.arange(n) + self.hop_size // 2
-        f0, aperiodicity, level = self._yin(wav, centres)
+        f0, aperiodicity, level = self._yin(self._lowpassed(wav), centres)
         voiced = (aperiodicity < self.voicing_aperiodicity) & (level > max(level.max(), 1e-12) * 10 ** (self.silence_db / 10))
         voiced = _without_single_frames(voiced)
         window = np.blackman(ANALYSIS_FFT + 1)[:-1]
@@ -197,8 +215,10 @@ class HarmonicNoiseCodec(nn.Module):
         amplitudes, noise_std = self._spectra(power, np.sum(window**2), F0_REFERENCE_HZ * 2**f0, voiced)
         raw = np.empty((n, self.latent_dim))
         raw[:, self.f0_channels] = f0[:, None]
-        angle = 2 * np.pi * 12 * f0 / FINE_PERIOD_SEMITONES
-        raw[:, self.fine_f0_channels] = np.tile(np.stack((np.cos(angle), np.sin(angle)), 1), self.f0_fine_copies)
+        angles = [2 * np.pi * 12 * f0 / period for period in self.f0_circles]
+        raw[:, self.fine_f0_channels] = np.concatenate(
+            [np.tile(np.stack((np.cos(a), np.sin(a)), 1), self.f0_fine_copies) for a in angles], axis=1
+        )
         raw[:, self.code_channels] = self.length_code(wav.size // self.hop_size)[None]
         raw[:, self.harmonic_channels] = np.log10(np.maximum(amplitudes, self.floor))
         raw[:, self.noise_channels] = np.log10(np.maximum(noise_std, self.floor))
@@ -208,6 +228,14 @@ class HarmonicNoiseCodec(nn.Module):
         """[2·len(freqs)]: cos(ω·n) then sin(ω·n) for each frequency, n in whole hops."""
         angles = np.array(self.length_code_freqs) * n_frames
         return np.concatenate((np.cos(angles), np.sin(angles)))
+
+    def _lowpassed(self, wav: np.ndarray) -> np.ndarray:
+        """The clip without what lies above ``yin_lowpass_hz`` (zero-phase, in one FFT)."""
+        if self.yin_lowpass_hz is None:
+            return wav
+        freqs = np.fft.rfftfreq(wav.size, 1 / self.sample_rate)
+        gain = np.clip((self.yin_lowpass_hz + LOWPASS_TAPER_HZ / 2 - freqs) / LOWPASS_TAPER_HZ, 0.0, 1.0)
+        return np.fft.irfft(np.fft.rfft(wav) * gain, wav.size)
 
     def _frames(self, wav: np.ndarray, centres: np.ndarray, length: int) -> np.ndarray:
         """[n, length] windows of ``wav`` centred on ``centres``, zero outside the clip."""
