@@ -1,6 +1,6 @@
 """Train AuK-Tiny, the embedded demo model: AuKTransformer on the harmonic-plus-noise codec.
 
-    python -m training.train_dit --out runs/demo --export assets/AuK-Tiny   # 8,000 steps, 80-100 min on 2 CPU cores
+    python -m training.train_dit --out runs/demo --export assets/AuK-Tiny   # 7,000 steps, about 130 min on 2 CPU cores (run it twice)
 
 Seeded and resumable: the run directory keeps the latest training state (``state.pt``) and
 ``log.jsonl`` (one loss line per 25 steps); rerunning the same command continues from the saved
@@ -13,7 +13,8 @@ target - noise for the target frames, the source clip's latents are prepended as
 and reference together so classifier-free guidance is available. Targets are the codec's
 latents of the target audio; a pitch target is the source's latents with F0 moved by the
 interval (speech has no other rendering, and for tones it is the same up to analysis noise),
-and a denoise target keeps the noisy source's F0 (see `encode_examples`).
+and a denoise target is the noisy source's latents with the clean noise bands (see
+`encode_examples`).
 An exponential moving average of the weights (decay 0.998) is what gets exported.
 """
 
@@ -54,12 +55,11 @@ TEXT_ENCODER = {"kind": "minilm", "name": "sentence-transformers/all-MiniLM-L6-v
 SHORT_SECONDS = (0.5, 3.0)
 LONG_SECONDS = (0.5, 6.0)
 DROP_BOTH = 0.1
-# Pitch gets 3 shares in 8: with one in 4, the previous model moved tones by only 2/3 of the
-# interval. The shares came from text-to-tone, which now misses (a semitone flat, README). Giving
-# it a second share was tried (9 in all, 7,000 steps, another denoise target) and not shipped:
-# coarse F0 came out 30..130 cents low, still a semitone flat on most clips, and tone volume
-# edits overshot (±6 dB by 1.8, ±12 dB by 3.5), the fundamental loud as if pulled towards the
-# -6 dBFS of the text-to-tone sines. The notes of issue 12 have the numbers.
+# Pitch gets 3 shares in 8: with one in 4, an earlier model moved tones by only 2/3 of the
+# interval. The shares came from text-to-tone, which the 4-semitone F0 circle now keeps in tune
+# with one share (it came out a semitone flat before). A second text-to-tone share was tried
+# with the 1-semitone circle alone and not shipped: tone volume edits overshot (±6 dB by 1.8,
+# ±12 dB by 3.5), the fundamental loud as if pulled towards the -6 dBFS of the sines.
 TRAIN_TASKS = ("volume", "volume", "pitch", "pitch", "pitch", "denoise", "denoise", "tone")
 EMA_DECAY = 0.998
 
@@ -79,12 +79,17 @@ def encode_examples(codec, conditioner, dataset, text_cache) -> list[dict]:
                 item["ref_valid"] = example.n_samples // HOP
             if example.task == "pitch":
                 target = codec.shift_pitch(item["ref"], example.params["semitones"])
+            elif example.task == "denoise":
+                # The noisy clip's latents with the clean clip's noise bands: denoising is then a
+                # lowering of the noise bands only. Clean harmonics and F0 as targets (they differ
+                # from the noisy analysis where noise hides a harmonic or moves YIN) taught the
+                # model to make them up rather than copy them: F0 a semitone flat, the
+                # fundamental 10..19 dB loud.
+                clean = codec.encode(torch.from_numpy(example.target)[None])[0]
+                target = item["ref"].clone()
+                target[:, codec.noise_channels] = clean[:, codec.noise_channels]
             else:
                 target = codec.encode(torch.from_numpy(example.target)[None])[0]
-            if example.task == "denoise":
-                # The noisy clip's F0, not the clean one's: the analyses disagree by over 50 cents
-                # in 3..27 % of voiced frames, which taught the model that denoising moves F0.
-                target[:, codec.pitch_channels] = item["ref"][:, codec.pitch_channels]
             item["target"] = target
             items.append(item)
     return items
@@ -138,7 +143,7 @@ def main(argv=None) -> None:
     parser.add_argument("--out", type=Path, default=Path("runs/demo"))
     parser.add_argument("--export", type=Path, help="write the demo checkpoint here when done")
     parser.add_argument("--minutes", type=float, default=80.0, help="wall-clock budget for the training loop")
-    parser.add_argument("--steps", type=int, default=8000, help="planned steps (the LR schedule's length)")
+    parser.add_argument("--steps", type=int, default=7000, help="planned steps (the LR schedule's length)")
     parser.add_argument("--examples", type=int, default=6000, help="examples encoded for each half")
     parser.add_argument("--batch", type=int, default=12)
     parser.add_argument("--lr", type=float, default=1e-3)
