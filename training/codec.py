@@ -35,7 +35,7 @@ CODEC_CONFIG = {
     "f0_range_hz": [50.0, 1100.0],
     # YIN on the clip below 4 kHz, voiced up to aperiodicity 0.5: at 5 dB SNR in white noise the
     # noisy analysis keeps harmonics where the clean one has them, so denoising can copy them
-    # (codec alone, held-out: +10.5 dB SNR on tones, +7.0 on speech; was +7.6 and +4.1).
+    # (codec alone, held-out: +10.6 dB SNR on tones, +7.0 on speech; was +7.6 and +4.1).
     "voicing_aperiodicity": 0.5,
     "yin_lowpass_hz": 4000.0,
 }

@@ -236,8 +236,10 @@ def test_codec_key_and_setting_errors_are_named(tmp_path, codec):
         load_auk_checkpoint(tmp_path)
 
 
-def test_a_codec_without_fine_f0_is_refused():
+def test_codec_settings_that_cannot_work_are_refused():
     with pytest.raises(ValueError, match="one coarse and one fine F0 copy"):
         HarmonicNoiseCodec(f0_fine_copies=0)
     with pytest.raises(ValueError, match=r"largest first, not \[1.0, 4.0\]"):
         HarmonicNoiseCodec(f0_circle_semitones=(1.0, 4.0))
+    with pytest.raises(ValueError, match=r"between the highest F0 \(1100 Hz\) and the Nyquist frequency \(12000 Hz\), not 500 Hz"):
+        HarmonicNoiseCodec(yin_lowpass_hz=500.0)
