@@ -1,11 +1,16 @@
 """Train AuK-Tiny, the embedded demo model: AuKTransformer on the harmonic-plus-noise codec.
 
-    python -m training.train_dit --out runs/demo --export assets/AuK-Tiny   # 7,000 steps, about 130 min on 2 CPU cores (run it twice)
+    python -m training.train_dit --out runs/demo --export assets/AuK-Tiny   # 11,000 steps, about 150 min on 2 CPU cores (run it twice)
 
-Seeded and resumable: the run directory keeps the latest training state (``state.pt``) and
-``log.jsonl`` (one loss line per 25 steps); rerunning the same command continues from the saved
-step (``--minutes`` bounds one invocation), and ``--steps`` at or below the saved step just
-exports the saved averaged weights.
+Seeded and resumable: the run directory keeps the latest training state (``state.pt``), each
+half's encoded examples and ``log.jsonl`` (one loss line per 25 steps); rerunning the same
+command continues from the saved step (``--minutes`` bounds one invocation), and a plan
+(``--steps`` + ``--tail``) at or below the saved step just exports the saved averaged weights.
+
+The learning rate warms up over 200 steps, follows a cosine down to a tenth over ``--steps`` and
+stays there for ``--tail`` more: noise removal on held-out speech was still gaining in the tail
+(+5.2 dB SNR after 7,000 steps, +5.7 after 11,000), and tone volume edits got closer (±12 dB:
+2.3 dB off, then 1.1).
 
 Rectified flow as in AuK: x_t = (1-t)·noise + t·target with t uniform, the model predicts
 target - noise for the target frames, the source clip's latents are prepended as the reference
@@ -144,6 +149,8 @@ def main(argv=None) -> None:
     parser.add_argument("--export", type=Path, help="write the demo checkpoint here when done")
     parser.add_argument("--minutes", type=float, default=80.0, help="wall-clock budget for the training loop")
     parser.add_argument("--steps", type=int, default=7000, help="planned steps (the LR schedule's length)")
+    parser.add_argument("--tail", type=int, default=4000,
+                        help="steps after the cosine at its final LR (a tenth of --lr), on the long clips")
     parser.add_argument("--examples", type=int, default=6000, help="examples encoded for each half")
     parser.add_argument("--batch", type=int, default=12)
     parser.add_argument("--lr", type=float, default=1e-3)
@@ -203,13 +210,23 @@ def main(argv=None) -> None:
     conditioner, text_cache, items, items_are_long = None, {}, [], None
 
     def encode_phase(long: bool) -> list[dict]:
+        """The phase's examples, kept in the run directory: a resumed run would otherwise spend
+        10 to 17 minutes encoding the long clips again."""
         nonlocal conditioner
-        conditioner = conditioner or MiniLMConditioner.from_pretrained()
         seconds, seed = (LONG_SECONDS, args.seed + 2) if long else (SHORT_SECONDS, args.seed)
+        kept = args.out / f"{'long' if long else 'short'}-examples-{args.examples}-seed{seed}.pt"
+        if kept.exists():
+            saved = torch.load(kept, weights_only=False)
+            text_cache.update(saved["text"])
+            print(f"loaded {len(saved['items'])} encoded examples of {seconds} s from {kept}", flush=True)
+            return saved["items"]
+        conditioner = conditioner or MiniLMConditioner.from_pretrained()
         encoded = encode_examples(codec, conditioner, ProceduralDataset(seed, args.examples, TRAIN_TASKS, seconds), text_cache)
         # Sorted by length, so that a batch (a run of neighbours) pads little: a step takes about
         # half the time of one on random batches of uniformly drawn lengths (0.47 s, was 0.85).
         encoded.sort(key=lambda item: item["target"].shape[0])
+        torch.save({"items": encoded, "text": text_cache}, kept.with_suffix(".tmp"))
+        kept.with_suffix(".tmp").replace(kept)
         print(f"encoded {len(encoded)} examples of {seconds} s, {len(text_cache)} instructions "
               f"at {(time.perf_counter() - started) / 60:.1f} min", flush=True)
         return encoded
@@ -217,7 +234,7 @@ def main(argv=None) -> None:
     loop_start = time.perf_counter()
     running = []
     with (args.out / "log.jsonl").open("a") as log:
-        while step < args.steps and time.perf_counter() - loop_start < args.minutes * 60:
+        while step < args.steps + args.tail and time.perf_counter() - loop_start < args.minutes * 60:
             long = step >= args.steps // 2
             if long != items_are_long:
                 items, items_are_long = encode_phase(long), long
