@@ -30,12 +30,13 @@ Every 20 ms frame is described by numbers a small DiT can edit with simple moves
 Analysis: YIN (cumulative mean normalised difference), on the clip low-passed at
 ``yin_lowpass_hz`` when set, gives F0 and aperiodicity; a frame is voiced when its aperiodicity
 and level allow (the low-pass keeps most of a voice's periodic energy and drops most of a white
-noise: at 5 dB SNR a held-out tone keeps 77 % of its voiced frames, not 52 %); F0 is then refined to where the spectrum's
-harmonics peak; harmonic amplitudes are the Blackman-windowed spectrum's energy around k·F0
-less the noise expected there (none where noise could explain the lobe); noise levels are the
-mean power of the bins between harmonics. Synthesis: an oscillator bank on the integrated phase
-of the interpolated F0, plus seeded white noise shaped band by band in an STFT. Both are fixed
-algorithms; the only tensors in the weight file are the latent statistics.
+noise: at 5 dB SNR a held-out tone keeps 77 % of its voiced frames, not 52 %); F0 is then
+refined to where the spectrum's harmonics peak; harmonic amplitudes are the Blackman-windowed
+spectrum's energy around k·F0 less the noise expected there (none where noise could explain the
+lobe); noise levels are the mean power of the bins between harmonics. Synthesis: an oscillator
+bank on the integrated phase of the interpolated F0, plus seeded white noise shaped band by band
+in an STFT. Both are fixed algorithms; the only tensors in the weight file are the latent
+statistics.
 """
 
 from __future__ import annotations
