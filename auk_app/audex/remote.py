@@ -15,6 +15,7 @@ connection mid-stream.
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import uuid
 from collections.abc import Sequence
@@ -143,7 +144,7 @@ class RemoteEngine:
             finally:
                 for stream in streams:  # closing the connection makes vLLM abort the request
                     if stream.response is not None:
-                        stream.response.close()
+                        _hang_up(stream.response)
         for stream in streams:
             if stream.error is not None:
                 raise stream.error
@@ -242,3 +243,17 @@ class RemoteEngine:
             for done in range(reported + 1, len(tokens) + 1):
                 progress(done, total)
         return len(tokens)
+
+
+def _hang_up(response: httpx.Response) -> None:
+    """Shut the connection's socket down, then close the response. A plain close, while the reader
+    thread waits in ``recv`` on that socket, sends no FIN until that call returns, and a busy server
+    went on generating for up to 20 s before it noticed the client had gone."""
+    network_stream = response.extensions.get("network_stream")
+    sock = network_stream.get_extra_info("socket") if network_stream is not None else None
+    if sock is not None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:  # already closed by the server or by the reader thread
+            pass
+    response.close()
