@@ -1,14 +1,15 @@
 """A demo-model training run stopped and run again ends with the same weights as one that was
-never stopped, without encoding its examples twice."""
+never stopped, without encoding its examples twice; the polish's loss weighs the channels it names."""
 
 import pytest
 import torch
 from safetensors.torch import load_file
 
-from training.train_dit import main
+from auk_app.auk.dit import AuKTransformer
+from training.codec import build_codec
+from training.train_dit import DIT_CONFIG, collate, flow_loss, main
 
-pytestmark = pytest.mark.slow
-TINY = ["--examples", "8", "--steps", "4", "--tail", "2", "--batch", "4", "--threads", "1"]
+TINY = ["--examples", "8", "--steps", "4", "--tail", "2", "--polish", "2", "--batch", "4", "--threads", "1"]
 
 
 @pytest.fixture(autouse=True)
@@ -19,9 +20,10 @@ def keep_torch_threads():
     torch.set_num_threads(threads)
 
 
+@pytest.mark.slow
 def test_a_resumed_run_reuses_its_examples_and_ends_where_an_unbroken_one_does(tmp_path, capsys):
     main(TINY + ["--out", str(tmp_path / "unbroken"), "--export", str(tmp_path / "unbroken-export")])
-    main(TINY + ["--out", str(tmp_path / "broken"), "--tail", "0"])  # stops where the tail would start
+    main(TINY + ["--out", str(tmp_path / "broken"), "--tail", "0", "--polish", "0"])  # stops where the tail would start
     assert capsys.readouterr().out.count("encoded 8 examples") == 4  # each run: short clips, then long ones
     main(TINY + ["--out", str(tmp_path / "broken"), "--export", str(tmp_path / "broken-export")])
     resumed = capsys.readouterr().out
@@ -30,3 +32,27 @@ def test_a_resumed_run_reuses_its_examples_and_ends_where_an_unbroken_one_does(t
     for name in ("auk.safetensors", "vae.safetensors"):
         want, got = load_file(tmp_path / "unbroken-export" / name), load_file(tmp_path / "broken-export" / name)
         assert want.keys() == got.keys() and all((want[key] == got[key]).all() for key in want), name
+
+
+def test_the_flow_loss_averages_the_channels_with_their_weights():
+    """All-ones weights give the plain mean over channels; weight on one group gives that group's error."""
+    torch.manual_seed(0)
+    codec, dit = build_codec(), AuKTransformer(**DIT_CONFIG)
+    fusion = {"layer_weights": torch.zeros(6), "layer_scale": torch.ones(1)}
+    frames, latent_dim = 5, codec.latent_dim
+    item = {"text": "x", "target": torch.randn(frames, latent_dim), "ref": torch.randn(frames, latent_dim), "ref_valid": frames}
+    batch = collate([item], {"x": torch.randn(6, 3, 384)})
+
+    def loss(weights):
+        return flow_loss(dit, fusion, batch, torch.Generator().manual_seed(1), False, weights)
+
+    ones = torch.ones(latent_dim)
+    harmonics_only = torch.zeros(latent_dim)
+    harmonics_only[codec.harmonic_channels] = 1.0
+    ten_on_harmonics = ones.clone()
+    ten_on_harmonics[codec.harmonic_channels] = 10.0
+    plain, harmonic, weighted = loss(ones), loss(harmonics_only), loss(ten_on_harmonics)
+    n_harmonic = codec.harmonic_channels.stop - codec.harmonic_channels.start
+    rest = (plain * latent_dim - harmonic * n_harmonic) / (latent_dim - n_harmonic)
+    assert not torch.isclose(harmonic, plain, rtol=1e-2)
+    torch.testing.assert_close(weighted, (10 * n_harmonic * harmonic + (latent_dim - n_harmonic) * rest) / (latent_dim + 9 * n_harmonic))
