@@ -25,11 +25,13 @@ pytestmark = pytest.mark.slow
 CLIPS = 6  # per family and material: covers every condition; pYIN on speech makes more costly
 SEED = 0
 KEYS = [(family, material) for material, families in FAMILIES.items() for family in families]
-# Bars the shipped model misses, with its numbers (python -m bench.bench_demo --clips 6): expected
-# failures, strict where the miss is far beyond any numerical noise between machines (today's one
-# is within half a dB of its bar).
+# Bars the shipped model misses or only grazes, with its numbers (python -m bench.bench_demo):
+# expected failures, strict where the miss is far beyond any numerical noise between machines.
+# Speech denoise meets its bar on these 6 clips by 0.05 dB, within what another machine's
+# arithmetic could move, and misses it over 20, so it is marked either way.
 MISSES = {
-    ("denoise", "speech"): (False, "SNR gain +5.7 dB, bar >= +6 dB (the codec alone, copying the noisy analysis, reaches +7.0)"),
+    ("denoise", "speech"): (False, "SNR gain +6.0 dB on these 6 clips but +5.2 over 20, bar >= +6 dB (the codec alone, "
+                                   "copying the noisy analysis, reaches +7.0 and +6.4)"),
 }
 BAR_CASES = [
     pytest.param(*key, marks=pytest.mark.xfail(strict=MISSES[key][0], reason=MISSES[key][1])) if key in MISSES else key
