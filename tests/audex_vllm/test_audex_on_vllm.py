@@ -104,8 +104,9 @@ def _server_metric(url: str, name: str) -> float:
 def test_stopping_in_the_app_cancels_the_server_requests(remote, vllm_server):
     """Seed 3 runs to the 4001-token cap when not stopped, so the pair alone would make 8002 tokens.
 
-    The proof of the abort is the server's own token count, read once nothing runs: reading a gauge
-    while the pair streams raced it (on two loaded cores ``/metrics`` answered after the pair was done).
+    The proof of the abort is the server's own token count, read once nothing runs, so no request to
+    the server is made while the pair streams. Without the client's socket shutdown (remote.py's
+    ``_hang_up``) this failed 3 runs in 5 on two cores: the server saw the client go only after the cap.
     """
     url, seen = vllm_server[0], []
     made_before = _server_metric(url, "vllm:generation_tokens_total")
