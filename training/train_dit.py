@@ -149,21 +149,33 @@ def flow_loss(dit, fusion, batch, generator, drop: bool, channel_weights: torch.
     return (error * mask).sum() / mask.sum()
 
 
+def _at_least(minimum: int):
+    """An argparse type for counts: a negative ``--tail`` would otherwise skip phases without a word."""
+
+    def parse(text: str) -> int:
+        value = int(text)
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, not {value}")
+        return value
+
+    return parse
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=Path("runs/demo"))
     parser.add_argument("--export", type=Path, help="write the demo checkpoint here when done")
     parser.add_argument("--minutes", type=float, default=80.0, help="wall-clock budget for the training loop")
-    parser.add_argument("--steps", type=int, default=7000, help="planned steps (the LR schedule's length)")
-    parser.add_argument("--tail", type=int, default=4000,
+    parser.add_argument("--steps", type=_at_least(1), default=7000, help="planned steps (the LR schedule's length)")
+    parser.add_argument("--tail", type=_at_least(0), default=4000,
                         help="steps after the cosine at its final LR (a tenth of --lr), on the long clips")
-    parser.add_argument("--polish", type=int, default=4000,
+    parser.add_argument("--polish", type=_at_least(0), default=4000,
                         help="steps after the tail with the harmonic channels' error weighted by HARMONIC_LOSS_WEIGHT")
-    parser.add_argument("--examples", type=int, default=6000, help="examples encoded for each half")
-    parser.add_argument("--batch", type=int, default=12)
+    parser.add_argument("--examples", type=_at_least(1), default=6000, help="examples encoded for each half")
+    parser.add_argument("--batch", type=_at_least(2), default=12, help="clips per step on short clips (half that on long ones)")
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--threads", type=_at_least(1), default=2)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)

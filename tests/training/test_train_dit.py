@@ -56,3 +56,11 @@ def test_the_flow_loss_averages_the_channels_with_their_weights():
     rest = (plain * latent_dim - harmonic * n_harmonic) / (latent_dim - n_harmonic)
     assert not torch.isclose(harmonic, plain, rtol=1e-2)
     torch.testing.assert_close(weighted, (10 * n_harmonic * harmonic + (latent_dim - n_harmonic) * rest) / (latent_dim + 9 * n_harmonic))
+
+
+@pytest.mark.parametrize("flag, value, limit", [("--tail", "-1", 0), ("--polish", "-5", 0), ("--steps", "0", 1), ("--batch", "1", 2)])
+def test_a_count_below_its_limit_is_refused_with_the_limit_named(tmp_path, capsys, flag, value, limit):
+    with pytest.raises(SystemExit):
+        main(TINY + ["--out", str(tmp_path / "run"), flag, value])
+    assert f"argument {flag}: must be at least {limit}, not {value}" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()  # refused before any work
