@@ -54,6 +54,7 @@ class _Recipe:
     cfg: float
     sway: float | None
     t_grid: tuple[float, ...] | None
+    noise_scale: float  # the checkpoint's; no request knob sets it
     ignored: tuple[str, ...]  # knobs the request set that the recipe overrides
 
 
@@ -195,6 +196,7 @@ class AuKPipeline:
                     sway_sampling_coef=recipe.sway,
                     t_grid=recipe.t_grid,
                     seed=request.seed,
+                    noise_scale=recipe.noise_scale,
                     device=self.device,
                     on_step=on_step,
                 )
@@ -227,6 +229,7 @@ class AuKPipeline:
             cfg=recipe.cfg,
             sway=recipe.sway,
             t_grid=recipe.t_grid,
+            noise_scale=recipe.noise_scale,
             ignored=recipe.ignored,
             gen_frames=gen_frames,
             ref_frames=ref_frames,
@@ -267,14 +270,14 @@ class AuKPipeline:
             grid = tuple(self.checkpoint.t_grid)
             fixed = {"nfe": len(grid) - 1, "cfg": 0.0, "sway": None, "t_grid": grid}
             ignored = tuple(sorted(k for k, v in given.items() if v is not None and v != fixed[k]))
-            return _Recipe(**fixed, ignored=ignored)
+            return _Recipe(**fixed, noise_scale=self.checkpoint.defaults["noise_scale"], ignored=ignored)
         defaults = self.checkpoint.defaults
         knobs = {k: defaults[k] if given[k] is None else given[k] for k in ("nfe", "cfg", "sway")}
         grid = request.t_grid
         ignored = tuple(sorted(k for k in ("nfe", "sway") if grid is not None and given[k] is not None))
         if grid is not None:
             knobs["nfe"] = len(grid) - 1
-        return _Recipe(**knobs, t_grid=grid, ignored=ignored)
+        return _Recipe(**knobs, t_grid=grid, noise_scale=defaults["noise_scale"], ignored=ignored)
 
     def _condition(self, instruction: str, clip: _Clip | None):
         """(text [1, nt, T], c_mask [1, nt], the clip's VAE posterior (mean, std) [1, L, np] or None)

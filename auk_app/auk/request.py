@@ -116,6 +116,7 @@ class EditRecord:
     cfg: float
     sway: float | None
     t_grid: tuple[float, ...] | None
+    noise_scale: float  # what the initial noise was multiplied by (the checkpoint's sampling temperature)
     ignored: tuple[str, ...]  # knobs the checkpoint's fixed recipe overrode (Flash)
     gen_frames: int
     ref_frames: int

@@ -49,8 +49,21 @@ def test_both_layouts_load(tmp_path, layout, variant):
     if variant == "flash":
         assert ckpt.t_grid == FLASH_T_GRID and ckpt.defaults["cfg"] == 0.0 and ckpt.defaults["sway"] is None
     else:
-        assert ckpt.t_grid is None and ckpt.defaults == {"nfe": 32, "cfg": 2.0, "sway": -1.0}
+        assert ckpt.t_grid is None and ckpt.defaults == {"nfe": 32, "cfg": 2.0, "sway": -1.0, "noise_scale": 1.0}
     assert model.dit.rotary_embed.inv_freq.dtype == torch.float32
+
+
+@pytest.mark.parametrize(("declared", "loaded"), [(0.5, 0.5), (0, None), (1.5, None), ("warm", None)])
+def test_an_assembled_config_may_declare_a_noise_scale_within_0_and_1(tmp_path, declared, loaded):
+    _write(tmp_path, layout="assembled")
+    config = json.loads((tmp_path / "config.json").read_text())
+    config["defaults"]["noise_scale"] = declared
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    if loaded is None:
+        with pytest.raises(CheckpointError, match="noise_scale"):
+            read_auk_checkpoint(tmp_path)
+    else:
+        assert read_auk_checkpoint(tmp_path).defaults["noise_scale"] == loaded
 
 
 def test_release_config_references_are_resolved(tmp_path):

@@ -89,6 +89,14 @@ def test_generator_gives_the_seed_path_bit_for_bit(fixture_model):
     assert torch.equal(state, torch.get_rng_state()), "the global RNG must not be touched"
 
 
+def test_noise_scale_multiplies_the_initial_noise_and_changes_the_path(fixture_model):
+    meta, tensors = load_case("sampler_g_nfe4_cfg2")
+    _, calls = _run(fixture_model.dit, meta, tensors, noise_scale=0.5)
+    torch.testing.assert_close(calls[0][0], 0.5 * tensors["output.initial_noise"], rtol=0, atol=0)
+    assert float(calls[0][1]) == float(tensors["output.step_t"][0])
+    assert not torch.allclose(calls[1][0], tensors["output.step_x"][1], atol=1e-3)  # a different path, not a relabel
+
+
 def test_cfg_below_threshold_runs_only_the_conditional_branch(fixture_model):
     meta, tensors = load_case("sampler_g_nfe4_cfg2")
     latents, calls = _run(fixture_model.dit, meta, tensors, cfg_strength=0.0)
