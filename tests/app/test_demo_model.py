@@ -25,18 +25,6 @@ pytestmark = pytest.mark.slow
 CLIPS = 6  # per family and material: covers every condition; pYIN on speech makes more costly
 SEED = 0
 KEYS = [(family, material) for material, families in FAMILIES.items() for family in families]
-# Bars the shipped model misses or only grazes, with its numbers (python -m bench.bench_demo):
-# expected failures, strict where the miss is far beyond any numerical noise between machines.
-# Speech denoise meets its bar on these 6 clips by 0.05 dB, within what another machine's
-# arithmetic could move, and misses it over 20, so it is marked either way.
-MISSES = {
-    ("denoise", "speech"): (False, "SNR gain +6.0 dB on these 6 clips but +5.2 over 20, bar >= +6 dB (the codec alone, "
-                                   "copying the noisy analysis, reaches +7.0 and +6.4)"),
-}
-BAR_CASES = [
-    pytest.param(*key, marks=pytest.mark.xfail(strict=MISSES[key][0], reason=MISSES[key][1])) if key in MISSES else key
-    for key in KEYS
-]
 PARAPHRASES = {  # held-out condition -> a user's own wording of it
     ("volume", "Increase the volume by 6 dB."): "Make it louder by 6 dB",
     ("pitch", "Raise the pitch by 2 semitones."): "Shift the pitch up two semitones",
@@ -88,7 +76,7 @@ def test_demo_outputs_are_valid(scores, family, material):
     assert all(clip.valid for clip in score.clips), "an output was not finite, in [-1, 1] and of the input's length"
 
 
-@pytest.mark.parametrize(("family", "material"), BAR_CASES)
+@pytest.mark.parametrize(("family", "material"), KEYS)
 def test_demo_model_meets_its_bars(scores, family, material):
     missed = [
         f"{result.bar.measure} ({result.bar.condition or 'all'}): median {result.median:.3f} {result.bar.unit}, "
