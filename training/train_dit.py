@@ -181,6 +181,8 @@ def main(argv=None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=_at_least(1), default=2)
     args = parser.parse_args(argv)
+    if args.examples < args.batch:  # a step draws a run of --batch neighbours from them
+        parser.error(f"--examples ({args.examples}) must be at least --batch ({args.batch})")
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     args.out.mkdir(parents=True, exist_ok=True)

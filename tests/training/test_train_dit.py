@@ -64,3 +64,10 @@ def test_a_count_below_its_limit_is_refused_with_the_limit_named(tmp_path, capsy
         main(TINY + ["--out", str(tmp_path / "run"), flag, value])
     assert f"argument {flag}: must be at least {limit}, not {value}" in capsys.readouterr().err
     assert not (tmp_path / "run").exists()  # refused before any work
+
+
+def test_fewer_examples_than_a_batch_are_refused_before_any_work(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        main(TINY + ["--out", str(tmp_path / "run"), "--examples", "3"])  # TINY's batch is 4
+    assert "--examples (3) must be at least --batch (4)" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
