@@ -1,6 +1,6 @@
 """Train AuK-Tiny, the embedded demo model: AuKTransformer on the harmonic-plus-noise codec.
 
-    python -m training.train_dit --out runs/demo --export assets/AuK-Tiny   # 15,000 steps, about 200 min on 2 CPU cores (run it three times)
+    python -m training.train_dit --out runs/demo --export assets/AuK-Tiny   # 15,000 steps, about 180 min on 2 CPU cores (run it three times)
 
 Seeded and resumable: the run directory keeps the latest training state (``state.pt``), each
 half's encoded examples and ``log.jsonl`` (one loss line per 25 steps); rerunning the same
@@ -34,17 +34,19 @@ import argparse
 import copy
 import json
 import math
+import multiprocessing
 import time
 from pathlib import Path
 
 import numpy as np
 import torch
+from threadpoolctl import threadpool_limits
 
 from training.checkpoint_writer import write_auk_checkpoint
 from auk_app.auk.conditioner import MiniLMConditioner, fuse_hidden_states
 from auk_app.auk.dit import AuKTransformer
 from training.codec import CODEC_CONFIG, DIT_DIM_HEAD, build_codec, fit_statistics
-from training.data import HOP, ProceduralDataset
+from training.data import HOP, Example, ProceduralDataset
 
 DIT_CONFIG = {
     "dim": 256,
@@ -79,35 +81,59 @@ EMA_DECAY = 0.998
 HARMONIC_LOSS_WEIGHT = 10.0  # in the polish; 2,000 steps lowered their mean squared error by a third
 
 
-def encode_examples(codec, conditioner, dataset, text_cache) -> list[dict]:
-    """Latents of every example as the pipeline will see them: the whole source encoded, with
+def encode_example(codec, example: Example) -> dict:
+    """Latents of one example as the pipeline will see them: the whole source encoded, with
     its ``n_samples // 480`` whole-hop frames valid, and a target of ceil(n_samples / 480) frames."""
-    items = []
+    item = {"text": example.instruction}
+    if example.source is not None:
+        item["ref"] = codec.encode(torch.from_numpy(example.source)[None])[0]
+        item["ref_valid"] = example.n_samples // HOP
+    if example.task == "pitch":
+        item["target"] = codec.shift_pitch(item["ref"], example.params["semitones"])
+    elif example.task == "denoise":
+        # The noisy clip's latents with the clean clip's noise bands: denoising is then a
+        # lowering of the noise bands only. Clean harmonics and F0 as targets (they differ
+        # from the noisy analysis where noise hides a harmonic or moves YIN) taught the
+        # model to make them up rather than copy them: F0 a semitone flat, the
+        # fundamental 10..19 dB loud.
+        clean = codec.encode(torch.from_numpy(example.target)[None])[0]
+        item["target"] = item["ref"].clone()
+        item["target"][:, codec.noise_channels] = clean[:, codec.noise_channels]
+    else:
+        item["target"] = codec.encode(torch.from_numpy(example.target)[None])[0]
+    return item
+
+
+_worker_codec = None
+
+
+def _start_worker(codec_state: dict) -> None:
+    global _worker_codec
+    # One thread per process, OpenBLAS's too: its threads (one per core in every process) spun
+    # against each other and made two processes slower than one (0.08 s per analysis, not 0.035).
+    threadpool_limits(1)
+    torch.set_num_threads(1)
+    _worker_codec = build_codec()
+    _worker_codec.load_state_dict(codec_state)
+
+
+def _encode_range(dataset: ProceduralDataset, start: int, stop: int) -> list[dict]:
+    """The items with numpy arrays, which travel by value: tensors travel as shared-memory file
+    descriptors, and 6,000 long clips' ran out of them (the pool then hung)."""
     with torch.inference_mode():
-        for example in dataset:
-            if example.instruction not in text_cache:
-                layers, _ = conditioner.hidden_states(example.instruction)
-                text_cache[example.instruction] = torch.stack([h[0] for h in layers])  # [6, nt, 384]
-            item = {"text": example.instruction}
-            if example.source is not None:
-                item["ref"] = codec.encode(torch.from_numpy(example.source)[None])[0]
-                item["ref_valid"] = example.n_samples // HOP
-            if example.task == "pitch":
-                target = codec.shift_pitch(item["ref"], example.params["semitones"])
-            elif example.task == "denoise":
-                # The noisy clip's latents with the clean clip's noise bands: denoising is then a
-                # lowering of the noise bands only. Clean harmonics and F0 as targets (they differ
-                # from the noisy analysis where noise hides a harmonic or moves YIN) taught the
-                # model to make them up rather than copy them: F0 a semitone flat, the
-                # fundamental 10..19 dB loud.
-                clean = codec.encode(torch.from_numpy(example.target)[None])[0]
-                target = item["ref"].clone()
-                target[:, codec.noise_channels] = clean[:, codec.noise_channels]
-            else:
-                target = codec.encode(torch.from_numpy(example.target)[None])[0]
-            item["target"] = target
-            items.append(item)
-    return items
+        items = [encode_example(_worker_codec, dataset[i]) for i in range(start, stop)]
+    return [{key: value.numpy() if torch.is_tensor(value) else value for key, value in item.items()} for item in items]
+
+
+def encode_examples(codec, dataset: ProceduralDataset, workers: int) -> list[dict]:
+    """Every example encoded, in order, by ``workers`` processes: making and analysing a clip is
+    single-threaded numpy and espeak-ng, so one process left the other core idle (long clips:
+    10 to 12 minutes in one process, 5 in two)."""
+    bounds = np.linspace(0, len(dataset), 8 * workers + 1).astype(int)
+    with multiprocessing.get_context("spawn").Pool(workers, _start_worker, (codec.state_dict(),)) as pool:
+        parts = pool.starmap(_encode_range, [(dataset, a, b) for a, b in zip(bounds[:-1], bounds[1:])])
+    return [{key: torch.from_numpy(value) if isinstance(value, np.ndarray) else value for key, value in item.items()}
+            for part in parts for item in part]
 
 
 def collate(items: list[dict], text_cache) -> dict:
@@ -179,7 +205,7 @@ def main(argv=None) -> None:
     parser.add_argument("--batch", type=_at_least(2), default=12, help="clips per step on short clips (half that on long ones)")
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=_at_least(1), default=2)
+    parser.add_argument("--threads", type=_at_least(1), default=2, help="torch threads, and processes encoding the examples")
     args = parser.parse_args(argv)
     if args.examples < args.batch:  # a step draws a run of --batch neighbours from them
         parser.error(f"--examples ({args.examples}) must be at least --batch ({args.batch})")
@@ -237,7 +263,7 @@ def main(argv=None) -> None:
 
     def encode_phase(long: bool) -> list[dict]:
         """The phase's examples, kept in the run directory: a resumed run would otherwise spend
-        10 to 17 minutes encoding the long clips again."""
+        about 5 minutes encoding the long clips again."""
         nonlocal conditioner
         seconds, seed = (LONG_SECONDS, args.seed + 2) if long else (SHORT_SECONDS, args.seed)
         kept = args.out / f"{'long' if long else 'short'}-examples-{args.examples}-seed{seed}.pt"
@@ -246,8 +272,12 @@ def main(argv=None) -> None:
             text_cache.update(saved["text"])
             print(f"loaded {len(saved['items'])} encoded examples of {seconds} s from {kept}", flush=True)
             return saved["items"]
+        encoded = encode_examples(codec, ProceduralDataset(seed, args.examples, TRAIN_TASKS, seconds), args.threads)
         conditioner = conditioner or MiniLMConditioner.from_pretrained()
-        encoded = encode_examples(codec, conditioner, ProceduralDataset(seed, args.examples, TRAIN_TASKS, seconds), text_cache)
+        with torch.inference_mode():
+            for text in sorted({item["text"] for item in encoded} - text_cache.keys()):
+                layers, _ = conditioner.hidden_states(text)
+                text_cache[text] = torch.stack([h[0] for h in layers])  # [6, nt, 384]
         # Sorted by length, so that a batch (a run of neighbours) pads little: a step takes about
         # half the time of one on random batches of uniformly drawn lengths (0.47 s, was 0.85).
         encoded.sort(key=lambda item: item["target"].shape[0])

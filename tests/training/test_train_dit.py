@@ -6,8 +6,9 @@ import torch
 from safetensors.torch import load_file
 
 from auk_app.auk.dit import AuKTransformer
-from training.codec import build_codec
-from training.train_dit import DIT_CONFIG, collate, flow_loss, main
+from training.codec import build_codec, fit_statistics
+from training.data import ProceduralDataset
+from training.train_dit import DIT_CONFIG, TRAIN_TASKS, collate, encode_example, encode_examples, flow_loss, main
 
 TINY = ["--examples", "8", "--steps", "4", "--tail", "2", "--polish", "2", "--batch", "4", "--threads", "1"]
 
@@ -71,3 +72,17 @@ def test_fewer_examples_than_a_batch_are_refused_before_any_work(tmp_path, capsy
         main(TINY + ["--out", str(tmp_path / "run"), "--examples", "3"])  # TINY's batch is 4
     assert "--examples (3) must be at least --batch (4)" in capsys.readouterr().err
     assert not (tmp_path / "run").exists()
+
+
+def test_two_encoding_processes_give_what_one_does_in_order():
+    codec = build_codec()
+    dataset = ProceduralDataset(5, 10, TRAIN_TASKS, (0.5, 1.0))
+    fit_statistics(codec, [dataset[i].target for i in (0, 1)])
+    with torch.inference_mode():
+        want = [encode_example(codec, dataset[i]) for i in range(len(dataset))]
+    got = encode_examples(codec, dataset, workers=2)
+    assert len(got) == len(want)
+    for a, b in zip(got, want):  # the workers' codec has the statistics, and the order is the dataset's
+        assert a.keys() == b.keys()
+        for key in a:
+            assert torch.equal(a[key], b[key]) if torch.is_tensor(a[key]) else a[key] == b[key], key
