@@ -95,7 +95,9 @@ def encode_example(codec, example: Example) -> dict:
         # lowering of the noise bands only. Clean harmonics and F0 as targets (they differ
         # from the noisy analysis where noise hides a harmonic or moves YIN) taught the
         # model to make them up rather than copy them: F0 a semitone flat, the
-        # fundamental 10..19 dB loud.
+        # fundamental 10..19 dB loud. Clean harmonics at the noisy F0 and voicing (a target
+        # that decodes to +7.1 dB on held-out speech, this one to +6.4), 2,000 steps on from
+        # the shipped state, made noise removal a loss: -4.3 dB on speech, -5.8 on tones.
         clean = codec.encode(torch.from_numpy(example.target)[None])[0]
         item["target"] = item["ref"].clone()
         item["target"][:, codec.noise_channels] = clean[:, codec.noise_channels]
