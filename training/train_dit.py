@@ -131,7 +131,7 @@ def encode_examples(codec, dataset: ProceduralDataset, workers: int) -> list[dic
     """Every example encoded, in order, by ``workers`` processes: making and analysing a clip is
     single-threaded numpy and espeak-ng, so one process left the other core idle (long clips:
     10 to 12 minutes in one process, 5 in two)."""
-    bounds = np.linspace(0, len(dataset), 8 * workers + 1).astype(int)
+    bounds = np.linspace(0, len(dataset), 8 * workers + 1).astype(int)  # small shares: the processes end together
     with multiprocessing.get_context("spawn").Pool(workers, _start_worker, (codec.state_dict(),)) as pool:
         parts = pool.starmap(_encode_range, [(dataset, a, b) for a, b in zip(bounds[:-1], bounds[1:])])
     return [{key: torch.from_numpy(value) if isinstance(value, np.ndarray) else value for key, value in item.items()}

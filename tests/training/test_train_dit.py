@@ -1,5 +1,6 @@
 """A demo-model training run stopped and run again ends with the same weights as one that was
-never stopped, without encoding its examples twice; the polish's loss weighs the channels it names."""
+never stopped, without encoding its examples twice; the polish's loss weighs the channels it names;
+examples encoded in several processes are the ones one process makes."""
 
 import pytest
 import torch
