@@ -142,6 +142,18 @@ class Browser:
             self.call("Input.dispatchMouseEvent",
                       {"type": kind, "x": box["x"], "y": box["y"], "button": "left", "clickCount": 1})
 
+    def click_until(self, selector: str, expression: str, *, attempts: int = 5, wait: float = 10) -> Any:
+        """Click ``selector`` until ``expression`` holds. A click can land where the element was a
+        moment before, while the page still lays itself out; so only for clicks that are safe to
+        repeat (a tab, not an accordion)."""
+        for attempt in range(attempts):
+            self.click(selector)
+            try:
+                return self.wait_for(expression, timeout=wait)
+            except TimeoutError:
+                if attempt == attempts - 1:
+                    raise
+
     def type_into(self, selector: str, text: str, *, replace: bool = False) -> None:
         """Click into a text field and type, after selecting what is there when ``replace``."""
         self.click(selector)

@@ -97,8 +97,9 @@ def test_on_a_phone_the_action_sits_by_the_input_and_the_builder_opens_on_what_t
 def test_text_to_audio_in_chromium(app, browser, tmp_path):
     browser.goto(app.url)
     browser.wait_for("document.querySelector('#run-edit') !== null")
-    browser.click("button[role=tab]:nth-of-type(2)")  # "Text to audio (Audex)"
-    assert "tiny, untrained" in browser.wait_for("document.querySelector('#audex-banner')?.innerText")
+    banner = browser.click_until("button[role=tab]:nth-of-type(2)",  # "Text to audio (Audex)"
+                                 "document.querySelector('#audex-banner')?.innerText")
+    assert "tiny, untrained" in banner
     browser.type_into("#caption textarea", "rain on a tin roof")
     browser.type_into("#max-seconds input", "0.5", replace=True)
     browser.click("#compare-unmasked input")
