@@ -64,7 +64,7 @@ DEMO_NAME = "AuK-Tiny (demo)"
 # noise samples nearer the conditional mean: speech noise removal over 20 held-out clips gains
 # +5.7 dB (+5.7 with seed 1) where full-scale noise gains +5.2 (+4.8); 0.3 and 0.4 gain +5.7..5.9,
 # no noise +5.4. Averaging four full-scale draws' latents gains the same +5.7.
-DEMO_DEFAULTS = {"nfe": 16, "cfg": 0.0, "sway": -1.0, "noise_scale": 0.5}
+DEMO_DEFAULTS = {"nfe": 16, "cfg": 0.0, "sway": -1.0, "noise_scale": 0.02, "start": "source"}
 TEXT_ENCODER = {"kind": "minilm", "name": "sentence-transformers/all-MiniLM-L6-v2"}
 # Two halves: many short clips teach the edits and the alignment cheaply, then clips as long as
 # held-out speech (up to 6 s) at half the batch, which keeps a step's cost about the same.
@@ -76,15 +76,19 @@ DROP_BOTH = 0.1
 # with one share (it came out a semitone flat before). A second text-to-tone share was tried
 # with the 1-semitone circle alone and not shipped: tone volume edits overshot (±6 dB by 1.8,
 # ±12 dB by 3.5), the fundamental loud as if pulled towards the -6 dBFS of the sines.
-TRAIN_TASKS = ("volume", "volume", "pitch", "pitch", "pitch", "denoise", "denoise", "tone")
+TRAIN_TASKS = ("volume", "volume", "volume", "pitch", "pitch", "pitch", "denoise", "denoise", "denoise", "tone")
 EMA_DECAY = 0.998
-HARMONIC_LOSS_WEIGHT = 10.0  # in the polish; 2,000 steps lowered their mean squared error by a third
+EDITED_WEIGHT = 10.0
+# Noise removal's loss lies in the harmonics its target has (copied from the noisy clip): the
+# model's copy cost speech 1.4 dB of the +6.4 dB its target decodes to, so they weigh 3× more there.
+DENOISE_HARMONIC_WEIGHT = 30.0
+PRESENT_MARGIN = 0.05  # log10 units above the codec's floor (1 dB): a harmonic there is one the target has
 
 
 def encode_example(codec, example: Example) -> dict:
     """Latents of one example as the pipeline will see them: the whole source encoded, with
     its ``n_samples // 480`` whole-hop frames valid, and a target of ceil(n_samples / 480) frames."""
-    item = {"text": example.instruction}
+    item = {"text": example.instruction, "denoise": example.task == "denoise"}
     if example.source is not None:
         item["ref"] = codec.encode(torch.from_numpy(example.source)[None])[0]
         item["ref_valid"] = example.n_samples // HOP
@@ -153,6 +157,7 @@ def collate(items: list[dict], text_cache) -> dict:
         "mask": torch.zeros(batch, n, dtype=torch.bool),
         "ref": torch.zeros(batch, n_ref, latent_dim),
         "ref_mask": torch.zeros(batch, n_ref, dtype=torch.bool),
+        "denoise": torch.tensor([bool(item["denoise"]) for item in items]),
     }
     for i, (item, text) in enumerate(zip(items, texts)):
         out["text"][:, i, : text.shape[1]] = text
@@ -166,19 +171,43 @@ def collate(items: list[dict], text_cache) -> dict:
     return out
 
 
-def flow_loss(dit, fusion, batch, generator, drop: bool, channel_weights: torch.Tensor) -> torch.Tensor:
-    """Squared velocity error over valid target frames, averaged over channels with ``channel_weights``."""
+def loss_weights(codec, target: torch.Tensor, denoise: torch.Tensor) -> torch.Tensor:
+    """Per-element weights for ``target`` [b, n, L]: ``EDITED_WEIGHT`` on log F0 and its circles
+    and on the harmonics the target has (``DENOISE_HARMONIC_WEIGHT`` in the ``denoise`` [b]
+    examples), 1 elsewhere (harmonics at the floor decode to silence, however far off they are)."""
+    weights = torch.ones_like(target)
+    weights[..., codec.pitch_channels] = EDITED_WEIGHT
+    harmonic = codec.harmonic_channels
+    log_amplitude = target[..., harmonic] * codec.latent_std[harmonic] + codec.latent_mean[harmonic]
+    present = log_amplitude > math.log10(codec.floor) + PRESENT_MARGIN
+    present_weight = torch.where(denoise, DENOISE_HARMONIC_WEIGHT, EDITED_WEIGHT)[:, None, None]
+    weights[..., harmonic] = torch.where(present, present_weight, 1.0)
+    return weights
+
+
+def source_origin(ref: torch.Tensor, ref_mask: torch.Tensor, frames: int) -> torch.Tensor:
+    """The flow's origin [b, frames, L]: the reference's valid frames, zeros past them."""
+    origin = torch.zeros(ref.shape[0], frames, ref.shape[2])
+    shared = min(frames, ref.shape[1])
+    origin[:, :shared] = (ref * ref_mask[..., None])[:, :shared]
+    return origin
+
+
+def flow_loss(dit, fusion, batch, generator, drop: bool, weights: torch.Tensor) -> torch.Tensor:
+    """Squared velocity error over valid target frames, a weighted mean with ``weights`` (per
+    channel [L], or per element like the target)."""
     target, mask = batch["target"], batch["mask"]
-    noise = torch.randn(target.shape, generator=generator)
+    origin = source_origin(batch["ref"], batch["ref_mask"], target.shape[1])
+    origin = origin + DEMO_DEFAULTS["noise_scale"] * torch.randn(target.shape, generator=generator)
     t = torch.rand(target.shape[0], generator=generator)
-    x_t = (1 - t[:, None, None]) * noise + t[:, None, None] * target
+    x_t = (1 - t[:, None, None]) * origin + t[:, None, None] * target
     text = fuse_hidden_states(list(batch["text"]), fusion["layer_weights"], fusion["layer_scale"])
     velocity = dit(
         x_t, text, t, mask=mask, c_mask=batch["c_mask"], ref=batch["ref"], ref_mask=batch["ref_mask"],
         drop_audio_cond=drop, drop_text=drop,
     )
-    error = ((velocity - (target - noise)).pow(2) * channel_weights).sum(-1) / channel_weights.sum()
-    return (error * mask).sum() / mask.sum()
+    error = ((velocity - (target - origin)).pow(2) * weights).sum(-1)
+    return (error * mask).sum() / (weights.expand_as(target).sum(-1) * mask).sum()
 
 
 def _at_least(minimum: int):
@@ -197,12 +226,10 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=Path("runs/demo"))
     parser.add_argument("--export", type=Path, help="write the demo checkpoint here when done")
-    parser.add_argument("--minutes", type=float, default=80.0, help="wall-clock budget for the training loop")
-    parser.add_argument("--steps", type=_at_least(1), default=7000, help="planned steps (the LR schedule's length)")
-    parser.add_argument("--tail", type=_at_least(0), default=4000,
+    parser.add_argument("--minutes", type=float, default=90.0, help="wall-clock budget for the training loop")
+    parser.add_argument("--steps", type=_at_least(1), default=6000, help="planned steps (the LR schedule's length)")
+    parser.add_argument("--tail", type=_at_least(0), default=1800,
                         help="steps after the cosine at its final LR (a tenth of --lr), on the long clips")
-    parser.add_argument("--polish", type=_at_least(0), default=4000,
-                        help="steps after the tail with the harmonic channels' error weighted by HARMONIC_LOSS_WEIGHT")
     parser.add_argument("--examples", type=_at_least(1), default=6000, help="examples encoded for each half")
     parser.add_argument("--batch", type=_at_least(2), default=12, help="clips per step on short clips (half that on long ones)")
     parser.add_argument("--lr", type=float, default=1e-3)
@@ -289,13 +316,10 @@ def main(argv=None) -> None:
               f"at {(time.perf_counter() - started) / 60:.1f} min", flush=True)
         return encoded
 
-    plain_weights = torch.ones(codec.latent_dim)
-    polish_weights = plain_weights.clone()
-    polish_weights[codec.harmonic_channels] = HARMONIC_LOSS_WEIGHT
     loop_start = time.perf_counter()
     running = []
     with (args.out / "log.jsonl").open("a") as log:
-        while step < args.steps + args.tail + args.polish and time.perf_counter() - loop_start < args.minutes * 60:
+        while step < args.steps + args.tail and time.perf_counter() - loop_start < args.minutes * 60:
             long = step >= args.steps // 2
             if long != items_are_long:
                 items, items_are_long = encode_phase(long), long
@@ -303,8 +327,7 @@ def main(argv=None) -> None:
             start = int(order.integers(len(items) - size + 1))
             batch = collate(items[start : start + size], text_cache)
             drop = bool(torch.rand(1, generator=generator) < DROP_BOTH)
-            weights = polish_weights if step >= args.steps + args.tail else plain_weights
-            loss = flow_loss(dit, fusion, batch, generator, drop, weights)
+            loss = flow_loss(dit, fusion, batch, generator, drop, loss_weights(codec, batch["target"], batch["denoise"]))
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(params, 1.0)

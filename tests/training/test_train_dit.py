@@ -11,7 +11,7 @@ from training.codec import build_codec, fit_statistics
 from training.data import ProceduralDataset
 from training.train_dit import DIT_CONFIG, TRAIN_TASKS, collate, encode_example, encode_examples, flow_loss, main
 
-TINY = ["--examples", "8", "--steps", "4", "--tail", "2", "--polish", "2", "--batch", "4", "--threads", "1"]
+TINY = ["--examples", "8", "--steps", "4", "--tail", "2", "--batch", "4", "--threads", "1"]
 
 
 @pytest.fixture(autouse=True)
@@ -25,7 +25,7 @@ def keep_torch_threads():
 @pytest.mark.slow
 def test_a_resumed_run_reuses_its_examples_and_ends_where_an_unbroken_one_does(tmp_path, capsys):
     main(TINY + ["--out", str(tmp_path / "unbroken"), "--export", str(tmp_path / "unbroken-export")])
-    main(TINY + ["--out", str(tmp_path / "broken"), "--tail", "0", "--polish", "0"])  # stops where the tail would start
+    main(TINY + ["--out", str(tmp_path / "broken"), "--tail", "0"])  # stops where the tail would start
     assert capsys.readouterr().out.count("encoded 8 examples") == 4  # each run: short clips, then long ones
     main(TINY + ["--out", str(tmp_path / "broken"), "--export", str(tmp_path / "broken-export")])
     resumed = capsys.readouterr().out
@@ -42,7 +42,7 @@ def test_the_flow_loss_averages_the_channels_with_their_weights():
     codec, dit = build_codec(), AuKTransformer(**DIT_CONFIG)
     fusion = {"layer_weights": torch.zeros(6), "layer_scale": torch.ones(1)}
     frames, latent_dim = 5, codec.latent_dim
-    item = {"text": "x", "target": torch.randn(frames, latent_dim), "ref": torch.randn(frames, latent_dim), "ref_valid": frames}
+    item = {"text": "x", "denoise": False, "target": torch.randn(frames, latent_dim), "ref": torch.randn(frames, latent_dim), "ref_valid": frames}
     batch = collate([item], {"x": torch.randn(6, 3, 384)})
 
     def loss(weights):
@@ -60,7 +60,7 @@ def test_the_flow_loss_averages_the_channels_with_their_weights():
     torch.testing.assert_close(weighted, (10 * n_harmonic * harmonic + (latent_dim - n_harmonic) * rest) / (latent_dim + 9 * n_harmonic))
 
 
-@pytest.mark.parametrize("flag, value, limit", [("--tail", "-1", 0), ("--polish", "-5", 0), ("--steps", "0", 1), ("--batch", "1", 2)])
+@pytest.mark.parametrize("flag, value, limit", [("--tail", "-1", 0), ("--steps", "0", 1), ("--batch", "1", 2)])
 def test_a_count_below_its_limit_is_refused_with_the_limit_named(tmp_path, capsys, flag, value, limit):
     with pytest.raises(SystemExit):
         main(TINY + ["--out", str(tmp_path / "run"), flag, value])
