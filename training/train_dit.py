@@ -45,6 +45,7 @@ from threadpoolctl import threadpool_limits
 from training.checkpoint_writer import write_auk_checkpoint
 from auk_app.auk.conditioner import MiniLMConditioner, fuse_hidden_states
 from auk_app.auk.dit import AuKTransformer
+from auk_app.auk.sampler import source_origin
 from training.codec import CODEC_CONFIG, DIT_DIM_HEAD, build_codec, fit_statistics
 from training.data import HOP, Example, ProceduralDataset
 
@@ -185,14 +186,6 @@ def loss_weights(codec, target: torch.Tensor, denoise: torch.Tensor) -> torch.Te
     return weights
 
 
-def source_origin(ref: torch.Tensor, ref_mask: torch.Tensor, frames: int) -> torch.Tensor:
-    """The flow's origin [b, frames, L]: the reference's valid frames, zeros past them."""
-    origin = torch.zeros(ref.shape[0], frames, ref.shape[2])
-    shared = min(frames, ref.shape[1])
-    origin[:, :shared] = (ref * ref_mask[..., None])[:, :shared]
-    return origin
-
-
 def flow_loss(dit, fusion, batch, generator, drop: bool, weights: torch.Tensor) -> torch.Tensor:
     """Squared velocity error over valid target frames, a weighted mean with ``weights`` (per
     channel [L], or per element like the target)."""
@@ -226,7 +219,8 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=Path("runs/demo"))
     parser.add_argument("--export", type=Path, help="write the demo checkpoint here when done")
-    parser.add_argument("--minutes", type=float, default=90.0, help="wall-clock budget for the training loop")
+    parser.add_argument("--minutes", type=float, default=89.5,
+                        help="wall-clock budget of one invocation from its start; the last step, the save and the export follow")
     parser.add_argument("--steps", type=_at_least(1), default=6000, help="planned steps (the LR schedule's length)")
     parser.add_argument("--tail", type=_at_least(0), default=1800,
                         help="steps after the cosine at its final LR (a tenth of --lr), on the long clips")
@@ -316,10 +310,9 @@ def main(argv=None) -> None:
               f"at {(time.perf_counter() - started) / 60:.1f} min", flush=True)
         return encoded
 
-    loop_start = time.perf_counter()
     running = []
     with (args.out / "log.jsonl").open("a") as log:
-        while step < args.steps + args.tail and time.perf_counter() - loop_start < args.minutes * 60:
+        while step < args.steps + args.tail and time.perf_counter() - started < args.minutes * 60:
             long = step >= args.steps // 2
             if long != items_are_long:
                 items, items_are_long = encode_phase(long), long

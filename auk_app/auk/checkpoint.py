@@ -37,9 +37,12 @@ from auk_app.weights import check_state_dict, mismatch, read_safetensors
 # The sway = -1, nfe = 4 grid evaluated in torch float32; rounding it changes the output level.
 FLASH_T_GRID = (0.0, 0.07612049579620361, 0.2928932309150696, 0.6173166036605835, 1.0)
 # noise_scale multiplies the sampler's initial noise; the releases sample at 1, an assembled
-# config's defaults may declare less (the demo model does: see training.train_dit).
-BASE_DEFAULTS = {"nfe": 32, "cfg": 2.0, "sway": -1.0, "noise_scale": 1.0}
-FLASH_DEFAULTS = {"nfe": 4, "cfg": 0.0, "sway": None, "noise_scale": 1.0}
+# config's defaults may declare less. start is where the flow begins: "noise" (the releases) or
+# "source", the source clip's latents plus that noise (the demo model declares both: see
+# training.train_dit).
+BASE_DEFAULTS = {"nfe": 32, "cfg": 2.0, "sway": -1.0, "noise_scale": 1.0, "start": "noise"}
+FLASH_DEFAULTS = {"nfe": 4, "cfg": 0.0, "sway": None, "noise_scale": 1.0, "start": "noise"}
+STARTS = ("noise", "source")
 FUSION_KEYS = ("layer_weights", "layer_scale")
 DIT_PREFIX = "transformer."
 TEXT_ENCODERS = ("qwen2_5_omni", "minilm")
@@ -63,7 +66,7 @@ class AuKCheckpoint:
     vae_config: dict[str, Any]  # the codec's model_init_kwargs
     codec: str  # a key of CODECS
     text_encoder: dict[str, Any]
-    defaults: dict[str, Any]  # nfe, cfg, sway, noise_scale
+    defaults: dict[str, Any]  # nfe, cfg, sway, noise_scale, start
     t_grid: tuple[float, ...] | None  # Flash's fixed grid, overriding nfe/cfg/sway
 
     @property
@@ -248,6 +251,8 @@ def _read_assembled(directory: Path) -> AuKCheckpoint:
         if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not 0 < scale <= 1:
             raise ValueError(f"defaults.noise_scale must be a number in (0, 1], not {scale!r}")
         defaults["noise_scale"] = float(scale)
+        if defaults["start"] not in STARTS:
+            raise ValueError(f"defaults.start must be one of {STARTS}, not {defaults['start']!r}")
         t_grid = tuple(float(t) for t in config.get("flash_t_grid") or FLASH_T_GRID) if variant == "flash" else None
         name = str(config.get("name") or ("AuK-Flash" if variant == "flash" else "AuK"))
     except (KeyError, TypeError, ValueError) as exc:

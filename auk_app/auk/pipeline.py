@@ -32,7 +32,7 @@ from auk_app import dsp
 from auk_app.audio_io import Waveform, load_audio
 from auk_app.auk.checkpoint import AuKCheckpoint, AuKModel, load_auk_checkpoint, read_auk_checkpoint
 from auk_app.auk.conditioner import TextConditioner, fuse_hidden_states, load_conditioner
-from auk_app.auk.sampler import sample_latents
+from auk_app.auk.sampler import sample_latents, source_origin
 from auk_app.auk.region import plan_region, splice
 from auk_app.auk.request import EditRecord, EditRequest, EditResult
 from auk_app.config import MAX_TOTAL_FRAMES, QWEN_SAMPLE_RATE, Limits, frames_for_seconds
@@ -55,6 +55,7 @@ class _Recipe:
     sway: float | None
     t_grid: tuple[float, ...] | None
     noise_scale: float  # the checkpoint's; no request knob sets it
+    start: str  # the checkpoint's: "noise" or "source"
     ignored: tuple[str, ...]  # knobs the request set that the recipe overrides
 
 
@@ -197,6 +198,7 @@ class AuKPipeline:
                     t_grid=recipe.t_grid,
                     seed=request.seed,
                     noise_scale=recipe.noise_scale,
+                    origin=source_origin(ref, ref_mask, gen_frames) if recipe.start == "source" else None,
                     device=self.device,
                     on_step=on_step,
                 )
@@ -230,6 +232,7 @@ class AuKPipeline:
             sway=recipe.sway,
             t_grid=recipe.t_grid,
             noise_scale=recipe.noise_scale,
+            start=recipe.start,
             ignored=recipe.ignored,
             gen_frames=gen_frames,
             ref_frames=ref_frames,
@@ -266,18 +269,19 @@ class AuKPipeline:
     def _recipe(self, request: EditRequest) -> _Recipe:
         """The request's knobs with the checkpoint's defaults filled in; Flash's fixed recipe wins."""
         given = {"nfe": request.nfe, "cfg": request.cfg, "sway": request.sway, "t_grid": request.t_grid}
+        defaults = self.checkpoint.defaults
+        declared = {"noise_scale": defaults["noise_scale"], "start": defaults["start"]}
         if self.checkpoint.is_flash:
             grid = tuple(self.checkpoint.t_grid)
             fixed = {"nfe": len(grid) - 1, "cfg": 0.0, "sway": None, "t_grid": grid}
             ignored = tuple(sorted(k for k, v in given.items() if v is not None and v != fixed[k]))
-            return _Recipe(**fixed, noise_scale=self.checkpoint.defaults["noise_scale"], ignored=ignored)
-        defaults = self.checkpoint.defaults
+            return _Recipe(**fixed, **declared, ignored=ignored)
         knobs = {k: defaults[k] if given[k] is None else given[k] for k in ("nfe", "cfg", "sway")}
         grid = request.t_grid
         ignored = tuple(sorted(k for k in ("nfe", "sway") if grid is not None and given[k] is not None))
         if grid is not None:
             knobs["nfe"] = len(grid) - 1
-        return _Recipe(**knobs, t_grid=grid, noise_scale=defaults["noise_scale"], ignored=ignored)
+        return _Recipe(**knobs, t_grid=grid, **declared, ignored=ignored)
 
     def _condition(self, instruction: str, clip: _Clip | None):
         """(text [1, nt, T], c_mask [1, nt], the clip's VAE posterior (mean, std) [1, L, np] or None)

@@ -117,6 +117,7 @@ class EditRecord:
     sway: float | None
     t_grid: tuple[float, ...] | None
     noise_scale: float  # what the initial noise was multiplied by (the checkpoint's sampling temperature)
+    start: str  # where the flow began: "noise", or "source" (the source's latents plus that noise)
     ignored: tuple[str, ...]  # knobs the checkpoint's fixed recipe overrode (Flash)
     gen_frames: int
     ref_frames: int

@@ -71,6 +71,17 @@ def draw_noise(
     return torch.randn(gen_frames, latent_dim, generator=generator, device=device, dtype=dtype)[None]
 
 
+def source_origin(ref: torch.Tensor, ref_mask: torch.Tensor | None, frames: int) -> torch.Tensor:
+    """Where a flow trained from the source starts [b, frames, L]: the reference's valid frames
+    (target frame i is source frame i), zeros past them and without a source."""
+    if ref_mask is not None:
+        ref = ref * ref_mask[..., None]
+    origin = ref.new_zeros(ref.shape[0], frames, ref.shape[2])
+    shared = min(frames, ref.shape[1])
+    origin[:, :shared] = ref[:, :shared]
+    return origin
+
+
 def sample_latents(
     dit: AuKTransformer,
     *,
@@ -86,6 +97,7 @@ def sample_latents(
     seed: int | None = None,
     generator: torch.Generator | None = None,
     noise_scale: float = 1.0,
+    origin: torch.Tensor | None = None,
     latent_dim: int | None = None,
     device: torch.device | str | None = None,
     dtype: torch.dtype | None = None,
@@ -99,6 +111,8 @@ def sample_latents(
     velocity keeps the model's dtype until it is added to the state, as in the reference.
     ``noise_scale`` multiplies the initial noise: a sampling temperature (1 is the reference's;
     below 1 the draws gather towards the conditional mean, as Matcha-TTS's temperature does).
+    ``origin`` [1, gen_frames, L], when given, is added to it: the flow starts there, not at
+    pure noise (see ``source_origin``).
     ``on_step(done, total)`` runs after every Euler step; raising there stops the solve. The
     module's text cache is neither used nor touched: the request's state is its step context.
     """
@@ -111,6 +125,8 @@ def sample_latents(
 
     grid = build_time_grid(nfe=nfe, sway_sampling_coef=sway_sampling_coef, t_grid=t_grid, device=device)
     x = noise_scale * draw_noise(gen_frames, latent_dim, seed=seed, generator=generator, device=device, dtype=state_dtype)
+    if origin is not None:
+        x = x + origin.to(device=device, dtype=state_dtype)
     model_dtype = param.dtype
     text = text.to(device=device, dtype=model_dtype)
     ref = ref.to(device=device, dtype=model_dtype)

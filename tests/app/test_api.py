@@ -89,6 +89,7 @@ def test_empty_knobs_mean_the_checkpoints_defaults(client, clips, demo_dir):
     defaults = read_auk_checkpoint(demo_dir).defaults
     assert (manifest["nfe"], manifest["cfg"], manifest["sway"]) == (defaults["nfe"], defaults["cfg"], defaults["sway"])
     assert manifest["noise_scale"] == defaults["noise_scale"] < 1  # the demo samples at its declared temperature
+    assert manifest["start"] == defaults["start"] == "source"  # from the source's latents, as it was trained
 
 
 def test_text_only_generation_with_a_custom_grid_and_a_randomised_seed(client):

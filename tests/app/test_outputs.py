@@ -34,7 +34,7 @@ def _result(wav: np.ndarray, source_path=None) -> EditResult:
     assert source is None or (source.sample_rate, source.channels) == (SR, 1)
     record = EditRecord(
         checkpoint_name="AuK-Tiny (demo)", variant="base", checkpoint="AuK-Tiny", instruction="Decrease the volume by 10 dB.",
-        seed=11, nfe=16, cfg=1.0, sway=-1.0, t_grid=None, noise_scale=1.0, ignored=(), gen_frames=25, ref_frames=25,
+        seed=11, nfe=16, cfg=1.0, sway=-1.0, t_grid=None, noise_scale=1.0, start="noise", ignored=(), gen_frames=25, ref_frames=25,
         ref_latent_frames=25, frames_capped=False, fit_to_source=True, seconds=wav.size / SR, sample_rate=SR,
         source_seconds=None if source is None else source.seconds,
         source_samples_24k=None if source is None else source.n_samples,

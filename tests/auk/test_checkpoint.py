@@ -49,7 +49,8 @@ def test_both_layouts_load(tmp_path, layout, variant):
     if variant == "flash":
         assert ckpt.t_grid == FLASH_T_GRID and ckpt.defaults["cfg"] == 0.0 and ckpt.defaults["sway"] is None
     else:
-        assert ckpt.t_grid is None and ckpt.defaults == {"nfe": 32, "cfg": 2.0, "sway": -1.0, "noise_scale": 1.0}
+        assert ckpt.t_grid is None and ckpt.defaults == {"nfe": 32, "cfg": 2.0, "sway": -1.0, "noise_scale": 1.0,
+                                                       "start": "noise"}
     assert model.dit.rotary_embed.inv_freq.dtype == torch.float32
 
 
@@ -64,6 +65,19 @@ def test_an_assembled_config_may_declare_a_noise_scale_within_0_and_1(tmp_path, 
             read_auk_checkpoint(tmp_path)
     else:
         assert read_auk_checkpoint(tmp_path).defaults["noise_scale"] == loaded
+
+
+@pytest.mark.parametrize("declared", ["source", "noise", "reference", None])
+def test_an_assembled_config_may_declare_the_flow_starts_at_the_source(tmp_path, declared):
+    _write(tmp_path, layout="assembled")
+    config = json.loads((tmp_path / "config.json").read_text())
+    config["defaults"]["start"] = declared
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    if declared in ("source", "noise"):
+        assert read_auk_checkpoint(tmp_path).defaults["start"] == declared
+    else:
+        with pytest.raises(CheckpointError, match="start must be one of"):
+            read_auk_checkpoint(tmp_path)
 
 
 def test_release_config_references_are_resolved(tmp_path):

@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from auk_app import build_time_grid, sample_latents
+from auk_app.auk.sampler import source_origin
 from auk_app.auk.checkpoint import FLASH_T_GRID
 from tests.conftest import assert_matches_reference, load_case
 
@@ -95,6 +96,23 @@ def test_noise_scale_multiplies_the_initial_noise_and_changes_the_path(fixture_m
     torch.testing.assert_close(calls[0][0], 0.5 * tensors["output.initial_noise"], rtol=0, atol=0)
     assert float(calls[0][1]) == float(tensors["output.step_t"][0])
     assert not torch.allclose(calls[1][0], tensors["output.step_x"][1], atol=1e-3)  # a different path, not a relabel
+
+
+def test_an_origin_moves_the_start_and_the_noise_stays_the_seeds(fixture_model):
+    meta, tensors = load_case("sampler_g_nfe4_cfg2")
+    origin = torch.linspace(-1, 1, tensors["output.initial_noise"].numel()).reshape(tensors["output.initial_noise"].shape)
+    _, calls = _run(fixture_model.dit, meta, tensors, noise_scale=0.02, origin=origin)
+    torch.testing.assert_close(calls[0][0], origin + 0.02 * tensors["output.initial_noise"], rtol=0, atol=1e-7)
+
+
+def test_the_source_origin_is_the_references_valid_frames_then_zeros():
+    ref = torch.arange(1.0, 13.0).reshape(1, 3, 4)
+    mask = torch.tensor([[True, True, False]])  # the encoder's extra, partial frame is padding
+    origin = source_origin(ref, mask, 5)
+    assert origin.shape == (1, 5, 4)
+    assert torch.equal(origin[:, :2], ref[:, :2]) and not origin[:, 2:].any()
+    assert torch.equal(source_origin(ref, None, 2), ref[:, :2])
+    assert not source_origin(torch.zeros(1, 0, 4), None, 3).any()  # no source: the flow starts at noise
 
 
 def test_cfg_below_threshold_runs_only_the_conditional_branch(fixture_model):

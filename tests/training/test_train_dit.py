@@ -1,6 +1,6 @@
 """A demo-model training run stopped and run again ends with the same weights as one that was
-never stopped, without encoding its examples twice; the polish's loss weighs the channels it names;
-examples encoded in several processes are the ones one process makes."""
+never stopped, without encoding its examples twice; the flow starts at the source; the loss weighs
+the channels it names; examples encoded in several processes are the ones one process makes."""
 
 import pytest
 import torch
@@ -9,7 +9,7 @@ from safetensors.torch import load_file
 from auk_app.auk.dit import AuKTransformer
 from training.codec import build_codec, fit_statistics
 from training.data import ProceduralDataset
-from training.train_dit import DIT_CONFIG, TRAIN_TASKS, collate, encode_example, encode_examples, flow_loss, main
+from training.train_dit import DEMO_DEFAULTS, DIT_CONFIG, TRAIN_TASKS, collate, encode_example, encode_examples, flow_loss, main
 
 TINY = ["--examples", "8", "--steps", "4", "--tail", "2", "--batch", "4", "--threads", "1"]
 
@@ -34,6 +34,24 @@ def test_a_resumed_run_reuses_its_examples_and_ends_where_an_unbroken_one_does(t
     for name in ("auk.safetensors", "vae.safetensors"):
         want, got = load_file(tmp_path / "unbroken-export" / name), load_file(tmp_path / "broken-export" / name)
         assert want.keys() == got.keys() and all((want[key] == got[key]).all() for key in want), name
+
+
+def test_the_flow_starts_at_the_source_so_a_copy_costs_only_the_starts_noise():
+    """A DiT that predicts no velocity misses a copy edit by the start's noise alone (0.02 RMS),
+    and a text-only example by its whole target: the flow from no source starts at zeros."""
+    torch.manual_seed(0)
+    dit = AuKTransformer(**DIT_CONFIG)
+    torch.nn.init.zeros_(dit.proj_out.weight)
+    torch.nn.init.zeros_(dit.proj_out.bias)
+    fusion = {"layer_weights": torch.zeros(6), "layer_scale": torch.ones(1)}
+    source = torch.randn(8, dit.latent_dim)
+    copy = {"text": "x", "denoise": False, "target": source, "ref": source, "ref_valid": 8}
+    text_only = {"text": "x", "denoise": False, "target": source}
+    ones = torch.ones(dit.latent_dim)
+    for item, expected in ((copy, DEMO_DEFAULTS["noise_scale"] ** 2), (text_only, float(source.pow(2).mean()))):
+        batch = collate([item], {"x": torch.randn(6, 3, 384)})
+        loss = flow_loss(dit, fusion, batch, torch.Generator().manual_seed(1), False, ones)
+        torch.testing.assert_close(float(loss), expected, rtol=0.2, atol=0)
 
 
 def test_the_flow_loss_averages_the_channels_with_their_weights():
