@@ -82,14 +82,16 @@ EMA_DECAY = 0.998
 EDITED_WEIGHT = 10.0
 # Noise removal's loss lies in the harmonics its target has (copied from the noisy clip): the
 # model's copy cost speech 1.4 dB of the +6.4 dB its target decodes to, so they weigh 3× more there.
-DENOISE_HARMONIC_WEIGHT = 30.0
+# Volume edits' harmonics weigh as much: at EDITED_WEIGHT, beside denoise's 30× copies, a flow from
+# the source stopped upward gains near +9 dB (+12 asked, +8.9 given).
+PRESENT_HARMONIC_WEIGHTS = {"volume": 30.0, "denoise": 30.0}
 PRESENT_MARGIN = 0.05  # log10 units above the codec's floor (1 dB): a harmonic there is one the target has
 
 
 def encode_example(codec, example: Example) -> dict:
     """Latents of one example as the pipeline will see them: the whole source encoded, with
     its ``n_samples // 480`` whole-hop frames valid, and a target of ceil(n_samples / 480) frames."""
-    item = {"text": example.instruction, "denoise": example.task == "denoise"}
+    item = {"text": example.instruction, "harmonic_weight": PRESENT_HARMONIC_WEIGHTS.get(example.task, EDITED_WEIGHT)}
     if example.source is not None:
         item["ref"] = codec.encode(torch.from_numpy(example.source)[None])[0]
         item["ref_valid"] = example.n_samples // HOP
@@ -158,7 +160,7 @@ def collate(items: list[dict], text_cache) -> dict:
         "mask": torch.zeros(batch, n, dtype=torch.bool),
         "ref": torch.zeros(batch, n_ref, latent_dim),
         "ref_mask": torch.zeros(batch, n_ref, dtype=torch.bool),
-        "denoise": torch.tensor([bool(item["denoise"]) for item in items]),
+        "harmonic_weight": torch.tensor([float(item["harmonic_weight"]) for item in items]),
     }
     for i, (item, text) in enumerate(zip(items, texts)):
         out["text"][:, i, : text.shape[1]] = text
@@ -172,17 +174,16 @@ def collate(items: list[dict], text_cache) -> dict:
     return out
 
 
-def loss_weights(codec, target: torch.Tensor, denoise: torch.Tensor) -> torch.Tensor:
-    """Per-element weights for ``target`` [b, n, L]: ``EDITED_WEIGHT`` on log F0 and its circles
-    and on the harmonics the target has (``DENOISE_HARMONIC_WEIGHT`` in the ``denoise`` [b]
-    examples), 1 elsewhere (harmonics at the floor decode to silence, however far off they are)."""
+def loss_weights(codec, target: torch.Tensor, harmonic_weight: torch.Tensor) -> torch.Tensor:
+    """Per-element weights for ``target`` [b, n, L]: ``EDITED_WEIGHT`` on log F0 and its circles,
+    each example's ``harmonic_weight`` [b] on the harmonics its target has, 1 elsewhere
+    (harmonics at the floor decode to silence, however far off they are)."""
     weights = torch.ones_like(target)
     weights[..., codec.pitch_channels] = EDITED_WEIGHT
     harmonic = codec.harmonic_channels
     log_amplitude = target[..., harmonic] * codec.latent_std[harmonic] + codec.latent_mean[harmonic]
     present = log_amplitude > math.log10(codec.floor) + PRESENT_MARGIN
-    present_weight = torch.where(denoise, DENOISE_HARMONIC_WEIGHT, EDITED_WEIGHT)[:, None, None]
-    weights[..., harmonic] = torch.where(present, present_weight, 1.0)
+    weights[..., harmonic] = torch.where(present, harmonic_weight[:, None, None], 1.0)
     return weights
 
 
@@ -320,7 +321,7 @@ def main(argv=None) -> None:
             start = int(order.integers(len(items) - size + 1))
             batch = collate(items[start : start + size], text_cache)
             drop = bool(torch.rand(1, generator=generator) < DROP_BOTH)
-            loss = flow_loss(dit, fusion, batch, generator, drop, loss_weights(codec, batch["target"], batch["denoise"]))
+            loss = flow_loss(dit, fusion, batch, generator, drop, loss_weights(codec, batch["target"], batch["harmonic_weight"]))
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(params, 1.0)

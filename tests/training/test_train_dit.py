@@ -45,8 +45,8 @@ def test_the_flow_starts_at_the_source_so_a_copy_costs_only_the_starts_noise():
     torch.nn.init.zeros_(dit.proj_out.bias)
     fusion = {"layer_weights": torch.zeros(6), "layer_scale": torch.ones(1)}
     source = torch.randn(8, dit.latent_dim)
-    copy = {"text": "x", "denoise": False, "target": source, "ref": source, "ref_valid": 8}
-    text_only = {"text": "x", "denoise": False, "target": source}
+    copy = {"text": "x", "harmonic_weight": 10.0, "target": source, "ref": source, "ref_valid": 8}
+    text_only = {"text": "x", "harmonic_weight": 10.0, "target": source}
     ones = torch.ones(dit.latent_dim)
     for item, expected in ((copy, DEMO_DEFAULTS["noise_scale"] ** 2), (text_only, float(source.pow(2).mean()))):
         batch = collate([item], {"x": torch.randn(6, 3, 384)})
@@ -60,7 +60,7 @@ def test_the_flow_loss_averages_the_channels_with_their_weights():
     codec, dit = build_codec(), AuKTransformer(**DIT_CONFIG)
     fusion = {"layer_weights": torch.zeros(6), "layer_scale": torch.ones(1)}
     frames, latent_dim = 5, codec.latent_dim
-    item = {"text": "x", "denoise": False, "target": torch.randn(frames, latent_dim), "ref": torch.randn(frames, latent_dim), "ref_valid": frames}
+    item = {"text": "x", "harmonic_weight": 10.0, "target": torch.randn(frames, latent_dim), "ref": torch.randn(frames, latent_dim), "ref_valid": frames}
     batch = collate([item], {"x": torch.randn(6, 3, 384)})
 
     def loss(weights):
