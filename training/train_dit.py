@@ -1,30 +1,25 @@
 """Train AuK-Tiny, the embedded demo model: AuKTransformer on the harmonic-plus-noise codec.
 
-    python -m training.train_dit --out runs/demo --export assets/AuK-Tiny   # 15,000 steps, about 180 min on 2 CPU cores (run it three times)
+    python -m training.train_dit --out runs/demo --export assets/AuK-Tiny   # 89.5 min on 2 CPU cores
 
-Seeded and resumable: the run directory keeps the latest training state (``state.pt``), each
-half's encoded examples and ``log.jsonl`` (one loss line per 25 steps); rerunning the same
-command continues from the saved step (``--minutes`` bounds one invocation), and a plan
-(``--steps`` + ``--tail`` + ``--polish``) at or below the saved step just exports the saved
-averaged weights.
+Seeded and resumable: the run directory keeps the latest training state (``state.pt``, every
+250 steps), each half's encoded examples and ``log.jsonl`` (one loss line per 25 steps).
+``--minutes`` bounds an invocation from its start, encoding included, so on a slow machine the
+run ends before ``--steps`` + ``--tail`` (on two CPU cores, about 5,300 steps, near the end of
+the cosine); rerunning the same command continues from the saved step, and a plan at or below
+the saved step just exports the saved averaged weights.
 
-The learning rate warms up over 200 steps, follows a cosine down to a tenth over ``--steps`` and
-stays there for ``--tail`` and ``--polish`` more: noise removal on held-out speech was still
-gaining in the tail (+5.2 dB SNR after 7,000 steps, +5.7 after 11,000; 6 clips), and tone
-volume edits got closer (±12 dB: 2.3 dB off, then 1.1). The polish weighs the harmonic channels'
-error ``HARMONIC_LOSS_WEIGHT`` times: after the tail, the model's copy of the harmonics was off
-by 1.5..2 dB RMS on loud ones, and putting the target's harmonics in its output raised noise
-removal on speech from +5.7 to +6.7 dB, while its noise bands, 100 times further off in the
-loss, were worth +0.04 dB. After a 4,000-step polish: +6.0 dB (20 clips: +4.8 -> +5.2).
-
-Rectified flow as in AuK: x_t = (1-t)·noise + t·target with t uniform, the model predicts
-target - noise for the target frames, the source clip's latents are prepended as the reference
-(frames past the clip's whole hops masked, as the pipeline does), and 10 % of batches drop text
-and reference together so classifier-free guidance is available. Targets are the codec's
+The flow starts at the source: x_t = (1-t)·x0 + t·target with t uniform, where x0 is the source
+clip's latents frame for frame (frames past its whole hops, past the clip and without a clip
+are zeros) plus ``START_NOISE`` of Gaussian noise, and the model predicts target - x0. Every edit
+is then a change within each frame, as speech-enhancement flows start from the noisy mix;
+from noise, the DiT had to copy the source through attention, and its copy of the harmonics
+was where noise removal lost most. The source's latents are also prepended as the reference
+(as in AuK), and 10 % of batches drop text and reference together. Targets are the codec's
 latents of the target audio; a pitch target is the source's latents with F0 moved by the
-interval (speech has no other rendering, and for tones it is the same up to analysis noise),
-and a denoise target is the noisy source's latents with the clean noise bands (see
-`encode_examples`).
+interval (speech has no other rendering), and a denoise target is the noisy source's latents
+with the clean noise bands (see `encode_example`). The loss weighs log F0 and its circles
+``EDITED_WEIGHT`` times, and the harmonics the target has by task (``PRESENT_HARMONIC_WEIGHTS``).
 An exponential moving average of the weights (decay 0.998) is what gets exported.
 """
 
@@ -61,11 +56,9 @@ DIT_CONFIG = {
     "attn_mask_enabled": True,
 }
 DEMO_NAME = "AuK-Tiny (demo)"
-# Guidance overshoots the parametric edits (speech volume +4..8 dB at cfg 1). Half-scale initial
-# noise samples nearer the conditional mean: speech noise removal over 20 held-out clips gains
-# +5.7 dB (+5.7 with seed 1) where full-scale noise gains +5.2 (+4.8); 0.3 and 0.4 gain +5.7..5.9,
-# no noise +5.4. Averaging four full-scale draws' latents gains the same +5.7.
-DEMO_DEFAULTS = {"nfe": 16, "cfg": 0.0, "sway": -1.0, "noise_scale": 0.02, "start": "source"}
+# Guidance overshoots the parametric edits (speech volume +4..8 dB at cfg 1).
+START_NOISE = 0.02  # of the flow's start in training, around the source's latents
+DEMO_DEFAULTS = {"nfe": 16, "cfg": 0.0, "sway": -1.0, "noise_scale": START_NOISE, "start": "source"}
 TEXT_ENCODER = {"kind": "minilm", "name": "sentence-transformers/all-MiniLM-L6-v2"}
 # Two halves: many short clips teach the edits and the alignment cheaply, then clips as long as
 # held-out speech (up to 6 s) at half the batch, which keeps a step's cost about the same.
@@ -192,7 +185,7 @@ def flow_loss(dit, fusion, batch, generator, drop: bool, weights: torch.Tensor) 
     channel [L], or per element like the target)."""
     target, mask = batch["target"], batch["mask"]
     origin = source_origin(batch["ref"], batch["ref_mask"], target.shape[1])
-    origin = origin + DEMO_DEFAULTS["noise_scale"] * torch.randn(target.shape, generator=generator)
+    origin = origin + START_NOISE * torch.randn(target.shape, generator=generator)
     t = torch.rand(target.shape[0], generator=generator)
     x_t = (1 - t[:, None, None]) * origin + t[:, None, None] * target
     text = fuse_hidden_states(list(batch["text"]), fusion["layer_weights"], fusion["layer_scale"])

@@ -9,7 +9,7 @@ from safetensors.torch import load_file
 from auk_app.auk.dit import AuKTransformer
 from training.codec import build_codec, fit_statistics
 from training.data import ProceduralDataset
-from training.train_dit import DEMO_DEFAULTS, DIT_CONFIG, TRAIN_TASKS, collate, encode_example, encode_examples, flow_loss, main
+from training.train_dit import DIT_CONFIG, START_NOISE, TRAIN_TASKS, collate, encode_example, encode_examples, flow_loss, main
 
 TINY = ["--examples", "8", "--steps", "4", "--tail", "2", "--batch", "4", "--threads", "1"]
 
@@ -48,7 +48,7 @@ def test_the_flow_starts_at_the_source_so_a_copy_costs_only_the_starts_noise():
     copy = {"text": "x", "harmonic_weight": 10.0, "target": source, "ref": source, "ref_valid": 8}
     text_only = {"text": "x", "harmonic_weight": 10.0, "target": source}
     ones = torch.ones(dit.latent_dim)
-    for item, expected in ((copy, DEMO_DEFAULTS["noise_scale"] ** 2), (text_only, float(source.pow(2).mean()))):
+    for item, expected in ((copy, START_NOISE**2), (text_only, float(source.pow(2).mean()))):
         batch = collate([item], {"x": torch.randn(6, 3, 384)})
         loss = flow_loss(dit, fusion, batch, torch.Generator().manual_seed(1), False, ones)
         torch.testing.assert_close(float(loss), expected, rtol=0.2, atol=0)
