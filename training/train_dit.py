@@ -167,16 +167,25 @@ def collate(items: list[dict], text_cache) -> dict:
     return out
 
 
-def loss_weights(codec, target: torch.Tensor, harmonic_weight: torch.Tensor) -> torch.Tensor:
-    """Per-element weights for ``target`` [b, n, L]: ``EDITED_WEIGHT`` on log F0 and its circles,
-    each example's ``harmonic_weight`` [b] on the harmonics its target has, 1 elsewhere
-    (harmonics at the floor decode to silence, however far off they are)."""
+def present_harmonics(codec, latents: torch.Tensor) -> torch.Tensor:
+    """Which harmonics of ``latents`` [b, n, L] sit above the codec's floor [b, n, harmonics]."""
+    harmonic = codec.harmonic_channels
+    log_amplitude = latents[..., harmonic] * codec.latent_std[harmonic] + codec.latent_mean[harmonic]
+    return log_amplitude > math.log10(codec.floor) + PRESENT_MARGIN
+
+
+def loss_weights(codec, batch: dict) -> torch.Tensor:
+    """Per-element weights for the batch's target [b, n, L]: ``EDITED_WEIGHT`` on log F0 and its
+    circles, each example's ``harmonic_weight`` on the harmonics its source or its target has, 1
+    elsewhere (harmonics at the floor in both decode to silence, however far off they are). The
+    source's count too: with the target's alone, a harmonic that a lowered volume drops to the
+    floor weighed 1, and downward gains stopped short (-12 dB asked, -8 given)."""
+    target = batch["target"]
     weights = torch.ones_like(target)
     weights[..., codec.pitch_channels] = EDITED_WEIGHT
-    harmonic = codec.harmonic_channels
-    log_amplitude = target[..., harmonic] * codec.latent_std[harmonic] + codec.latent_mean[harmonic]
-    present = log_amplitude > math.log10(codec.floor) + PRESENT_MARGIN
-    weights[..., harmonic] = torch.where(present, harmonic_weight[:, None, None], 1.0)
+    in_source = source_origin(present_harmonics(codec, batch["ref"]).float(), batch["ref_mask"], target.shape[1]) > 0
+    present = present_harmonics(codec, target) | in_source
+    weights[..., codec.harmonic_channels] = torch.where(present, batch["harmonic_weight"][:, None, None], 1.0)
     return weights
 
 
@@ -314,7 +323,7 @@ def main(argv=None) -> None:
             start = int(order.integers(len(items) - size + 1))
             batch = collate(items[start : start + size], text_cache)
             drop = bool(torch.rand(1, generator=generator) < DROP_BOTH)
-            loss = flow_loss(dit, fusion, batch, generator, drop, loss_weights(codec, batch["target"], batch["harmonic_weight"]))
+            loss = flow_loss(dit, fusion, batch, generator, drop, loss_weights(codec, batch))
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(params, 1.0)

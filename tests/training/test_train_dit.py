@@ -2,6 +2,8 @@
 never stopped, without encoding its examples twice; the flow starts at the source; the loss weighs
 the channels it names; examples encoded in several processes are the ones one process makes."""
 
+import math
+
 import pytest
 import torch
 from safetensors.torch import load_file
@@ -9,7 +11,17 @@ from safetensors.torch import load_file
 from auk_app.auk.dit import AuKTransformer
 from training.codec import build_codec, fit_statistics
 from training.data import ProceduralDataset
-from training.train_dit import DIT_CONFIG, START_NOISE, TRAIN_TASKS, collate, encode_example, encode_examples, flow_loss, main
+from training.train_dit import (
+    DIT_CONFIG,
+    START_NOISE,
+    TRAIN_TASKS,
+    collate,
+    encode_example,
+    encode_examples,
+    flow_loss,
+    loss_weights,
+    main,
+)
 
 TINY = ["--examples", "8", "--steps", "4", "--tail", "2", "--batch", "4", "--threads", "1"]
 
@@ -76,6 +88,26 @@ def test_the_flow_loss_averages_the_channels_with_their_weights():
     rest = (plain * latent_dim - harmonic * n_harmonic) / (latent_dim - n_harmonic)
     assert not torch.isclose(harmonic, plain, rtol=1e-2)
     torch.testing.assert_close(weighted, (10 * n_harmonic * harmonic + (latent_dim - n_harmonic) * rest) / (latent_dim + 9 * n_harmonic))
+
+
+def test_the_loss_weighs_the_harmonics_that_the_source_or_the_target_has():
+    """A harmonic a lowered target drops to the floor weighs like one it keeps; one at the floor in
+    both weighs 1, and so does every harmonic past the source's valid frames that the target lacks."""
+    codec = build_codec()
+    harmonic, frames = codec.harmonic_channels, 4
+    floor = (math.log10(codec.floor) - codec.latent_mean[harmonic]) / codec.latent_std[harmonic]
+    loud = floor + 1.0 / codec.latent_std[harmonic]  # 20 dB above the floor
+    source = torch.zeros(frames, codec.latent_dim)
+    source[:, harmonic] = floor
+    source[:, harmonic.start] = loud[0]  # the fundamental, kept
+    source[:, harmonic.start + 1] = loud[1]  # the second harmonic, lowered to the floor
+    target = source.clone()
+    target[:, harmonic.start + 1] = floor[1]
+    item = {"text": "x", "harmonic_weight": 30.0, "target": target, "ref": source, "ref_valid": frames - 1}
+    weights = loss_weights(codec, collate([item], {"x": torch.randn(6, 3, 384)}))[0][:, harmonic]
+    assert weights[:, 0].tolist() == [30.0] * frames
+    assert weights[:, 1].tolist() == [30.0] * (frames - 1) + [1.0]  # the last frame is past the valid ones
+    assert weights[:, 2:].unique().tolist() == [1.0]
 
 
 @pytest.mark.parametrize("flag, value, limit", [("--tail", "-1", 0), ("--steps", "0", 1), ("--batch", "1", 2)])
