@@ -135,7 +135,9 @@ def knob_updates(entry: ModelEntry) -> tuple[dict, dict, dict, dict, dict]:
             gr.update(value="", interactive=False, placeholder=f"fixed by {checkpoint.name}: {grid}"),
             gr.update(value=ui_text.flash_note(entry.label, steps, grid), elem_classes=["flash-note"]),
         )
-    defaults = {key: "none" if value is None else f"{value:g}" for key, value in checkpoint.defaults.items()}
+    # Only the knobs: noise_scale and start are the checkpoint's own, with no box to show them in.
+    defaults = {key: "none" if value is None else f"{value:g}"
+                for key, value in checkpoint.defaults.items() if key in ("nfe", "cfg", "sway")}
     # Empty (None) means the default, which the placeholder names. Gradio 6.31's number box draws
     # None as 0 (its front end sets value ??= 0) but sends None while untouched.
     return (
