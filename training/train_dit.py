@@ -19,7 +19,8 @@ was where noise removal lost most. The source's latents are also prepended as th
 latents of the target audio; a pitch target is the source's latents with F0 moved by the
 interval (speech has no other rendering), and a denoise target is the noisy source's latents
 with the clean noise bands (see `encode_example`). The loss weighs log F0 and its circles
-``EDITED_WEIGHT`` times, and the harmonics the target has by task (``PRESENT_HARMONIC_WEIGHTS``).
+``EDITED_WEIGHT`` times, and the harmonics the source or the target has by task
+(``PRESENT_HARMONIC_WEIGHTS``).
 An exponential moving average of the weights (decay 0.998) is what gets exported.
 """
 
@@ -56,8 +57,8 @@ DIT_CONFIG = {
     "attn_mask_enabled": True,
 }
 DEMO_NAME = "AuK-Tiny (demo)"
-# Guidance overshoots the parametric edits (speech volume +4..8 dB at cfg 1).
 START_NOISE = 0.02  # of the flow's start in training, around the source's latents
+# Guidance overshoots the parametric edits (speech volume +4..8 dB at cfg 1).
 DEMO_DEFAULTS = {"nfe": 16, "cfg": 0.0, "sway": -1.0, "noise_scale": START_NOISE, "start": "source"}
 TEXT_ENCODER = {"kind": "minilm", "name": "sentence-transformers/all-MiniLM-L6-v2"}
 # Two halves: many short clips teach the edits and the alignment cheaply, then clips as long as
@@ -78,7 +79,7 @@ EDITED_WEIGHT = 10.0
 # Volume edits' harmonics weigh as much: at EDITED_WEIGHT, beside denoise's 30× copies, a flow from
 # the source stopped upward gains near +9 dB (+12 asked, +8.9 given).
 PRESENT_HARMONIC_WEIGHTS = {"volume": 30.0, "denoise": 30.0}
-PRESENT_MARGIN = 0.05  # log10 units above the codec's floor (1 dB): a harmonic there is one the target has
+PRESENT_MARGIN = 0.05  # log10 units above the codec's floor (1 dB): a harmonic there is present
 
 
 def encode_example(codec, example: Example) -> dict:
