@@ -46,7 +46,7 @@ def demo_banner() -> str:
         "trained for this app on tones and espeak-ng speech: it changes the volume of speech and tones "
         "(\"Increase the volume by 6 dB.\", within about 1 dB) and shifts their pitch (\"Raise the pitch by 2 "
         "semitones.\", within a few cents), generates sine tones from text (\"Generate a 450 Hz sine tone.\", "
-        "within 1 %) and removes part of the noise (at 5 dB SNR it gains 9 to 10 dB on tones, about 6 dB on speech). "
+        "within 1 %) and removes part of the noise (at 5 dB SNR it gains 10 to 11 dB on tones, about 6 dB on speech). "
         "Everything it outputs sounds synthetic: "
         "its codec re-synthesises sound from harmonics and noise. "
         + GET_WEIGHTS
