@@ -68,14 +68,15 @@ TEXT_ENCODER = {"kind": "minilm", "name": "sentence-transformers/all-MiniLM-L6-v
 SHORT_SECONDS = (0.5, 3.0)
 LONG_SECONDS = (0.5, 6.0)
 DROP_BOTH = 0.1
-# Pitch gets 3 shares in 8: with one in 4, an earlier model moved tones by only 2/3 of the
-# interval. The shares came from text-to-tone, which the 4-semitone F0 circle now keeps in tune
-# with one share (it came out a semitone flat before). A second text-to-tone share was tried
-# with the 1-semitone circle alone and not shipped: tone volume edits overshot (±6 dB by 1.8,
-# ±12 dB by 3.5), the fundamental loud as if pulled towards the -6 dBFS of the sines.
+# Volume, pitch and denoise get 3 shares in 10 each, text to tone one. With pitch at one in 4, an
+# earlier model moved tones by only 2/3 of the interval; its extra shares came from text to tone,
+# which the 4-semitone F0 circle keeps in tune with one share (it came out a semitone flat
+# before). A second text-to-tone share was tried with the 1-semitone circle alone and not shipped:
+# tone volume edits overshot (±6 dB by 1.8, ±12 dB by 3.5), the fundamental loud as if pulled
+# towards the -6 dBFS of the sines.
 TRAIN_TASKS = ("volume", "volume", "volume", "pitch", "pitch", "pitch", "denoise", "denoise", "denoise", "tone")
 EMA_DECAY = 0.998
-EDITED_WEIGHT = 10.0
+EDITED_WEIGHT = 10.0  # on log F0 and its circles, and on the harmonics present in pitch and tone examples
 # Noise removal's loss lies in the harmonics its target has (copied from the noisy clip): the
 # model's copy cost speech 1.4 dB of the +6.4 dB its target decodes to, so they weigh 3× more there.
 # Volume edits' harmonics weigh as much: at EDITED_WEIGHT, beside denoise's 30× copies, a flow from
