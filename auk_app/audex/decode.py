@@ -42,7 +42,8 @@ def _attention(attn, h, rotary, keys, values, positions, visible) -> torch.Tenso
     # j's group of queries is one query sequence of groups·T rows against that head's cache.
     q = q.reshape(rows, kv_heads, groups * length, attn.head_dim)
     out = F.scaled_dot_product_attention(q, keys, values, attn_mask=visible.repeat(groups, 1), scale=attn.scaling)
-    return attn.o_proj(out.view(rows, -1, length, attn.head_dim).transpose(1, 2).reshape(rows, length, -1))
+    # reshape, not view: CUDA's attention kernels return this output with strides a view cannot take.
+    return attn.o_proj(out.reshape(rows, -1, length, attn.head_dim).transpose(1, 2).reshape(rows, length, -1))
 
 
 def lm_logits(lm, keys, values, ids: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
@@ -87,7 +88,7 @@ def draw(
     ranked = ranked.masked_fill(ranked < ranked.gather(0, top_k_index.view(1)), float("-inf"))
     probs = ranked.softmax(0)
     drop = probs.flip(0).cumsum(0).flip(0) <= 1 - top_p  # total of this id and every less likely one
-    drop[0] = False
+    drop[0].fill_(False)  # in place on the device: a Python value would be a host copy, which capture forbids
     probs = probs.masked_fill(drop, 0.0)
     # E = 0 would make 0/0 (NaN, which argmax picks); flooring it at the smallest normal float keeps
     # forbidden ids at 0 and changes nothing else.
