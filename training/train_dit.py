@@ -1,13 +1,13 @@
 """Train AuK-Tiny, the embedded demo model: AuKTransformer on the harmonic-plus-noise codec.
 
-    python -m training.train_dit --out runs/demo --export assets/AuK-Tiny   # 89.5 min on 2 CPU cores
+    python -m training.train_dit --out runs/demo --export assets/AuK-Tiny   # 82.5 min on 2 CPU cores
 
 Seeded and resumable: the run directory keeps the latest training state (``state.pt``, every
 250 steps), each half's encoded examples and ``log.jsonl`` (one loss line per 25 steps).
 ``--minutes`` bounds an invocation from its start, encoding included, so on a slow machine the
-run ends before ``--steps`` + ``--tail`` (on two CPU cores, 5,800 to 6,000 steps, near the end of
-the cosine); rerunning the same command continues from the saved step, and a plan at or below
-the saved step just exports the saved averaged weights.
+run ends before ``--steps`` + ``--tail`` (on two CPU cores, 5,800 to 6,000 steps, at or near
+the end of the cosine); rerunning the same command continues from the saved step, and a plan at
+or below the saved step just exports the saved averaged weights.
 
 The flow starts at the source: x_t = (1-t)·x0 + t·target with t uniform, where x0 is the source
 clip's latents frame for frame (frames past its whole hops, past the clip and without a clip
@@ -19,8 +19,9 @@ was where noise removal lost most. The source's latents are also prepended as th
 latents of the target audio; a pitch target is the source's latents with F0 moved by the
 interval (speech has no other rendering), and a denoise target is the noisy source's latents
 with the clean noise bands (see `encode_example`). The loss weighs log F0 and its circles
-``EDITED_WEIGHT`` times, and the harmonics the source or the target has by task
-(``PRESENT_HARMONIC_WEIGHTS``).
+``EDITED_WEIGHT`` times, and by task the harmonics the source or the target has
+(``PRESENT_HARMONIC_WEIGHTS``), the other harmonics (``ABSENT_HARMONIC_WEIGHTS``) and the
+noise bands (``NOISE_WEIGHTS``).
 An exponential moving average of the weights (decay 0.998) is what gets exported.
 """
 
@@ -82,13 +83,25 @@ EDITED_WEIGHT = 10.0  # on log F0 and its circles, and on the harmonics present 
 # Volume edits' harmonics weigh as much: at EDITED_WEIGHT, beside denoise's 30× copies, a flow from
 # the source stopped upward gains near +9 dB (+12 asked, +8.9 given).
 PRESENT_HARMONIC_WEIGHTS = {"volume": 30.0, "denoise": 30.0}
+# The edits that move the noise bands weigh them 10 times (1 elsewhere): at 1, beside the 30×
+# harmonics, they were 4 % of a denoise example's loss and speech denoise stopped at +5.8 dB.
+# Volume edits move them too: left at 1 there beside denoise's 10 (in a run with a tail), -12 dB
+# on tones came out 3.4 to 6 dB short.
+NOISE_WEIGHTS = {"volume": 10.0, "denoise": 10.0}
+# Noise removal's absent harmonics weigh 3: made audible, they cost it 0.4 dB.
+ABSENT_HARMONIC_WEIGHTS = {"denoise": 3.0}
 PRESENT_MARGIN = 0.05  # log10 units above the codec's floor (1 dB): a harmonic there is present
 
 
 def encode_example(codec, example: Example) -> dict:
     """Latents of one example as the pipeline will see them: the whole source encoded, with
     its ``n_samples // 480`` whole-hop frames valid, and a target of ceil(n_samples / 480) frames."""
-    item = {"text": example.instruction, "harmonic_weight": PRESENT_HARMONIC_WEIGHTS.get(example.task, EDITED_WEIGHT)}
+    item = {
+        "text": example.instruction,
+        "harmonic_weight": PRESENT_HARMONIC_WEIGHTS.get(example.task, EDITED_WEIGHT),
+        "absent_weight": ABSENT_HARMONIC_WEIGHTS.get(example.task, 1.0),
+        "noise_weight": NOISE_WEIGHTS.get(example.task, 1.0),
+    }
     if example.source is not None:
         item["ref"] = codec.encode(torch.from_numpy(example.source)[None])[0]
         item["ref_valid"] = example.n_samples // HOP
@@ -157,7 +170,7 @@ def collate(items: list[dict], text_cache) -> dict:
         "mask": torch.zeros(batch, n, dtype=torch.bool),
         "ref": torch.zeros(batch, n_ref, latent_dim),
         "ref_mask": torch.zeros(batch, n_ref, dtype=torch.bool),
-        "harmonic_weight": torch.tensor([float(item["harmonic_weight"]) for item in items]),
+        **{key: torch.tensor([float(item[key]) for item in items]) for key in ("harmonic_weight", "absent_weight", "noise_weight")},
     }
     for i, (item, text) in enumerate(zip(items, texts)):
         out["text"][:, i, : text.shape[1]] = text
@@ -180,8 +193,9 @@ def present_harmonics(codec, latents: torch.Tensor) -> torch.Tensor:
 
 def loss_weights(codec, batch: dict) -> torch.Tensor:
     """Per-element weights for the batch's target [b, n, L]: ``EDITED_WEIGHT`` on log F0 and its
-    circles, each example's ``harmonic_weight`` on the harmonics its source or its target has, 1
-    elsewhere (harmonics at the floor in both decode to silence, however far off they are). The
+    circles, each example's ``harmonic_weight`` on the harmonics its source or its target has,
+    its ``absent_weight`` on the others (at the floor in both, they decode to silence however far
+    off they are, unless the model lifts them), its ``noise_weight`` on the noise bands. The
     source's count too: with the target's alone, a harmonic that a lowered volume drops to the
     floor weighed 1, and downward gains stopped short (-12 dB asked, -8 given)."""
     target = batch["target"]
@@ -189,7 +203,9 @@ def loss_weights(codec, batch: dict) -> torch.Tensor:
     weights[..., codec.pitch_channels] = EDITED_WEIGHT
     in_source = source_origin(present_harmonics(codec, batch["ref"]).float(), batch["ref_mask"], target.shape[1]) > 0
     present = present_harmonics(codec, target) | in_source
-    weights[..., codec.harmonic_channels] = torch.where(present, batch["harmonic_weight"][:, None, None], 1.0)
+    weights[..., codec.harmonic_channels] = torch.where(
+        present, batch["harmonic_weight"][:, None, None], batch["absent_weight"][:, None, None])
+    weights[..., codec.noise_channels] = batch["noise_weight"][:, None, None]
     return weights
 
 
@@ -229,8 +245,8 @@ def main(argv=None) -> None:
     parser.add_argument("--minutes", type=float, default=89.5,
                         help="wall-clock budget of one invocation from its start; the last step, the save and the export follow")
     parser.add_argument("--steps", type=_at_least(1), default=6000, help="planned steps (the LR schedule's length)")
-    parser.add_argument("--tail", type=_at_least(0), default=1800,
-                        help="steps after the cosine at its final LR (a tenth of --lr), on the long clips")
+    parser.add_argument("--tail", type=_at_least(0), default=0,
+                        help="steps after the cosine at its final LR (a tenth of --lr), on the long clips; the shipped recipe has none")
     parser.add_argument("--examples", type=_at_least(1), default=6000, help="examples encoded for each half")
     parser.add_argument("--batch", type=_at_least(2), default=12, help="clips per step on short clips (half that on long ones)")
     parser.add_argument("--lr", type=float, default=1e-3)

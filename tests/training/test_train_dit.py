@@ -23,6 +23,12 @@ from training.train_dit import (
     main,
 )
 
+
+def _item(**fields) -> dict:
+    """An encoded example with the loss weights of a task that sets none of its own."""
+    return {"text": "x", "harmonic_weight": 10.0, "absent_weight": 1.0, "noise_weight": 1.0, **fields}
+
+
 TINY = ["--examples", "8", "--steps", "4", "--tail", "2", "--batch", "4", "--threads", "1"]
 
 
@@ -57,8 +63,8 @@ def test_the_flow_starts_at_the_source_so_a_copy_costs_only_the_starts_noise():
     torch.nn.init.zeros_(dit.proj_out.bias)
     fusion = {"layer_weights": torch.zeros(6), "layer_scale": torch.ones(1)}
     source = torch.randn(8, dit.latent_dim)
-    copy = {"text": "x", "harmonic_weight": 10.0, "target": source, "ref": source, "ref_valid": 8}
-    text_only = {"text": "x", "harmonic_weight": 10.0, "target": source}
+    copy = _item(target=source, ref=source, ref_valid=8)
+    text_only = _item(target=source)
     ones = torch.ones(dit.latent_dim)
     for item, expected in ((copy, START_NOISE**2), (text_only, float(source.pow(2).mean()))):
         batch = collate([item], {"x": torch.randn(6, 3, 384)})
@@ -72,7 +78,7 @@ def test_the_flow_loss_averages_the_channels_with_their_weights():
     codec, dit = build_codec(), AuKTransformer(**DIT_CONFIG)
     fusion = {"layer_weights": torch.zeros(6), "layer_scale": torch.ones(1)}
     frames, latent_dim = 5, codec.latent_dim
-    item = {"text": "x", "harmonic_weight": 10.0, "target": torch.randn(frames, latent_dim), "ref": torch.randn(frames, latent_dim), "ref_valid": frames}
+    item = _item(target=torch.randn(frames, latent_dim), ref=torch.randn(frames, latent_dim), ref_valid=frames)
     batch = collate([item], {"x": torch.randn(6, 3, 384)})
 
     def loss(weights):
@@ -92,7 +98,8 @@ def test_the_flow_loss_averages_the_channels_with_their_weights():
 
 def test_the_loss_weighs_the_harmonics_that_the_source_or_the_target_has():
     """A harmonic a lowered target drops to the floor weighs like one it keeps; one at the floor in
-    both weighs 1, and so does every harmonic past the source's valid frames that the target lacks."""
+    both weighs the example's absent weight, and so does every harmonic past the source's valid
+    frames that the target lacks; the noise bands weigh the example's noise weight."""
     codec = build_codec()
     harmonic, frames = codec.harmonic_channels, 4
     floor = (math.log10(codec.floor) - codec.latent_mean[harmonic]) / codec.latent_std[harmonic]
@@ -103,11 +110,14 @@ def test_the_loss_weighs_the_harmonics_that_the_source_or_the_target_has():
     source[:, harmonic.start + 1] = loud[1]  # the second harmonic, lowered to the floor
     target = source.clone()
     target[:, harmonic.start + 1] = floor[1]
-    item = {"text": "x", "harmonic_weight": 30.0, "target": target, "ref": source, "ref_valid": frames - 1}
-    weights = loss_weights(codec, collate([item], {"x": torch.randn(6, 3, 384)}))[0][:, harmonic]
-    assert weights[:, 0].tolist() == [30.0] * frames
-    assert weights[:, 1].tolist() == [30.0] * (frames - 1) + [1.0]  # the last frame is past the valid ones
-    assert weights[:, 2:].unique().tolist() == [1.0]
+    item = _item(harmonic_weight=30.0, absent_weight=3.0, noise_weight=10.0, target=target, ref=source, ref_valid=frames - 1)
+    weights = loss_weights(codec, collate([item, _item(target=target)], {"x": torch.randn(6, 3, 384)}))
+    harmonics = weights[0][:, harmonic]
+    assert harmonics[:, 0].tolist() == [30.0] * frames
+    assert harmonics[:, 1].tolist() == [30.0] * (frames - 1) + [3.0]  # the last frame is past the valid ones
+    assert harmonics[:, 2:].unique().tolist() == [3.0]
+    assert weights[0][:, codec.noise_channels].unique().tolist() == [10.0]
+    assert weights[1][:, codec.noise_channels].unique().tolist() == [1.0]  # each example its own
 
 
 @pytest.mark.parametrize("flag, value, limit", [("--tail", "-1", 0), ("--steps", "0", 1), ("--batch", "1", 2)])
