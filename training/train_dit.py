@@ -96,12 +96,7 @@ PRESENT_MARGIN = 0.05  # log10 units above the codec's floor (1 dB): a harmonic 
 def encode_example(codec, example: Example) -> dict:
     """Latents of one example as the pipeline will see them: the whole source encoded, with
     its ``n_samples // 480`` whole-hop frames valid, and a target of ceil(n_samples / 480) frames."""
-    item = {
-        "text": example.instruction,
-        "harmonic_weight": PRESENT_HARMONIC_WEIGHTS.get(example.task, EDITED_WEIGHT),
-        "absent_weight": ABSENT_HARMONIC_WEIGHTS.get(example.task, 1.0),
-        "noise_weight": NOISE_WEIGHTS.get(example.task, 1.0),
-    }
+    item = {"text": example.instruction, "task": example.task}
     if example.source is not None:
         item["ref"] = codec.encode(torch.from_numpy(example.source)[None])[0]
         item["ref_valid"] = example.n_samples // HOP
@@ -170,7 +165,7 @@ def collate(items: list[dict], text_cache) -> dict:
         "mask": torch.zeros(batch, n, dtype=torch.bool),
         "ref": torch.zeros(batch, n_ref, latent_dim),
         "ref_mask": torch.zeros(batch, n_ref, dtype=torch.bool),
-        **{key: torch.tensor([float(item[key]) for item in items]) for key in ("harmonic_weight", "absent_weight", "noise_weight")},
+        "tasks": [item["task"] for item in items],
     }
     for i, (item, text) in enumerate(zip(items, texts)):
         out["text"][:, i, : text.shape[1]] = text
@@ -193,19 +188,24 @@ def present_harmonics(codec, latents: torch.Tensor) -> torch.Tensor:
 
 def loss_weights(codec, batch: dict) -> torch.Tensor:
     """Per-element weights for the batch's target [b, n, L]: ``EDITED_WEIGHT`` on log F0 and its
-    circles, each example's ``harmonic_weight`` on the harmonics its source or its target has,
-    its ``absent_weight`` on the others (at the floor in both, they decode to silence however far
-    off they are, unless the model lifts them), its ``noise_weight`` on the noise bands. The
+    circles, and by each example's task its ``PRESENT_HARMONIC_WEIGHTS`` on the harmonics its
+    source or its target has, its ``ABSENT_HARMONIC_WEIGHTS`` on the others (at the floor in both,
+    they decode to silence however far off they are, unless the model lifts them) and its
+    ``NOISE_WEIGHTS`` on the noise bands. The
     source's count too: with the target's alone, a harmonic that a lowered volume drops to the
     floor weighed 1, and downward gains stopped short (-12 dB asked, -8 given)."""
     target = batch["target"]
+
+    def by_task(table: dict, default: float) -> torch.Tensor:
+        return torch.tensor([table.get(task, default) for task in batch["tasks"]])[:, None, None]
+
     weights = torch.ones_like(target)
     weights[..., codec.pitch_channels] = EDITED_WEIGHT
     in_source = source_origin(present_harmonics(codec, batch["ref"]).float(), batch["ref_mask"], target.shape[1]) > 0
     present = present_harmonics(codec, target) | in_source
     weights[..., codec.harmonic_channels] = torch.where(
-        present, batch["harmonic_weight"][:, None, None], batch["absent_weight"][:, None, None])
-    weights[..., codec.noise_channels] = batch["noise_weight"][:, None, None]
+        present, by_task(PRESENT_HARMONIC_WEIGHTS, EDITED_WEIGHT), by_task(ABSENT_HARMONIC_WEIGHTS, 1.0))
+    weights[..., codec.noise_channels] = by_task(NOISE_WEIGHTS, 1.0)
     return weights
 
 
@@ -315,6 +315,9 @@ def main(argv=None) -> None:
         kept = args.out / f"{'long' if long else 'short'}-examples-{args.examples}-seed{seed}.pt"
         if kept.exists():
             saved = torch.load(kept, weights_only=False)
+            if "task" not in saved["items"][0]:  # kept by an older train_dit, which stored loss weights
+                raise SystemExit(f"{kept} was encoded by an older train_dit (its examples name no task): "
+                                 "delete it, or train into a new --out.")
             text_cache.update(saved["text"])
             print(f"loaded {len(saved['items'])} encoded examples of {seconds} s from {kept}", flush=True)
             return saved["items"]

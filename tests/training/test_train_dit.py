@@ -25,8 +25,8 @@ from training.train_dit import (
 
 
 def _item(**fields) -> dict:
-    """An encoded example with the loss weights of a task that sets none of its own."""
-    return {"text": "x", "harmonic_weight": 10.0, "absent_weight": 1.0, "noise_weight": 1.0, **fields}
+    """An encoded example; pitch examples weigh the absent harmonics and the noise bands 1."""
+    return {"text": "x", "task": "pitch", **fields}
 
 
 TINY = ["--examples", "8", "--steps", "4", "--tail", "2", "--batch", "4", "--threads", "1"]
@@ -98,8 +98,8 @@ def test_the_flow_loss_averages_the_channels_with_their_weights():
 
 def test_the_loss_weighs_the_harmonics_that_the_source_or_the_target_has():
     """A harmonic a lowered target drops to the floor weighs like one it keeps; one at the floor in
-    both weighs the example's absent weight, and so does every harmonic past the source's valid
-    frames that the target lacks; the noise bands weigh the example's noise weight."""
+    both weighs its task's absent weight, and so does every harmonic past the source's valid
+    frames that the target lacks; the noise bands weigh the task's noise weight."""
     codec = build_codec()
     harmonic, frames = codec.harmonic_channels, 4
     floor = (math.log10(codec.floor) - codec.latent_mean[harmonic]) / codec.latent_std[harmonic]
@@ -110,7 +110,7 @@ def test_the_loss_weighs_the_harmonics_that_the_source_or_the_target_has():
     source[:, harmonic.start + 1] = loud[1]  # the second harmonic, lowered to the floor
     target = source.clone()
     target[:, harmonic.start + 1] = floor[1]
-    item = _item(harmonic_weight=30.0, absent_weight=3.0, noise_weight=10.0, target=target, ref=source, ref_valid=frames - 1)
+    item = _item(task="denoise", target=target, ref=source, ref_valid=frames - 1)  # present 30, absent 3, noise 10
     weights = loss_weights(codec, collate([item, _item(target=target)], {"x": torch.randn(6, 3, 384)}))
     harmonics = weights[0][:, harmonic]
     assert harmonics[:, 0].tolist() == [30.0] * frames
@@ -133,6 +133,15 @@ def test_fewer_examples_than_a_batch_are_refused_before_any_work(tmp_path, capsy
         main(TINY + ["--out", str(tmp_path / "run"), "--examples", "3"])  # TINY's batch is 4
     assert "--examples (3) must be at least --batch (4)" in capsys.readouterr().err
     assert not (tmp_path / "run").exists()
+
+
+def test_examples_kept_by_an_older_trainer_are_refused_with_the_fix_named(tmp_path, capsys):
+    """Those stored loss weights, not tasks; reused, they would fail mid-run with a KeyError."""
+    run = tmp_path / "run"
+    run.mkdir()
+    torch.save({"text": {}, "items": [{"text": "x", "harmonic_weight": 10.0}]}, run / "short-examples-8-seed0.pt")
+    with pytest.raises(SystemExit, match="encoded by an older train_dit .* delete it, or train into a new --out"):
+        main(TINY + ["--out", str(run)])
 
 
 def test_two_encoding_processes_give_what_one_does_in_order():
