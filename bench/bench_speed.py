@@ -47,6 +47,7 @@ from auk_app.auk.checkpoint import FLASH_T_GRID  # noqa: E402
 from auk_app.auk.conditioner import fuse_hidden_states  # noqa: E402
 from auk_app.auk.dit import AuKTransformer  # noqa: E402
 from auk_app.auk.sampler import CFG_OFF_BELOW, build_time_grid, draw_noise, sample_latents  # noqa: E402
+from auk_app.auk.step_graphs import TARGET_MULTIPLE, StepGraphs, bucket, pad_to_bucket  # noqa: E402
 from auk_app.auk.vae import AuKVAE  # noqa: E402
 from auk_app.runtime import autocast, pick_device, pick_precision  # noqa: E402
 from bench.bench_dit import SIZES as DIT_SIZES  # noqa: E402
@@ -164,15 +165,65 @@ def _reset_peak(device: torch.device) -> None:
         torch.cuda.reset_peak_memory_stats(device)
 
 
-def _auk_figures(sizes: Sizes, device: torch.device, repeats: int) -> dict:
-    """Base and Flash sampling, the VAE decode and the whole edit, optimised and eager."""
+def _eager(sampler):
+    """``sampler`` with every compiled block run uncompiled: the eager twin of a compiled DiT."""
+
+    def run(*args, **kwargs):
+        with torch.compiler.set_stance("force_eager"):
+            return sampler(*args, **kwargs)
+
+    return run
+
+
+def _step_levers(dit, request: dict, device: torch.device, repeats: int) -> dict:
+    """Milliseconds per CFG step of each lever alone and together, one step function per lever
+    (graphs are dropped between levers, so each captures its own code): the share of each."""
     precision = pick_precision(device)
-    generator = torch.Generator(device="cpu").manual_seed(0)
+    levers = {
+        "eager": ("force_eager", False),
+        "graphs": ("force_eager", None),
+        "compiled": ("default", False),
+        "compiled_graphs": ("default", None),
+    }
+    result = {}
+    for name, (stance, static) in levers.items():
+        dit._step_graphs = StepGraphs()
+        with torch.compiler.set_stance(stance), torch.inference_mode(), autocast(device, precision):
+            for _ in range(3):  # the first request runs eagerly, the second captures (CUDA)
+                step = dit.stepper(**request, cfg_infer=True, static=static)
+            x = torch.zeros(1, request["target_frames"], dit.latent_dim, device=device, dtype=precision.weights)
+            t = torch.tensor(0.5, device=device)
+            for _ in range(2):
+                step(x, t)
+            _sync(device)
+            start = time.perf_counter()
+            for _ in range(repeats):
+                step(x, t)
+            _sync(device)
+        result[f"step_ms_{name}"] = round((time.perf_counter() - start) / repeats * 1000, 3)
+    dit._step_graphs = StepGraphs()
+    return result
+
+
+def build_auk(sizes: Sizes, device: torch.device) -> tuple[AuKTransformer, AuKVAE, Qwen2Model]:
+    """The DiT (in the device's serving precision), the float32 VAE and the thinker's text
+    decoder, with random weights at ``sizes``."""
+    precision = pick_precision(device)
     with torch.device(device):
         dit = AuKTransformer(ff_mult=2.0, latent_dim=64, **sizes.dit).to(precision.weights).eval()
         vae = AuKVAE(**sizes.vae).eval()
         vae.remove_weight_norm()
         thinker = Qwen2Model(Qwen2Config(**sizes.thinker)).to(precision.weights).eval()
+    return dit, vae, thinker
+
+
+def _auk_figures(sizes: Sizes, device: torch.device, repeats: int, compile: bool) -> dict:
+    """Base and Flash sampling, the VAE decode and the whole edit, optimised and eager."""
+    precision = pick_precision(device)
+    generator = torch.Generator(device="cpu").manual_seed(0)
+    dit, vae, thinker = build_auk(sizes, device)
+    if compile:
+        dit.compile_blocks()
     layers = sizes.thinker["num_hidden_layers"]
     fusion = (torch.zeros(layers, device=device), torch.ones(1, device=device))
     ids = torch.randint(0, sizes.thinker["vocab_size"], (1, sizes.text_tokens), generator=generator).to(device)
@@ -207,19 +258,28 @@ def _auk_figures(sizes: Sizes, device: torch.device, repeats: int) -> dict:
         "vae_decode_10s_ms": lambda sampler: decode(),  # one path: no sampler takes part
         "auk_base_edit_ms": edit,
     }
-    result = {}
+    baseline = _eager(eager_sample_latents)
+    result = {"dit_compiled": compile}
     for name, run in figures.items():
-        eager, optimised = partial(run, eager_sample_latents), partial(run, sample_latents)
+        eager, optimised = partial(run, baseline), partial(run, sample_latents)
         result[f"eager_{name}"], result[name] = _paired_ms(eager, optimised, device, repeats)
-    for prefix, sampler in (("eager_", eager_sample_latents), ("", sample_latents)):  # the stack's peak, path by path
+    for prefix, sampler in (("eager_", baseline), ("", sample_latents)):  # the stack's peak, path by path
         _reset_peak(device)
         edit(sampler)
         result[f"{prefix}peak_gpu_memory_gb"] = _peak_gb(device)
     for name, recipe in (("base", BASE), ("flash", FLASH)):
-        optimised, eager = sample(sample_latents, recipe), sample(eager_sample_latents, recipe)
+        optimised, eager = sample(sample_latents, recipe), sample(baseline, recipe)
         result[f"auk_{name}_max_abs_diff"] = float((optimised - eager).abs().max())
     result["dit_dtype"] = precision.name
     result["dit_graph_buckets"] = len(dit._step_graphs)
+    request = dict(text=text.to(precision.weights), c_mask=None, ref=ref.to(precision.weights), ref_mask=ref_mask,
+                   target_frames=sizes.target_frames)  # fmt: skip
+    result["levers"] = _step_levers(dit, request, device, repeats * 4)
+    # The target grown to fill its bucket: where text and reference fill theirs too, the masks go.
+    filled = dict(request, target_frames=bucket(sizes.target_frames, TARGET_MULTIPLE))
+    result["levers"]["full_bucket_frames"] = filled["target_frames"]
+    result["levers"]["full_bucket_unmasked"] = pad_to_bucket(dit, **filled).mask is None
+    result["levers"]["step_ms_full_bucket"] = _step_levers(dit, filled, device, repeats * 4)["step_ms_compiled_graphs"]
     return result
 
 
@@ -238,8 +298,9 @@ def _synthetic_vocab(vocab_size: int) -> AudexVocab:
     )
 
 
-def _audex_figures(sizes: Sizes, device: torch.device, repeats: int) -> dict:
-    """Tokens/s of a CFG pair (batch 2), fast loop and eager loop, and whether they agree."""
+def build_audex(sizes: Sizes, device: torch.device) -> tuple[ArceeForCausalLM, AudexVocab, list[int], list[int]]:
+    """An Audex-shaped LM with random weights, its synthetic TTA vocabulary and a conditional and
+    a null prompt."""
     dtype = pick_precision(device).weights
     config = ArceeConfig(**sizes.audex, hidden_act="relu2", max_position_embeddings=8192, tie_word_embeddings=False,
                          rope_parameters={"rope_type": "default", "rope_theta": 1e8},
@@ -247,9 +308,14 @@ def _audex_figures(sizes: Sizes, device: torch.device, repeats: int) -> dict:
     with torch.device(device):
         lm = ArceeForCausalLM(config).eval()
     cast_keeping_rope_fp32(lm, dtype)
-    vocab = _synthetic_vocab(config.vocab_size)
     generator = torch.Generator().manual_seed(0)
     cond, null = (torch.randint(0, 100, (sizes.audex_prompt,), generator=generator).tolist() for _ in range(2))
+    return lm, _synthetic_vocab(config.vocab_size), cond, null
+
+
+def _audex_figures(sizes: Sizes, device: torch.device, repeats: int) -> dict:
+    """Tokens/s of a CFG pair (batch 2), fast loop and eager loop, and whether they agree."""
+    lm, vocab, cond, null = build_audex(sizes, device)
     rates, streams = {False: [], True: []}, {}
     for seed in range(repeats + 1):  # the first round captures (CUDA) and is not counted
         for fast in (False, True):  # in turn, so that both loops see the same machine load
@@ -267,15 +333,17 @@ def _audex_figures(sizes: Sizes, device: torch.device, repeats: int) -> dict:
     return result
 
 
-def measure(size: str, device: torch.device, repeats: int) -> dict:
-    """Every figure for ``size`` on ``device``, as the JSON object the script prints."""
+def measure(size: str, device: torch.device, repeats: int, compile: bool | None = None) -> dict:
+    """Every figure for ``size`` on ``device``, as the JSON object the script prints; ``compile``
+    (default: on CUDA, as the pipeline does) compiles the DiT's blocks on the optimised path."""
+    compile = device.type == "cuda" if compile is None else compile
     sizes = SIZES[size]
     torch.manual_seed(0)  # the random weights only; sampling uses its own seeded generators
     result = {"device": str(device), "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else None,
               "size": size, "scaled_down": sizes.scaled_down, "torch": torch.__version__,
               "tokens_per_cfg_branch": sizes.text_tokens + sizes.ref_frames + sizes.target_frames,
               "repeats": repeats}  # fmt: skip
-    result.update(_auk_figures(sizes, device, repeats))
+    result.update(_auk_figures(sizes, device, repeats, compile))
     if device.type == "cuda":
         torch.cuda.empty_cache()
     result.update(_audex_figures(sizes, device, repeats))
@@ -300,12 +368,14 @@ def main() -> None:
     parser.add_argument("--size", choices=list(SIZES), help="default: real on CUDA, cpu otherwise")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--threads", type=int, default=1, help="CPU intra-op threads (tiny ops: 1 is fastest)")
+    parser.add_argument("--compile", action=argparse.BooleanOptionalAction,
+                        help="compile the DiT's blocks on the optimised path (default: on CUDA)")
     parser.add_argument("--out", type=Path, help="also write the JSON here (CUDA default: bench/results/<date>-<gpu>.json)")
     args = parser.parse_args()
     device = pick_device(args.device)
     if device.type == "cpu":
         torch.set_num_threads(args.threads)
-    result = measure(args.size or ("real" if device.type == "cuda" else "cpu"), device, args.repeats)
+    result = measure(args.size or ("real" if device.type == "cuda" else "cpu"), device, args.repeats, args.compile)
     text = json.dumps(result, indent=1)
     print(text, flush=True)
     out = args.out or (results_path(result["gpu"]) if device.type == "cuda" else None)

@@ -80,7 +80,9 @@ class AuKPipeline:
     """Owns the text conditioner, the DiT and the VAE of one checkpoint; loads them lazily.
 
     One request runs at a time (an internal lock). With ``offload=True`` only the component
-    in use sits on the accelerator, for cards that cannot hold all three.
+    in use sits on the accelerator, for cards that cannot hold all three. ``compile`` (default:
+    on CUDA) compiles the DiT's blocks (``AuKTransformer.compile_blocks``); each new step shape
+    then compiles once on first use, which on the CPU costs more than it saves.
     """
 
     def __init__(
@@ -93,12 +95,14 @@ class AuKPipeline:
         offload: bool = False,
         limits: Limits = Limits(),
         cache_size: int = 8,
+        compile: bool | None = None,
     ):
         self.checkpoint = checkpoint if isinstance(checkpoint, AuKCheckpoint) else read_auk_checkpoint(checkpoint)
         self.text_encoder_path = text_encoder_path
         self.device = pick_device(device)
         self.precision = pick_precision(self.device, dtype)
         self.offload = offload and self.device.type != "cpu"
+        self.compile = self.device.type == "cuda" if compile is None else compile
         self.limits = limits
         self._model: AuKModel | None = None
         self._conditioner: TextConditioner | None = None
@@ -117,6 +121,8 @@ class AuKPipeline:
             return
         home = torch.device("cpu") if self.offload else self.device
         model = load_auk_checkpoint(self.checkpoint, device=home, dtype=self.precision.weights)
+        if self.compile:
+            model.dit.compile_blocks()
         kind = self.checkpoint.text_encoder["kind"]
         conditioner = load_conditioner(kind, self.text_encoder_path, device=home, dtype=self.precision.weights)
         if conditioner.hidden_size != self.checkpoint.dit_config["text_hidden_dim"]:

@@ -70,7 +70,11 @@ def pad_to_bucket(
     ref_mask: torch.Tensor | None,
     target_frames: int,
 ) -> PaddedRequest:
-    """The request padded to its bucket, or as it is where padding could move the valid frames."""
+    """The request padded to its bucket, or as it is where padding could move the valid frames.
+
+    A request that fills its bucket exactly and has no padding of its own drops its masks:
+    unmasked, attention runs the flash kernel and nothing is zeroed, with the same values.
+    """
     batch, n_text = text.shape[:2]
     if c_mask is None:
         c_mask = (text != 0).any(dim=-1)
@@ -82,6 +86,8 @@ def pad_to_bucket(
     device = text.device
     n_target = bucket(target_frames, TARGET_MULTIPLE)
     extra_text = bucket(n_text, TEXT_MULTIPLE) - n_text
+    if _fills_its_bucket(n_target - target_frames, extra_text, c_mask, ref, ref_mask):
+        return PaddedRequest(text, c_mask, ref, None, None, target_frames)
     mask = (torch.arange(n_target, device=device) < target_frames).expand(batch, n_target)
     if ref is not None:
         extra_ref = bucket(ref.shape[1], REF_MULTIPLE) - ref.shape[1]
@@ -96,6 +102,15 @@ def pad_to_bucket(
         mask=mask,
         target_frames=n_target,
     )
+
+
+def _fills_its_bucket(extra_target: int, extra_text: int, c_mask, ref, ref_mask) -> bool:
+    """No padding to add and none of the request's own (its text and reference all valid)."""
+    if extra_target or extra_text or not bool(c_mask.all()):
+        return False
+    if ref is None:
+        return True
+    return bucket(ref.shape[1], REF_MULTIPLE) == ref.shape[1] and (ref_mask is None or bool(ref_mask.all()))
 
 
 @dataclass
