@@ -340,7 +340,7 @@ def measure(size: str, device: torch.device, repeats: int, compile: bool | None 
     sizes = SIZES[size]
     torch.manual_seed(0)  # the random weights only; sampling uses its own seeded generators
     result = {"device": str(device), "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else None,
-              "size": size, "scaled_down": sizes.scaled_down, "torch": torch.__version__,
+              "recorded": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), "size": size, "scaled_down": sizes.scaled_down, "torch": torch.__version__,
               "tokens_per_cfg_branch": sizes.text_tokens + sizes.ref_frames + sizes.target_frames,
               "repeats": repeats}  # fmt: skip
     result.update(_auk_figures(sizes, device, repeats, compile))

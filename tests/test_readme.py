@@ -29,3 +29,9 @@ def test_spaces_front_matter_pins_the_installed_gradio():
     version = re.search(r"sdk_version: (\S+)", front).group(1)
     assert f"gradio=={version}" in (ROOT / "requirements.txt").read_text().splitlines()
     assert "app_file: app.py" in front
+
+
+def test_the_speed_section_is_rendered_from_the_newest_gpu_record():
+    from bench.speed_table import README, newest_record, render, section
+
+    assert section(README.read_text()) == render(newest_record())
