@@ -340,13 +340,17 @@ def measure(size: str, device: torch.device, repeats: int, compile: bool | None 
     sizes = SIZES[size]
     torch.manual_seed(0)  # the random weights only; sampling uses its own seeded generators
     result = {"device": str(device), "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else None,
-              "recorded": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), "size": size, "scaled_down": sizes.scaled_down, "torch": torch.__version__,
+              "recorded": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+              "size": size, "scaled_down": sizes.scaled_down, "torch": torch.__version__,
               "tokens_per_cfg_branch": sizes.text_tokens + sizes.ref_frames + sizes.target_frames,
               "repeats": repeats}  # fmt: skip
+    started = time.perf_counter()
     result.update(_auk_figures(sizes, device, repeats, compile))
+    print(f"AuK figures done after {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
     if device.type == "cuda":
         torch.cuda.empty_cache()
     result.update(_audex_figures(sizes, device, repeats))
+    print(f"Audex figures done after {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
     for name in FIGURES:
         fast, eager = result[name], result[f"eager_{name}"]
         ratio = fast / eager if name == "audex_tokens_per_s" else eager / fast

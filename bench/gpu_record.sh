@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The GPU record in one call of a lent GPU machine: the CUDA tests of the optimised paths, the
+# speed record (bench_speed) and its profile (profile_speed), each under its own time limit so
+# that one failure still leaves the others' results. Budget: under 9 minutes on an H200.
+#
+#   bash bench/gpu_record.sh OUTDIR
+#
+# Copy OUTDIR/record.json and OUTDIR/profile.json to bench/results/<date>-<gpu>[-tag].json and
+# ...-profile.json, then `python -m bench.speed_table` rewrites the README's section.
+set -uo pipefail
+out=${1:?usage: bash bench/gpu_record.sh OUTDIR}
+cd "$(dirname "$0")/.."
+export PYTHONUNBUFFERED=1
+nvidia-smi --query-gpu=name,driver_version,memory.used,memory.total --format=csv > "$out/gpu.txt"
+python3 -c "import torch, transformers; print('torch', torch.__version__, 'transformers', transformers.__version__)" >> "$out/gpu.txt"
+
+# The graph-replay-equals-eager tests (compiled DiT blocks, the VAE decode, Audex tokens), and the
+# CPU-side tests of the same files.
+timeout 120 python3 -m pytest -q -x -rs -p no:cacheprovider \
+    tests/auk/test_step_graphs.py tests/auk/test_vae.py tests/audex/test_audex_decode.py > "$out/tests.log" 2>&1
+echo "tests: exit $?" >> "$out/gpu.txt"
+
+timeout 320 python3 -m bench.bench_speed --device cuda --repeats 3 --out "$out/record.json" > "$out/bench.log" 2>&1
+status=$?
+echo "bench_speed: exit $status" >> "$out/gpu.txt"
+if [ "$status" -ne 0 ] && [ ! -s "$out/record.json" ]; then  # a compile failure must not cost the record
+    timeout 120 python3 -m bench.bench_speed --device cuda --repeats 3 --no-compile --out "$out/record.json" \
+        >> "$out/bench.log" 2>&1
+    echo "bench_speed --no-compile: exit $?" >> "$out/gpu.txt"
+fi
+
+timeout 100 python3 -m bench.profile_speed --device cuda --out "$out/profile.json" > "$out/profile.log" 2>&1
+echo "profile_speed: exit $?" >> "$out/gpu.txt"
+cat "$out/gpu.txt"
+tail -3 "$out/tests.log"
