@@ -68,6 +68,25 @@ def guide(logits: torch.Tensor, cfg_scale: torch.Tensor) -> torch.Tensor:
     return uncond + cfg_scale * (cond - uncond)
 
 
+def sampling_probs(
+    scores: torch.Tensor, *, temperature: torch.Tensor, top_k_index: torch.Tensor, top_p: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The probabilities [W] :func:`draw` picks from, by rank, and the ranks' indices [W] into
+    ``scores`` [W] (float32, -inf = forbidden).
+
+    Temperature, then a stable sort (ties in index order, so that a draw over a subset of ids in
+    index order ranks them as a draw over all of them does), then top-k (ids below the k-th
+    largest score dropped, ties at it kept; ``top_k_index`` = k − 1), then top-p by vLLM's rule
+    (drop the least likely ids while their total stays ≤ 1 − p, never the most likely one).
+    """
+    ranked, order = (scores / temperature).sort(descending=True, stable=True)
+    ranked = ranked.masked_fill(ranked < ranked.gather(0, top_k_index.view(1)), float("-inf"))
+    probs = ranked.softmax(0)
+    drop = probs.flip(0).cumsum(0).flip(0) <= 1 - top_p  # total of this id and every less likely one
+    drop[0].fill_(False)  # in place on the device: a Python value would be a host copy, which capture forbids
+    return probs.masked_fill(drop, 0.0), order
+
+
 def draw(
     scores: torch.Tensor,
     *,
@@ -75,24 +94,21 @@ def draw(
     top_k_index: torch.Tensor,
     top_p: torch.Tensor,
     generator: torch.Generator,
+    noise_width: int | None = None,
 ) -> torch.Tensor:
-    """One token id [1] from ``scores`` [V] (float32, -inf = forbidden), all on the device.
+    """The index [1] into ``scores`` [W] of one draw from :func:`sampling_probs`, on the device.
 
-    Temperature, then top-k (ids below the k-th largest score dropped, ties at it kept;
-    ``top_k_index`` = k − 1), then top-p by vLLM's rule (drop the least likely ids while their
-    total stays ≤ 1 − p, never the most likely one), then a draw: the argmax of p / E over i.i.d.
-    Exp(1) noise E, which picks id i with probability p_i and needs no host sync. Every argument
-    is a tensor, so one CUDA graph serves any knob values.
+    The draw is the argmax of p / E over i.i.d. Exp(1) noise E by rank, which picks rank i with
+    probability p_i and needs no host sync. ``noise_width`` (default W) noise values are drawn and
+    the first W used: a draw over the ≤ 1,025 ids the phase mask allows passes the LM's vocabulary
+    width, so it takes the same numbers from ``generator`` as a draw over the whole masked
+    vocabulary. Every other argument is a tensor, so one CUDA graph serves any knob values.
     """
-    ranked, order = (scores / temperature).sort(descending=True)
-    ranked = ranked.masked_fill(ranked < ranked.gather(0, top_k_index.view(1)), float("-inf"))
-    probs = ranked.softmax(0)
-    drop = probs.flip(0).cumsum(0).flip(0) <= 1 - top_p  # total of this id and every less likely one
-    drop[0].fill_(False)  # in place on the device: a Python value would be a host copy, which capture forbids
-    probs = probs.masked_fill(drop, 0.0)
+    probs, order = sampling_probs(scores, temperature=temperature, top_k_index=top_k_index, top_p=top_p)
+    noise = torch.empty(noise_width or len(probs), dtype=probs.dtype, device=probs.device).exponential_(generator=generator)
     # E = 0 would make 0/0 (NaN, which argmax picks); flooring it at the smallest normal float keeps
     # forbidden ids at 0 and changes nothing else.
-    noise = torch.empty_like(probs).exponential_(generator=generator).clamp_min_(_TINY)
+    noise = noise[: len(probs)].clamp_min(_TINY)
     return order.gather(0, (probs / noise).argmax().view(1))
 
 
