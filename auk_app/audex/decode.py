@@ -1,8 +1,8 @@
 """One TTA token at a time on fixed-shape device buffers: static KV cache, CFG blend, mask, draw.
 
 Legend: r rows (1, or 2 for the CFG pair [conditional; null]), T tokens fed, P cache positions,
-V logits width, U head rows the phase mask can allow (4,097), W ids drawn over per masked position
-(1,025), h/kv query/key-value heads, dh head width.
+V logits width, U head rows computed under the phase mask (4,097 it can allow, padded to 4,352),
+W ids drawn over per masked position (1,025), h/kv query/key-value heads, dh head width.
 
 transformers' ``generate`` grows a DynamicCache, so every token has new shapes and nothing can be
 captured. Here a request's cache is allocated once for all its positions, the position is a
@@ -116,7 +116,8 @@ def draw(
     graph serves any knob values.
     """
     probs, order = sampling_probs(scores, temperature=temperature, top_k_index=top_k_index, top_p=top_p)
-    noise = torch.empty(noise_width or len(probs), dtype=probs.dtype, device=probs.device).exponential_(generator=generator)
+    noise = torch.empty(noise_width or len(probs), dtype=probs.dtype, device=probs.device)
+    noise.exponential_(generator=generator)
     # E = 0 would make 0/0 (NaN, which argmax picks); flooring it at the smallest normal float keeps
     # forbidden ids at 0 and changes nothing else.
     noise = noise[: len(probs)].clamp_min(_TINY)

@@ -58,7 +58,8 @@ def test_probabilities_over_allowed_ids_equal_the_full_masked_ones(layout, knobs
     width = allowed.shape[1]
     for seed in range(3):
         scores = _scores(seed, width)
-        full_probs, full_order = sampling_probs(scores.masked_fill(~allowed[row], float("-inf")), **_tensors(knobs, width))
+        masked = scores.masked_fill(~allowed[row], float("-inf"))
+        full_probs, full_order = sampling_probs(masked, **_tensors(knobs, width))
         restricted, ids = head.restrict(scores[head.ids], torch.tensor([row]))
         probs, order = sampling_probs(restricted, **_tensors(knobs, head.width))
         by_id = torch.zeros(width).index_put_((ids[order],), probs)
@@ -75,7 +76,8 @@ def test_restricted_draws_pick_the_full_draws_ids_and_use_the_same_noise(layout,
         row = seed % 6
         scores = _scores(seed, width)
         full_generator, generator = torch.Generator().manual_seed(seed), torch.Generator().manual_seed(seed)
-        full = draw(scores.masked_fill(~allowed[row], float("-inf")), generator=full_generator, **_tensors(knobs, width))
+        masked = scores.masked_fill(~allowed[row], float("-inf"))
+        full = draw(masked, generator=full_generator, **_tensors(knobs, width))
         restricted, ids = head.restrict(scores[head.ids], torch.tensor([row]))
         pick = draw(restricted, generator=generator, noise_width=width, **_tensors(knobs, head.width))
         assert int(ids[pick]) == int(full) and bool(allowed[row, full]), (seed, row)
@@ -89,7 +91,8 @@ def test_restricted_logits_are_the_full_heads_at_those_ids(pipeline, layout):
     cond, null = pipeline.prompt_ids("Rain falling on a tin roof.", guided=True)
     state = DecodeState(model, vocab, rows=2, positions=len(cond) + 4, masked=False)
     head.gather_rows(model.lm_head)
-    feeds = [(torch.tensor([cond, null]), torch.arange(len(cond))), (torch.tensor([[vocab.end_tid]] * 2), torch.tensor([len(cond)]))]
+    prompt = (torch.tensor([cond, null]), torch.arange(len(cond)))
+    feeds = [prompt, (torch.tensor([[vocab.end_tid]] * 2), torch.tensor([len(cond)]))]
     with torch.no_grad():
         for ids, positions in feeds:
             hidden = lm_hidden(model, state.keys, state.values, ids, positions)
