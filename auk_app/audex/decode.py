@@ -33,9 +33,10 @@ from auk_app.audex.vocab import AudexVocab
 _TINY = torch.finfo(torch.float32).tiny
 
 
-def _attention(attn, h, rotary, keys, values, positions, visible) -> torch.Tensor:
+def _attention(attn, h, rotary, keys, values, positions, cache_bias) -> torch.Tensor:
     """Self-attention of ``h`` [r, T, d] at ``positions`` [T]; writes its keys and values into the
-    cache ``keys``/``values`` [r, kv, P, dh] first. ``visible`` [T, P] marks the filled positions."""
+    cache ``keys``/``values`` [r, kv, P, dh] first. ``cache_bias`` [groups·T, P] (:func:`_cache_bias`)
+    is 0 at the filled positions and -inf elsewhere."""
     rows, length, _ = h.shape
     q, k, v = (proj(h).view(rows, length, -1, attn.head_dim).transpose(1, 2) for proj in (attn.q_proj, attn.k_proj, attn.v_proj))
     q, k = apply_rotary_pos_emb(q, k, *rotary)
@@ -45,9 +46,24 @@ def _attention(attn, h, rotary, keys, values, positions, visible) -> torch.Tenso
     # Query head j·groups + g reads key/value head j (transformers' repeat_kv order), so each head
     # j's group of queries is one query sequence of groups·T rows against that head's cache.
     q = q.reshape(rows, kv_heads, groups * length, attn.head_dim)
-    out = F.scaled_dot_product_attention(q, keys, values, attn_mask=visible.repeat(groups, 1), scale=attn.scaling)
+    out = F.scaled_dot_product_attention(q, keys, values, attn_mask=cache_bias, scale=attn.scaling)
     # reshape, not view: CUDA's attention kernels return this output with strides a view cannot take.
     return attn.o_proj(out.reshape(rows, -1, length, attn.head_dim).transpose(1, 2).reshape(rows, length, -1))
+
+
+def _cache_bias(lm, keys, positions: torch.Tensor) -> torch.Tensor:
+    """The additive attention mask [groups·T, P] of queries at ``positions`` [T] over the cache
+    ``keys``: 0 where a position is filled (≤ the query's), -inf elsewhere, in the cache's dtype.
+
+    Built once per step for all layers: a boolean mask would be repeated per query group and turned
+    into this very tensor (``where(mask, 0, -inf)`` in the query's dtype) inside every layer's
+    attention call, two to three small kernels a layer, 28 layers a token at 2B.
+    """
+    groups = lm.model.layers[0].self_attn.num_key_value_groups
+    cache_positions = torch.arange(keys[0].shape[2], device=positions.device)
+    hidden = cache_positions[None, :] > positions[:, None]
+    bias = torch.zeros(hidden.shape, dtype=keys[0].dtype, device=positions.device).masked_fill_(hidden, float("-inf"))
+    return bias.repeat(groups, 1)
 
 
 def lm_hidden(lm, keys, values, ids: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
@@ -57,10 +73,9 @@ def lm_hidden(lm, keys, values, ids: torch.Tensor, positions: torch.Tensor) -> t
     model = lm.model
     h = model.embed_tokens(ids)
     rotary = model.rotary_emb(h, positions[None])
-    cache_positions = torch.arange(keys[0].shape[2], device=ids.device)
-    visible = cache_positions[None, :] <= positions[:, None]
+    cache_bias = _cache_bias(lm, keys, positions)
     for layer, layer_keys, layer_values in zip(model.layers, keys, values, strict=True):
-        h = h + _attention(layer.self_attn, layer.input_layernorm(h), rotary, layer_keys, layer_values, positions, visible)
+        h = h + _attention(layer.self_attn, layer.input_layernorm(h), rotary, layer_keys, layer_values, positions, cache_bias)
         h = h + layer.mlp(layer.post_attention_layernorm(h))
     return model.norm(h[:, -1:])
 
