@@ -67,7 +67,8 @@ class PhaseHead:
         self.padding = ~in_union.gather(1, self.row_columns)
         self.ids = torch.cat((union, union[-1:].expand(-len(union) % ROW_MULTIPLE)))
         weight = lm_head.weight
-        self.weight_rows = torch.empty(len(self.ids), weight.shape[1], dtype=weight.dtype, device=weight.device)
+        # Zeros, not empty: a new pooled state's capture warm-up steps run before any prefill fills it.
+        self.weight_rows = torch.zeros(len(self.ids), weight.shape[1], dtype=weight.dtype, device=weight.device)
 
     def gather_rows(self, lm_head: torch.nn.Linear) -> None:
         """Copy the allowed rows of ``lm_head``'s weight into :attr:`weight_rows` (same address)."""
