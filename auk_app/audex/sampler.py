@@ -11,7 +11,9 @@ One token, in vLLM v1's sampler order (spec §5; :mod:`auk_app.audex.decode` doe
 Two loops run it. The fast one (the default) never waits for the host between tokens: the mask
 is a device-table row per position and the draw happens on the device (a CUDA graph replay per
 token on CUDA); the host syncs once per ``CHUNK`` tokens (four frames) to find the end, report
-progress and check Stop, and drops what was sampled past the end. The eager one (``fast=False``)
+progress and check Stop, and drops what was sampled past the end. Under the mask it computes
+steps 1-4 only for the 4,097 ids the mask can ever allow (:mod:`~auk_app.audex.phase_head`), not
+the ~205k-id vocabulary, and draws with the same ranks and noise as a draw over all of it. The eager one (``fast=False``)
 reads every token back and masks through :class:`TTARVQPhaseMaskLogitsProcessor`'s own
 ``update_state``/``apply`` interface, as vLLM drives it; it is the reference the fast loop is
 held to, and for one seed on one device both give the same tokens.

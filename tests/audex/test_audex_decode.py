@@ -3,7 +3,9 @@
 import pytest
 import torch
 
-from auk_app.audex.decode import DecodeState, Knobs, draw, lm_logits
+import torch.nn.functional as F
+
+from auk_app.audex.decode import DecodeState, Knobs, _cache_bias, draw, lm_logits
 from auk_app.audex.phase_table import allowed_table, row_schedule
 from auk_app.audex.tta import TTARVQPhaseMaskLogitsProcessor
 from tests.audex.test_audex_tta_processor import END, PHASES, START, VOCAB, BatchUpdate, Params, tta
@@ -84,6 +86,25 @@ def test_static_cache_logits_equal_transformers_forward(pipeline):
             want = model(full).logits[:, -1].float()
             # Attention over the padded cache sums in another order: float32 rounding only.
             torch.testing.assert_close(logits, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_the_cache_bias_attends_exactly_as_the_boolean_mask(pipeline, dtype):
+    """Built once per step, the additive mask gives each layer's attention the boolean mask's result
+    to the bit (the attention call would convert the boolean mask into the same tensor)."""
+    model = pipeline.thinker.model
+    groups = model.model.layers[0].self_attn.num_key_value_groups
+    keys = [torch.zeros(2, 2, 24, 16, dtype=dtype)]
+    positions = torch.tensor([9, 10, 11])
+    bias = _cache_bias(model, keys, positions)
+    visible = torch.arange(24)[None, :] <= positions[:, None]
+    assert bias.shape == (groups * 3, 24) and bias.dtype == dtype
+    repeated = visible.repeat(groups, 1)
+    assert torch.equal(bias == 0, repeated) and bool((bias[~repeated] == float("-inf")).all())
+    generator = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(2, 2, n, 16, generator=generator).to(dtype) for n in (groups * 3, 24, 24))
+    want = F.scaled_dot_product_attention(q, k, v, attn_mask=visible.repeat(groups, 1))
+    torch.testing.assert_close(F.scaled_dot_product_attention(q, k, v, attn_mask=bias), want, rtol=0, atol=0)
 
 
 def test_a_reused_state_decodes_as_a_fresh_one(pipeline):

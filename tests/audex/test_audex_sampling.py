@@ -139,11 +139,14 @@ def test_stop_is_checked_before_the_prompt_then_per_chunk_or_per_token(pipeline,
 @pytest.mark.parametrize(
     "knobs",
     [dict(cfg_scale=3.0), dict(cfg_scale=1.0), dict(cfg_scale=2.0, top_k=5, top_p=0.7, temperature=0.8),
-     dict(cfg_scale=3.0, use_mask=False, codec_cap=24)],
-    ids=["guided", "unguided", "knobs", "unmasked"],
+     dict(cfg_scale=1.0, top_k=2000, temperature=1.3), dict(cfg_scale=3.0, top_k=1025, top_p=0.9),
+     dict(cfg_scale=1.5, top_k=1), dict(cfg_scale=3.0, use_mask=False, codec_cap=24),
+     dict(cfg_scale=1.0, top_k=300, top_p=0.8, use_mask=False, codec_cap=24)],
+    ids=["guided", "unguided", "knobs", "k-past-the-row", "k-at-the-width", "greedy", "unmasked", "unmasked-knobs"],
 )
 def test_the_fast_loop_gives_the_eager_loops_tokens(pipeline, knobs):
-    """Same seed, same device: the device-side mask table and chunked reads change nothing."""
+    """Same seed, same device: the device-side mask table, the mask-restricted head (masked: the
+    eager loop draws over the whole masked vocabulary) and chunked reads change nothing."""
     for seed in range(4):
         settings = dict({"codec_cap": 64}, **knobs, seed=seed)
         fast = _stream(pipeline, fast=True, **settings)()
