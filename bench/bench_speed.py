@@ -156,6 +156,11 @@ def _paired_ms(eager, optimised, device: torch.device, repeats: int, warmup: int
     return statistics.median(times[0]) * 1000, statistics.median(times[1]) * 1000
 
 
+def _note(values: dict) -> None:
+    """Figures as they come, on stderr: a run stopped by a time limit still leaves them."""
+    print(json.dumps(values), file=sys.stderr, flush=True)
+
+
 def _peak_gb(device: torch.device) -> float | None:
     return round(torch.cuda.max_memory_allocated(device) / 2**30, 2) if device.type == "cuda" else None
 
@@ -263,6 +268,7 @@ def _auk_figures(sizes: Sizes, device: torch.device, repeats: int, compile: bool
     for name, run in figures.items():
         eager, optimised = partial(run, baseline), partial(run, sample_latents)
         result[f"eager_{name}"], result[name] = _paired_ms(eager, optimised, device, repeats)
+        _note({key: result[key] for key in (name, f"eager_{name}")})
     for prefix, sampler in (("eager_", baseline), ("", sample_latents)):  # the stack's peak, path by path
         _reset_peak(device)
         edit(sampler)
@@ -275,6 +281,7 @@ def _auk_figures(sizes: Sizes, device: torch.device, repeats: int, compile: bool
     request = dict(text=text.to(precision.weights), c_mask=None, ref=ref.to(precision.weights), ref_mask=ref_mask,
                    target_frames=sizes.target_frames)  # fmt: skip
     result["levers"] = _step_levers(dit, request, device, repeats * 4)
+    _note(result["levers"])
     # The target grown to fill its bucket: where text and reference fill theirs too, the masks go.
     filled = dict(request, target_frames=bucket(sizes.target_frames, TARGET_MULTIPLE))
     result["levers"]["full_bucket_frames"] = filled["target_frames"]
