@@ -65,6 +65,10 @@ class StudioConfig:
     limits: Limits = field(default_factory=Limits)
     demo_dir: Path = DEMO_DIR
 
+    def __post_init__(self) -> None:
+        if isinstance(self.auk_batch, bool) or not isinstance(self.auk_batch, int) or self.auk_batch < 1:
+            raise InputError(f"auk_batch is the number of edits served at once, at least 1; got {self.auk_batch!r}.")
+
 
 class Studio:
     """Model registry and dispatcher shared by the Gradio app, the CLI and the tests."""

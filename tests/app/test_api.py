@@ -202,6 +202,13 @@ def test_inspect_audio_reports_a_good_clip(client, clips):
     assert client.predict(api_name="/inspect_audio")["verdict"] == "rejected"  # no clip
 
 
+def test_edits_have_their_own_queue_sized_by_auk_batch(app):
+    events = {fn.api_name: fn for fn in app.demo.fns.values() if fn.api_name}
+    edit, audex = events["edit_audio"], events["text_to_audio"]
+    assert (edit.concurrency_id, edit.concurrency_limit) == ("auk", app.studio.config.auk_batch) == ("auk", 4)
+    assert (audex.concurrency_id, audex.concurrency_limit) == ("gpu", 1)
+
+
 def test_concurrent_edits_share_steps_and_get_their_sequential_results(app, clips, client_for, monkeypatch):
     # The edit queue admits several edits at once (StudioConfig.auk_batch, 4); the pipeline then
     # batches their Euler steps. Each edit waits before its sampling until all three got there,
