@@ -25,8 +25,10 @@ update are the request's own (:class:`~auk_app.auk.sampler.Solve`, the arithmeti
 
 A bucket's CUDA graph reads its context from static buffers that building a stepper overwrites,
 so a request that runs alone rebuilds its stepper whenever another request of its bucket built
-one since (a ``prepare``, no capture). That assumes the live buckets fit in the graph cache
-(``step_graphs.MAX_GRAPHS``, 16); the app's concurrency limit keeps them well below.
+one since (a ``prepare``, no capture). With ``max_batch`` 2 or more that never happens (two live
+requests of a bucket share the step); with 1, lone requests of a bucket take turns. This holds
+while every solve on the DiT goes through the batcher and the live buckets fit in the graph
+cache (``step_graphs.MAX_GRAPHS``, 16); the app's concurrency limit keeps them well below.
 """
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ from auk_app.auk.sampler import sample_latents
 from auk_app.config import Limits
 from auk_app.errors import Cancelled
 from tests.auk.test_pipeline import _tone, weights  # noqa: F401  (weights: the module's checkpoint fixture)
+from tests.conftest import requires_cuda
 
 TOLERANCE = dict(rtol=1e-5, atol=1e-5)
 GATE_SECONDS = 60  # far above the few seconds the others need to submit; a failure then shows as a count
@@ -133,6 +134,21 @@ def test_max_batch_caps_a_step_and_the_others_take_turns(dit):
         torch.testing.assert_close(result, want, **TOLERANCE)
 
 
+def test_lone_requests_taking_turns_each_step_on_their_own_static_context(dit, monkeypatch):
+    # The static-buffer path (a CUDA graph's inputs, run eagerly here) keeps one context per bucket.
+    # With max_batch 1 requests of one bucket take turns alone: each must step on its own context,
+    # not on the one the previous request copied in.
+    stepper = dit.stepper
+    monkeypatch.setattr(dit, "stepper", lambda **request: stepper(**request, static=True))
+    requests = [_solve_request(i, 40, nfe=5, cfg_strength=2.0) for i in range(3)]
+    solo = [sample_latents(dit, **request) for request in requests]
+    batcher = StepBatcher(dit, max_batch=1)
+    got, errors = _batched(batcher, requests)
+    assert errors == [None] * 3 and batcher.largest_batch == 1
+    for want, result in zip(solo, got):
+        torch.testing.assert_close(result, want, rtol=0, atol=0)  # alone: the solo stepper's own arithmetic
+
+
 @pytest.mark.parametrize("failure", [Cancelled("stopped"), RuntimeError("a broken progress bar")])
 def test_a_request_whose_callback_raises_leaves_alone(dit, failure):
     requests = [_solve_request(i, 40, nfe=6, cfg_strength=2.0) for i in range(3)]
@@ -163,6 +179,31 @@ def test_requests_of_different_buckets_do_not_share_steps(dit):
     assert errors == [None, None] and batcher.largest_batch == 1 and batcher.batched_steps == 0
     for want, result in zip(solo, got):
         torch.testing.assert_close(result, want, rtol=0, atol=0)  # alone: the exact solo stepper
+
+
+@requires_cuda
+def test_on_cuda_a_lone_request_replays_its_graph_and_shared_steps_stay_close():
+    from auk_app.runtime import autocast, pick_precision
+
+    device = torch.device("cuda")
+    float32 = pick_precision(device, "float32")
+    torch.manual_seed(0)
+    model = AuKTransformer(dim=32, heads=2, dim_head=16, ff_mult=2.0, latent_dim=8, text_hidden_dim=12,
+                           num_layers=1, num_single_layers=1).to(device).eval()
+    requests = [{k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in _solve_request(i, 40 + i).items()}
+                for i in range(3)]
+    for request, knobs in zip(requests, (dict(nfe=4, cfg_strength=2.0), dict(nfe=5, cfg_strength=0.0), dict(nfe=6))):
+        request.update(knobs)
+    with autocast(device, float32):
+        sample_latents(model, **requests[0])  # weights not yet seen: eager; the next requests capture
+        solo = [sample_latents(model, **request) for request in requests]
+        batcher = StepBatcher(model, max_batch=4)
+        alone = batcher.sample(**requests[0])
+        got, errors = _batched(batcher, requests)
+    torch.testing.assert_close(alone, solo[0], rtol=0, atol=0)  # alone: the same graph replays
+    assert errors == [None] * 3 and batcher.largest_batch == 3 and len(model._step_graphs) == 2  # cfg and not
+    for want, result in zip(solo, got):
+        torch.testing.assert_close(result, want, rtol=1e-4, atol=1e-4)  # eager batched kernels vs the graph's
 
 
 # ----------------------------------------------------------------------------- through the pipeline
