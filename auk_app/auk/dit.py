@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass
 
@@ -330,7 +330,7 @@ class AuKStepContext:
         return dataclasses.replace(self, **{f.name: own(getattr(self, f.name)) for f in dataclasses.fields(self)})
 
     @classmethod
-    def concat(cls, contexts: Sequence[AuKStepContext]) -> AuKStepContext:
+    def concat(cls, contexts: list[AuKStepContext]) -> AuKStepContext:
         """Several requests' contexts of one layout (same shapes past dim 0, same masks present)
         as one, their rows in order along dim 0. The result has ``branches=1``: its rows are
         already laid out, so :meth:`AuKTransformer.step` takes ``x`` and ``time`` with one row
