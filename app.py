@@ -19,10 +19,22 @@ from auk_app.resolve import AUDEX, AUK_BASE, AUK_FLASH, QWEN_OMNI, XCODEC1, Repo
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 7860
+DEFAULT_AUK_BATCH = 4  # auk_app.auk.batching.DEFAULT_MAX_BATCH; not imported, so --help stays instant
 
 
 def _where(repo: Repo) -> str:
     return f"default: ${repo.env_var}, then ./ckpts/{repo.local_name}, then the HF cache; get it with `{repo.download_command}`"
+
+
+def _positive(text: str) -> int:
+    """A whole number of at least 1 (argparse also runs this on a default given as a string)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+    return value
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -61,7 +73,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     run.add_argument("--audex-server", metavar="URL", default=os.environ.get("AUDEX_SERVER_URL"),
                      help="sample Audex on this vLLM server running the Audex plugin (default: $AUDEX_SERVER_URL; "
                           "unset: in this process); the app keeps the tokenizer and XCodec1 decoding")
-    run.add_argument("--offload", action="store_true", help="keep only the component in use on the GPU (less memory)")
+    run.add_argument("--offload", action="store_true", help="keep only the component in use on the GPU (less memory; "
+                     "edits then run one at a time)")
+    run.add_argument("--auk-batch", type=_positive, metavar="N", default=os.environ.get("AUK_BATCH", DEFAULT_AUK_BATCH),
+                     help="AuK edits served at once: concurrent edits of one shape bucket share each DiT step, up to N "
+                          f"(default: $AUK_BATCH, else {DEFAULT_AUK_BATCH}; 1 = one edit at a time)")
     run.add_argument("--preload", action="store_true", help="load the default models at start instead of on first use")
     run.add_argument("--default-model", default="auto", metavar="NAME",
                      help="the model 'auto' means: auto (released weights when found, else demo), demo, base, flash, "
@@ -80,7 +96,8 @@ def main(argv: list[str] | None = None) -> None:
     config = StudioConfig(
         auk_base=args.auk_base, auk_flash=args.auk_flash, extra_auk=tuple(args.auk_extra), qwen=args.qwen,
         audex=args.audex, xcodec=args.xcodec, device=args.device, dtype=args.dtype, offload=args.offload,
-        download=args.download, default_model=args.default_model, audex_server=args.audex_server, **overrides,
+        auk_batch=args.auk_batch, download=args.download, default_model=args.default_model,
+        audex_server=args.audex_server, **overrides,
     )
     try:
         studio = Studio(config)

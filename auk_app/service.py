@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from auk_app import resolve
 from auk_app.audex.request import TRAINED_SECONDS, AudexRequest, TextToAudioResult
+from auk_app.auk.batching import DEFAULT_MAX_BATCH
 from auk_app.auk.checkpoint import AuKCheckpoint, read_auk_checkpoint
 from auk_app.auk.pipeline import AuKPipeline
 from auk_app.auk.request import EditRequest, EditResult
@@ -57,11 +58,16 @@ class StudioConfig:
     device: str | None = None
     dtype: str | None = None
     offload: bool = False
+    auk_batch: int = DEFAULT_MAX_BATCH  # most concurrent edits per DiT step (and concurrent edits the app admits)
     download: bool = False
     default_model: str = "auto"
     audex_server: str | None = None  # a vLLM server with the Audex plugin samples Audex streams
     limits: Limits = field(default_factory=Limits)
     demo_dir: Path = DEMO_DIR
+
+    def __post_init__(self) -> None:
+        if isinstance(self.auk_batch, bool) or not isinstance(self.auk_batch, int) or self.auk_batch < 1:
+            raise InputError(f"auk_batch is the number of edits served at once, at least 1; got {self.auk_batch!r}.")
 
 
 class Studio:
@@ -136,7 +142,7 @@ class Studio:
                     text_encoder = self._qwen_dir(entry)
                 pipeline = AuKPipeline(
                     entry.checkpoint, text_encoder_path=text_encoder, device=self.device, dtype=self.precision,
-                    offload=self.config.offload, limits=self.config.limits,
+                    offload=self.config.offload, limits=self.config.limits, max_batch=self.config.auk_batch,
                 )
                 for other in self._pipelines.values():
                     other.unload()

@@ -6,7 +6,8 @@ Prints one JSON object: AuK Base sampling (32 steps, CFG 2, sway −1) and Flash
 4-step grid) of the DiT alone, a 10 s VAE decode, a whole Base 10 s edit, Audex tokens/s with
 CFG (batch 2) and the peak GPU memory, each also as ``eager_<name>`` and ``speedup_<name>``
 (eager time over optimised time; optimised over eager for tokens/s), plus how far the two paths'
-outputs are apart. Ratios from one process are what compare across machines.
+outputs are apart, and whole Base edits per second with 1 and 8 concurrent users sharing DiT
+steps (``auk_edits_per_s_1``, ``auk_edits_per_s_8``, their ratio; see ``bench_batch``). Ratios from one process are what compare across machines.
 
 Weights are random at the released shapes (no downloads); speed does not depend on their values.
 On CUDA the sizes are real: 64 text tokens, a 5 s reference and a 10 s target (814 tokens per
@@ -50,6 +51,7 @@ from auk_app.auk.sampler import CFG_OFF_BELOW, build_time_grid, draw_noise, samp
 from auk_app.auk.step_graphs import TARGET_MULTIPLE, StepGraphs, bucket, pad_to_bucket  # noqa: E402
 from auk_app.auk.vae import AuKVAE  # noqa: E402
 from auk_app.runtime import autocast, pick_device, pick_precision  # noqa: E402
+from bench.bench_batch import BatchedEditor, edits_per_s  # noqa: E402
 from bench.bench_dit import SIZES as DIT_SIZES  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -106,6 +108,7 @@ SIZES = {
         text_tokens=8, ref_frames=10, target_frames=20, audex_prompt=12, audex_tokens=24, scaled_down=True,
     ),
 }
+USERS = (1, 8)  # concurrent users of auk_edits_per_s_<n>, whole Base edits sharing DiT steps (bench_batch)
 FIGURES = ("auk_base_dit_ms", "auk_flash_dit_ms", "vae_decode_10s_ms", "auk_base_edit_ms", "audex_tokens_per_s")
 
 
@@ -287,6 +290,9 @@ def _auk_figures(sizes: Sizes, device: torch.device, repeats: int, compile: bool
     result["levers"]["full_bucket_frames"] = filled["target_frames"]
     result["levers"]["full_bucket_unmasked"] = pad_to_bucket(dit, **filled).mask is None
     result["levers"]["step_ms_full_bucket"] = _step_levers(dit, filled, device, repeats * 4)["step_ms_compiled_graphs"]
+    editor = BatchedEditor(dit=dit, vae=vae, thinker=thinker, fusion=fusion, ids=ids, ref_wav=ref_wav, ref_mask=ref_mask,
+                           target_frames=sizes.target_frames, recipe=BASE, device=device, precision=precision)
+    result.update({f"auk_edits_per_s_{n}": round(edits_per_s(editor, n), 3) for n in USERS})
     return result
 
 
@@ -363,6 +369,7 @@ def measure(size: str, device: torch.device, repeats: int, compile: bool | None 
         ratio = fast / eager if name == "audex_tokens_per_s" else eager / fast
         result[f"speedup_{name}"] = round(ratio, 3)
         result[name], result[f"eager_{name}"] = round(fast, 2), round(eager, 2)
+    result["auk_edits_per_s_8_over_1"] = round(result["auk_edits_per_s_8"] / result["auk_edits_per_s_1"], 3)
     result["sizes"] = asdict(sizes)
     return result
 

@@ -329,6 +329,25 @@ class AuKStepContext:
 
         return dataclasses.replace(self, **{f.name: own(getattr(self, f.name)) for f in dataclasses.fields(self)})
 
+    @classmethod
+    def concat(cls, contexts: list[AuKStepContext]) -> AuKStepContext:
+        """Several requests' contexts of one layout (same shapes past dim 0, same masks present)
+        as one, their rows in order along dim 0. The result has ``branches=1``: its rows are
+        already laid out, so :meth:`AuKTransformer.step` takes ``x`` and ``time`` with one row
+        per context row (a CFG request's x twice, conditional rows first)."""
+
+        def join(values):
+            if any((v is None) != (values[0] is None) for v in values):
+                raise ValueError("step contexts differ in which masks or reference they hold")
+            if values[0] is None:
+                return None
+            if isinstance(values[0], tuple):
+                return tuple(torch.cat(parts) for parts in zip(*values, strict=True))
+            return torch.cat(values)
+
+        names = [f.name for f in dataclasses.fields(cls) if f.name != "branches"]
+        return cls(**{name: join([getattr(c, name) for c in contexts]) for name in names}, branches=1)
+
     def copy_(self, other: AuKStepContext) -> None:
         """Overwrite these tensors in place with ``other``'s, which must have the same layout."""
         if other.branches != self.branches:

@@ -30,6 +30,7 @@ import torch
 
 from auk_app import dsp
 from auk_app.audio_io import Waveform, load_audio
+from auk_app.auk.batching import DEFAULT_MAX_BATCH, StepBatcher
 from auk_app.auk.checkpoint import AuKCheckpoint, AuKModel, load_auk_checkpoint, read_auk_checkpoint
 from auk_app.auk.conditioner import TextConditioner, fuse_hidden_states, load_conditioner
 from auk_app.auk.sampler import sample_latents, source_origin
@@ -79,10 +80,13 @@ class _Clip:
 class AuKPipeline:
     """Owns the text conditioner, the DiT and the VAE of one checkpoint; loads them lazily.
 
-    One request runs at a time (an internal lock). With ``offload=True`` only the component
-    in use sits on the accelerator, for cards that cannot hold all three. ``compile`` (default:
-    on CUDA) compiles the DiT's blocks (``AuKTransformer.compile_blocks``); each new step shape
-    then compiles once on first use, which on the CPU costs more than it saves.
+    Loading, conditioning and decoding run one request at a time (an internal lock); the Euler
+    steps of concurrent requests of one shape bucket are shared, up to ``max_batch`` requests per
+    DiT step (:class:`~auk_app.auk.batching.StepBatcher`, ``batcher`` once loaded). With
+    ``offload=True`` only the component in use sits on the accelerator, for cards that cannot
+    hold all three, and requests run one at a time from start to end, as with ``max_batch=1``.
+    ``compile`` (default: on CUDA) compiles the DiT's blocks (``AuKTransformer.compile_blocks``);
+    each new step shape then compiles once on first use, which on the CPU costs more than it saves.
     """
 
     def __init__(
@@ -95,6 +99,7 @@ class AuKPipeline:
         offload: bool = False,
         limits: Limits = Limits(),
         cache_size: int = 8,
+        max_batch: int = DEFAULT_MAX_BATCH,
         compile: bool | None = None,
     ):
         self.checkpoint = checkpoint if isinstance(checkpoint, AuKCheckpoint) else read_auk_checkpoint(checkpoint)
@@ -109,12 +114,20 @@ class AuKPipeline:
         self._cache: OrderedDict[tuple, tuple] = OrderedDict()
         self._cache_size = cache_size
         self._lock = threading.Lock()
+        self.max_batch = max_batch
+        self._batched = max_batch > 1 and not self.offload
+        self._batcher: StepBatcher | None = None
 
     # ------------------------------------------------------------------ loading
 
     @property
     def loaded(self) -> bool:
         return self._model is not None
+
+    @property
+    def batcher(self) -> StepBatcher | None:
+        """The loaded DiT's step batcher; None before loading, with offload and with max_batch 1."""
+        return self._batcher
 
     def load(self) -> None:
         if self._model is not None:
@@ -131,10 +144,11 @@ class AuKPipeline:
                 f"{self.checkpoint.dit_config['text_hidden_dim']}; the checkpoint needs a different text encoder."
             )
         self._model, self._conditioner = model, conditioner
+        self._batcher = StepBatcher(model.dit, max_batch=self.max_batch) if self._batched else None
 
     def unload(self) -> None:
         with self._lock:
-            self._model = self._conditioner = None
+            self._model = self._conditioner = self._batcher = None
             self._cache.clear()
 
     # ------------------------------------------------------------------ requests
@@ -168,60 +182,55 @@ class AuKPipeline:
         gen_frames, ref_frames, capped = _frame_budget(seconds, clip, fit)
         timings["prepare"] = time.perf_counter() - started
 
-        with self._lock:
-            checkpoint_stop()
-            tick = time.perf_counter()
-            report("load", 0, 1)
-            self.load()
-            report("load", 1, 1)
-            timings["load"] = time.perf_counter() - tick
+        # Batched: the lock guards loading, conditioning and decoding, and is released for the Euler
+        # steps, which concurrent requests share through the step batcher. Offloaded (modules move
+        # between devices) or max_batch 1: one request at a time, start to end, as before.
+        unlocked = contextlib.nullcontext()
+        per_request, per_phase = (unlocked, self._lock) if self._batched else (self._lock, unlocked)
+        with per_request:
+            with per_phase:
+                checkpoint_stop()
+                tick = time.perf_counter()
+                report("load", 0, 1)
+                self.load()
+                model, batcher = self._model, self._batcher  # an unload() meanwhile cannot take them
+                report("load", 1, 1)
+                timings["load"] = time.perf_counter() - tick
 
-            tick = time.perf_counter()
-            report("condition", 0, 1)
-            text, c_mask, posterior, cache_hit = self._condition(request.instruction, clip)
-            ref, ref_mask = self._reference(posterior, clip, request.vae_sample, request.seed)
-            report("condition", 1, 1)
-            timings["condition"] = time.perf_counter() - tick
-            checkpoint_stop()
+                tick = time.perf_counter()
+                report("condition", 0, 1)
+                text, c_mask, posterior, cache_hit = self._condition(request.instruction, clip)
+                ref, ref_mask = self._reference(posterior, clip, request.vae_sample, request.seed)
+                report("condition", 1, 1)
+                timings["condition"] = time.perf_counter() - tick
+                checkpoint_stop()
 
             def on_step(done, total):
                 report("sample", done, total)
                 checkpoint_stop()
 
             tick = time.perf_counter()
-            dit = self._model.dit
-            with self._placed(dit), autocast(self.device, self.precision):
-                latents = sample_latents(
-                    dit,
-                    text=text,
-                    c_mask=c_mask,
-                    ref=ref,
-                    ref_mask=ref_mask,
-                    gen_frames=gen_frames,
-                    nfe=recipe.nfe,
-                    cfg_strength=recipe.cfg,
-                    sway_sampling_coef=recipe.sway,
-                    t_grid=recipe.t_grid,
-                    seed=request.seed,
-                    noise_scale=recipe.noise_scale,
-                    origin=source_origin(ref, ref_mask, gen_frames) if recipe.start == "source" else None,
-                    device=self.device,
-                    on_step=on_step,
-                )
+            latents = self._sample(
+                model.dit, batcher, text=text, c_mask=c_mask, ref=ref, ref_mask=ref_mask, gen_frames=gen_frames,
+                nfe=recipe.nfe, cfg_strength=recipe.cfg, sway_sampling_coef=recipe.sway, t_grid=recipe.t_grid,
+                seed=request.seed, noise_scale=recipe.noise_scale,
+                origin=source_origin(ref, ref_mask, gen_frames) if recipe.start == "source" else None,
+                device=self.device, on_step=on_step,
+            )  # fmt: skip
             timings["sample"] = time.perf_counter() - tick
             checkpoint_stop()
 
-            tick = time.perf_counter()
-            report("decode", 0, 1)
-            vae = self._model.vae
-            with self._placed(vae), torch.inference_mode():
-                wav = vae.decode(latents.float())[0].cpu().numpy().astype(np.float32)
-            if fit:
-                wav = wav[: clip.wav_24k.shape[0]]
-            if plan is not None:
-                wav = splice(whole, plan, wav)
-            report("decode", 1, 1)
-            timings["decode"] = time.perf_counter() - tick
+            with per_phase:
+                tick = time.perf_counter()
+                report("decode", 0, 1)
+                with self._placed(model.vae), torch.inference_mode():
+                    wav = model.vae.decode(latents.float())[0].cpu().numpy().astype(np.float32)
+                if fit:
+                    wav = wav[: clip.wav_24k.shape[0]]
+                if plan is not None:
+                    wav = splice(whole, plan, wav)
+                report("decode", 1, 1)
+                timings["decode"] = time.perf_counter() - tick
 
         total = time.perf_counter() - started
         timings["total"] = total
@@ -323,6 +332,15 @@ class AuKPipeline:
             ref = self._model.vae.latents(mean, std, sample=vae_sample, generator=generator)
         ref_mask = torch.arange(ref.shape[1], device=ref.device)[None] < min(clip.ref_frames, ref.shape[1])
         return ref, ref_mask
+
+    def _sample(self, dit, batcher: StepBatcher | None, **request) -> torch.Tensor:
+        """The Euler steps: shared with concurrent requests through ``batcher``, or alone with
+        ``sample_latents`` (offload, max_batch 1); both under the pipeline's precision."""
+        with autocast(self.device, self.precision):
+            if batcher is not None:
+                return batcher.sample(**request)
+            with self._placed(dit):
+                return sample_latents(dit, **request)
 
     @contextlib.contextmanager
     def _placed(self, module: torch.nn.Module):

@@ -5,12 +5,17 @@ serves one request. The velocity is ``v_c + cfg·(v_c − v_u)`` (the F5-TTS for
 from the two rows the DiT step returns; below ``cfg = 1e-5`` the unconditional branch is not run
 at all. The request's conditioning is prepared once (``AuKTransformer.stepper``), so each Euler
 step is one DiT step, replayed from a CUDA graph on CUDA.
+
+A request's solve (:class:`Solve`: grid, state, blend, Euler update, progress) is separate from
+what runs its DiT steps, so :class:`auk_app.auk.batching.StepBatcher` can step several requests
+in one DiT call and still give each request this module's arithmetic.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import torch
 
@@ -82,6 +87,103 @@ def source_origin(ref: torch.Tensor, ref_mask: torch.Tensor | None, frames: int)
     return origin
 
 
+@dataclass
+class Solve:
+    """One request's Euler solve, advanced one step at a time by whoever runs its DiT steps:
+    :func:`sample_latents` alone, or :class:`auk_app.auk.batching.StepBatcher` beside other
+    requests. Both apply the same blend and update here, so a request's arithmetic outside the
+    DiT is the same whichever runs it.
+
+    ``conditioning`` holds the :meth:`AuKTransformer.stepper` arguments (text and reference
+    already in the model's dtype); ``x`` [1, n, L] is the Euler state in the state dtype.
+    """
+
+    conditioning: dict
+    x: torch.Tensor
+    grid: torch.Tensor
+    cfg_strength: float
+    guided: bool
+    model_dtype: torch.dtype
+    on_step: Callable[[int, int], None] | None
+    index: int = 0
+
+    @property
+    def steps(self) -> int:
+        return self.grid.numel() - 1
+
+    @property
+    def finished(self) -> bool:
+        return self.index >= self.steps
+
+    def model_x(self) -> torch.Tensor:
+        """The DiT input for the next step: the state in the model's dtype."""
+        return self.x.to(self.model_dtype)
+
+    def time(self) -> torch.Tensor:
+        """The next step's flow time, 0-d in the state dtype."""
+        return self.grid[self.index].to(self.x.dtype)
+
+    def advance(self, v: torch.Tensor) -> None:
+        """Blend the step's velocity [branches, n, L] and take the Euler step, then report it;
+        raising in ``on_step`` stops the solve (the state has moved, the caller drops it)."""
+        if self.guided:
+            v_c, v_u = v.chunk(2)
+            v = v_c + self.cfg_strength * (v_c - v_u)
+        i = self.index
+        self.x = self.x + (self.grid[i + 1] - self.grid[i]).to(self.x.dtype) * v
+        self.index = i + 1
+        if self.on_step is not None:
+            self.on_step(self.index, self.steps)
+
+    def result(self) -> torch.Tensor:
+        if not math.isfinite(float(self.x.abs().max())):
+            raise FloatingPointError("AuK sampling produced non-finite latents")
+        return self.x
+
+
+def start_solve(
+    dit: AuKTransformer,
+    *,
+    text: torch.Tensor,
+    c_mask: torch.Tensor | None,
+    ref: torch.Tensor,
+    ref_mask: torch.Tensor | None,
+    gen_frames: int,
+    nfe: int = 32,
+    cfg_strength: float = 1.0,
+    sway_sampling_coef: float | None = None,
+    t_grid: Sequence[float] | None = None,
+    seed: int | None = None,
+    generator: torch.Generator | None = None,
+    noise_scale: float = 1.0,
+    origin: torch.Tensor | None = None,
+    latent_dim: int | None = None,
+    device: torch.device | str | None = None,
+    dtype: torch.dtype | None = None,
+    on_step: Callable[[int, int], None] | None = None,
+) -> Solve:
+    """A checked request's solve at t=0: time grid, initial noise, inputs in the model's dtype.
+    Arguments are :func:`sample_latents`'; every argument error is raised here, before any step."""
+    param = next(dit.parameters())
+    device = torch.device(device) if device is not None else param.device
+    latent_dim = latent_dim or dit.latent_dim
+    state_dtype = dtype or torch.float32
+    if gen_frames < 1:
+        raise ValueError(f"AuK sampling needs at least one target frame; got gen_frames={gen_frames}")
+
+    grid = build_time_grid(nfe=nfe, sway_sampling_coef=sway_sampling_coef, t_grid=t_grid, device=device)
+    x = noise_scale * draw_noise(gen_frames, latent_dim, seed=seed, generator=generator, device=device, dtype=state_dtype)
+    if origin is not None:
+        x = x + origin.to(device=device, dtype=state_dtype)
+    model_dtype = param.dtype
+    conditioning = dict(
+        text=text.to(device=device, dtype=model_dtype), c_mask=c_mask, ref=ref.to(device=device, dtype=model_dtype),
+        ref_mask=ref_mask, target_frames=gen_frames,
+    )  # fmt: skip
+    return Solve(conditioning=conditioning, x=x, grid=grid, cfg_strength=cfg_strength,
+                 guided=cfg_strength >= CFG_OFF_BELOW, model_dtype=model_dtype, on_step=on_step)
+
+
 def sample_latents(
     dit: AuKTransformer,
     *,
@@ -116,34 +218,14 @@ def sample_latents(
     ``on_step(done, total)`` runs after every Euler step; raising there stops the solve. The
     module's text cache is neither used nor touched: the request's state is its step context.
     """
-    param = next(dit.parameters())
-    device = torch.device(device) if device is not None else param.device
-    latent_dim = latent_dim or dit.latent_dim
-    state_dtype = dtype or torch.float32
-    if gen_frames < 1:
-        raise ValueError(f"AuK sampling needs at least one target frame; got gen_frames={gen_frames}")
-
-    grid = build_time_grid(nfe=nfe, sway_sampling_coef=sway_sampling_coef, t_grid=t_grid, device=device)
-    x = noise_scale * draw_noise(gen_frames, latent_dim, seed=seed, generator=generator, device=device, dtype=state_dtype)
-    if origin is not None:
-        x = x + origin.to(device=device, dtype=state_dtype)
-    model_dtype = param.dtype
-    text = text.to(device=device, dtype=model_dtype)
-    ref = ref.to(device=device, dtype=model_dtype)
-    guided = cfg_strength >= CFG_OFF_BELOW
-    steps = grid.numel() - 1
+    solve = start_solve(
+        dit, text=text, c_mask=c_mask, ref=ref, ref_mask=ref_mask, gen_frames=gen_frames, nfe=nfe,
+        cfg_strength=cfg_strength, sway_sampling_coef=sway_sampling_coef, t_grid=t_grid, seed=seed,
+        generator=generator, noise_scale=noise_scale, origin=origin, latent_dim=latent_dim, device=device,
+        dtype=dtype, on_step=on_step,
+    )  # fmt: skip
     with torch.inference_mode():
-        step = dit.stepper(
-            text=text, c_mask=c_mask, ref=ref, ref_mask=ref_mask, target_frames=gen_frames, cfg_infer=guided
-        )
-        for i in range(steps):
-            v = step(x.to(model_dtype), grid[i].to(state_dtype))
-            if guided:
-                v_c, v_u = v.chunk(2)
-                v = v_c + cfg_strength * (v_c - v_u)
-            x = x + (grid[i + 1] - grid[i]).to(state_dtype) * v
-            if on_step is not None:
-                on_step(i + 1, steps)
-    if not math.isfinite(float(x.abs().max())):
-        raise FloatingPointError("AuK sampling produced non-finite latents")
-    return x
+        step = dit.stepper(**solve.conditioning, cfg_infer=solve.guided)
+        while not solve.finished:
+            solve.advance(step(solve.model_x(), solve.time()))
+    return solve.result()

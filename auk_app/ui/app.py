@@ -5,8 +5,10 @@ Tabs: "Edit & generate (AuK)", "Text to audio (Audex)", "API", "About". The even
 in :mod:`auk_app.ui.handlers`; the generated wording in :mod:`auk_app.ui.text`.
 
 Public API (named; everything else is ``api_visibility="private"``): ``/edit_audio``,
-``/text_to_audio``, ``/inspect_audio`` and ``/model_info``. Both model endpoints share one queue
-(``concurrency_id="gpu"``, one request at a time, at most ``QUEUE_MAX_SIZE`` waiting); the cheap
+``/text_to_audio``, ``/inspect_audio`` and ``/model_info``. The queue holds at most
+``QUEUE_MAX_SIZE`` waiting requests. ``/edit_audio`` runs up to ``StudioConfig.auk_batch`` edits at
+once (``concurrency_id="auk"``), so concurrent edits reach the pipeline together and share DiT
+steps; ``/text_to_audio`` runs one at a time (``concurrency_id="gpu"``). The cheap
 ``/model_info`` bypasses the queue (``queue=False``); ``/inspect_audio`` decodes uploads, so it has a
 small queue of its own.
 """
@@ -26,7 +28,8 @@ from auk_app.audex.request import DEFAULTS as AUDEX_DEFAULTS
 from auk_app.service import Studio
 from auk_app.ui.handlers import KNOBS, Handlers, field_updates, inputs_of, knob_updates
 
-GPU_QUEUE = "gpu"
+GPU_QUEUE = "gpu"  # text to audio: one at a time
+AUK_QUEUE = "auk"  # edits: up to StudioConfig.auk_batch at once, sharing DiT steps in the pipeline
 INTAKE_QUEUE = "intake"  # /inspect_audio decodes uploads: queued, a few at a time, like the model runs
 INTAKE_CONCURRENCY = 2
 QUEUE_MAX_SIZE = 16  # beyond this a request is refused at once instead of waiting for minutes
@@ -255,13 +258,13 @@ def build_demo(studio: Studio) -> gr.Blocks:
             with gr.Tab("About", id="about"):
                 gr.Markdown(ui_text.about_page(studio.config.limits, MAX_FILE_SIZE, MAX_SECONDS, DECODED_SECONDS))
 
-        # Model endpoints: validated before the queue, one GPU queue for both.
+        # Model endpoints: validated before the queue; edits batch in the pipeline, text to audio runs alone.
         edit = e.run.click(
             h.edit_audio,
             inputs=[getattr(e, name) for name in inputs_of(h.edit_audio)],
             outputs=[e.output, e.figure, e.manifest, e.state],
             validator=h.check_edit, api_name="edit_audio", api_description=h.edit_audio.__doc__,
-            concurrency_id=GPU_QUEUE, concurrency_limit=1,
+            concurrency_id=AUK_QUEUE, concurrency_limit=studio.config.auk_batch,
         )
         edit.success(h.after_edit, e.state, [e.seed, e.manifest_file, status], **private)
         audex = a.run.click(

@@ -118,7 +118,8 @@ print(manifest["seed"], manifest["gen_frames"], manifest["timings"])
 
 `randomize_seed=True` replaces `seed` with a fresh one; the seed used is always in the manifest.
 A bad value is refused with a sentence naming the limit: a `ValidationError` before the request
-is queued, or an `AppError`. Both model endpoints share one queue and run one at a time.
+is queued, or an `AppError`. Several edits run at once (concurrent edits of similar length share each model
+step); text-to-audio runs one at a time.
 """
 
 

@@ -9,7 +9,7 @@ import time
 import pytest
 
 OPTIONS = ("--host", "--port", "--share", "--auk-base", "--auk-flash", "--qwen", "--audex", "--xcodec", "--download",
-           "--device", "--dtype", "--preload", "--default-model")
+           "--device", "--dtype", "--preload", "--default-model", "--auk-batch")
 
 
 def test_help_lists_every_option_and_the_defaults(app_command):
@@ -18,8 +18,22 @@ def test_help_lists_every_option_and_the_defaults(app_command):
     for option in OPTIONS:
         assert option in done.stdout, option
     for fact in ("127.0.0.1", "7860", "GRADIO_SERVER_NAME", "GRADIO_SERVER_PORT", "AUK_BASE_DIR", "AUK_QWEN_DIR",
-                 "XCODEC1_PATH", "hf download tencent/AuK", "autocast-bf16"):
+                 "XCODEC1_PATH", "hf download tencent/AuK", "autocast-bf16", "AUK_BATCH"):
         assert fact in " ".join(done.stdout.split()), fact
+
+
+def test_auk_batch_comes_from_the_flag_then_the_environment(monkeypatch, capsys):
+    from app import DEFAULT_AUK_BATCH, parse_args
+    from auk_app.auk.batching import DEFAULT_MAX_BATCH
+
+    monkeypatch.delenv("AUK_BATCH", raising=False)
+    assert parse_args([]).auk_batch == DEFAULT_AUK_BATCH == DEFAULT_MAX_BATCH == 4
+    monkeypatch.setenv("AUK_BATCH", "2")
+    assert parse_args([]).auk_batch == 2 and parse_args(["--auk-batch", "8"]).auk_batch == 8
+    for bad in ("0", "two"):
+        with pytest.raises(SystemExit):
+            parse_args(["--auk-batch", bad])
+        assert "at least 1" in capsys.readouterr().err
 
 
 def test_app_starts_serves_the_demo_and_writes_nothing_where_it_runs(app_command, port, client_for, tmp_path):

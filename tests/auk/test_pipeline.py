@@ -12,7 +12,6 @@ import soundfile as sf
 import torch
 
 from auk_app import resolve
-from auk_app.auk import pipeline as auk_pipeline
 from auk_app.audio_io import read_audio, write_wav
 from training.checkpoint_writer import write_auk_checkpoint
 from auk_app.auk.dit import AuKTransformer
@@ -66,15 +65,15 @@ def _tone(path, seconds=0.75, rate=44100, channels=2):
 
 @pytest.fixture
 def sampler_inputs(monkeypatch):
-    """The reference and its mask as the pipeline hands them to the (real) sampler."""
+    """The reference and its mask as the pipeline hands them to the (real) sampling."""
     seen = []
-    sample_latents = auk_pipeline.sample_latents
+    sample = AuKPipeline._sample
 
-    def record(dit, **kwargs):
+    def record(self, dit, batcher, **kwargs):
         seen.append({"ref": kwargs["ref"].clone(), "ref_mask": kwargs["ref_mask"]})
-        return sample_latents(dit, **kwargs)
+        return sample(self, dit, batcher, **kwargs)
 
-    monkeypatch.setattr(auk_pipeline, "sample_latents", record)
+    monkeypatch.setattr(AuKPipeline, "_sample", record)
     return seen
 
 

@@ -1,0 +1,230 @@
+"""Step batching: concurrent AuK requests of one shape bucket share each DiT step.
+
+A DiT step for one request is a batch of one or two rows (two under CFG), far too few to fill a
+GPU; several users then queue behind each other's steps. :class:`StepBatcher` (one per loaded
+DiT, owned by the pipeline) lets request threads submit their Euler solves and wait, while one
+driver thread runs the steps: each round it takes the requests of one shape bucket (the padding
+of :func:`~auk_app.auk.step_graphs.pad_to_bucket`, at most ``max_batch`` of them), runs one DiT
+step over all their rows and hands each request its own velocity rows. Each request keeps its
+own time grid, nfe, cfg and step index; the time goes in per row, and the CFG blend and Euler
+update are the request's own (:class:`~auk_app.auk.sampler.Solve`, the arithmetic
+:func:`~auk_app.auk.sampler.sample_latents` uses), so requests join and leave at any step.
+
+* A request alone in its round runs :meth:`AuKTransformer.stepper` as ``sample_latents`` does:
+  the per-bucket CUDA graph on CUDA, the exact-shape step elsewhere. Its output is then the same
+  as before. A shared round runs the plain ``dit.step`` (eager, no graph) on the padded contexts
+  concatenated (:meth:`AuKStepContext.concat`); padding keeps the valid frames, so its output
+  differs from the solo one only by rounding (attention and matmuls summed over other shapes).
+* The progress callback (``on_step``) runs on the driver thread inside a copy of the submitting
+  thread's ``contextvars`` context, because Gradio finds a request's progress bar there. An
+  exception from it (Stop raises ``Cancelled`` there) ends that request alone: it leaves the
+  batch and the exception is re-raised in its own thread; the others go on. A failing DiT step
+  fails the requests of that round.
+* Rounds go to the longest-waiting request's bucket, and within a bucket to the longest-waiting
+  requests, so newcomers join at the next step boundary and buckets take turns.
+
+A bucket's CUDA graph reads its context from static buffers that building a stepper overwrites,
+so a request that runs alone rebuilds its stepper whenever another request of its bucket built
+one since (a ``prepare``, no capture). With ``max_batch`` 2 or more that never happens (two live
+requests of a bucket share the step); with 1, lone requests of a bucket take turns. This holds
+while every solve on the DiT goes through the batcher and the live buckets fit in the graph
+cache (``step_graphs.MAX_GRAPHS``, 16); the app's concurrency limit keeps them well below.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+
+from auk_app.auk.dit import AuKStepContext, AuKTransformer
+from auk_app.auk.sampler import Solve, start_solve
+from auk_app.auk.step_graphs import PaddedRequest, pad_to_bucket
+
+DEFAULT_MAX_BATCH = 4
+
+
+@dataclass(eq=False)
+class _Job:
+    """One submitted solve and what the driver keeps for it."""
+
+    solve: Solve
+    padded: PaddedRequest
+    key: tuple  # requests with equal keys can share a step
+    autocast: tuple[bool, torch.dtype]  # the submitting thread's, replayed on the driver
+    context: contextvars.Context
+    done: threading.Event = field(default_factory=threading.Event)
+    error: BaseException | None = None
+    turn: int = 0  # the round that last stepped it; 0 = not yet
+    stepper: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None
+    batch_context: AuKStepContext | None = None
+
+    @property
+    def rows(self) -> int:
+        return 2 if self.solve.guided else 1
+
+
+def _group_key(padded: PaddedRequest, autocast: tuple[bool, torch.dtype]) -> tuple:
+    """What must match for two requests to share a step: the padded shapes, which masks exist,
+    device, dtype and autocast."""
+    tensors = (padded.text, padded.c_mask, padded.ref, padded.ref_mask, padded.mask)
+    shapes = tuple(None if t is None else tuple(t.shape[1:]) for t in tensors)
+    return padded.target_frames, padded.text.device, padded.text.dtype, autocast, shapes
+
+
+class StepBatcher:
+    """Runs the DiT steps of concurrent solves on one DiT, several requests per step; see the
+    module docstring. ``largest_batch`` and ``batched_steps`` count what it did (tests, bench)."""
+
+    def __init__(self, dit: AuKTransformer, *, max_batch: int = DEFAULT_MAX_BATCH):
+        if max_batch < 1:
+            raise ValueError(f"a step batch holds at least one request; got max_batch={max_batch}")
+        self.dit = dit
+        self.max_batch = max_batch
+        self.largest_batch = 0  # the most requests one step has served
+        self.batched_steps = 0  # steps that served two or more requests
+        self._jobs: list[_Job] = []
+        self._cond = threading.Condition()
+        self._driver: threading.Thread | None = None
+        self._rounds = 0
+        self._graph_owner: dict[tuple, _Job] = {}  # driver thread only
+        self._joined: tuple[tuple[_Job, ...], AuKStepContext] | None = None  # driver thread only
+
+    @property
+    def live(self) -> int:
+        """Requests submitted and not yet finished."""
+        with self._cond:
+            return len(self._jobs)
+
+    def sample(self, **request) -> torch.Tensor:
+        """``sample_latents(self.dit, **request)``, with the steps shared with concurrent calls.
+
+        Blocks the calling thread until its solve ends; argument errors are raised before it is
+        submitted, and an exception from its ``on_step`` is re-raised here.
+        """
+        solve = start_solve(self.dit, **request)
+        device_type = solve.x.device.type
+        autocast = (torch.is_autocast_enabled(device_type), torch.get_autocast_dtype(device_type))
+        padded = pad_to_bucket(self.dit, **solve.conditioning)
+        job = _Job(solve, padded, _group_key(padded, autocast), autocast, contextvars.copy_context())
+        with self._cond:
+            self._jobs.append(job)
+            if self._driver is None:
+                self._driver = threading.Thread(target=self._drive, name="auk-step-batcher", daemon=True)
+                self._driver.start()
+        job.done.wait()
+        if job.error is not None:
+            raise job.error
+        return solve.result()
+
+    # ------------------------------------------------------------------ the driver thread
+
+    def _drive(self) -> None:
+        """Run rounds until no request is left; then the thread ends (the next submit starts one)."""
+        try:
+            while True:
+                with self._cond:
+                    batch = self._next_batch()
+                    if not batch:
+                        self._driver = None
+                        return
+                self._run(batch)
+        except BaseException as exc:  # a bug here must not leave any request waiting forever
+            with self._cond:
+                jobs, self._jobs, self._driver = self._jobs, [], None
+            for job in jobs:
+                job.error = exc
+                job.done.set()
+            raise
+
+    def _next_batch(self) -> list[_Job]:
+        """The longest-waiting request's bucket, its longest-waiting requests first (under the lock)."""
+        if not self._jobs:
+            return []
+        first = min(self._jobs, key=lambda job: job.turn)
+        batch = sorted((job for job in self._jobs if job.key == first.key), key=lambda job: job.turn)
+        batch = batch[: self.max_batch]
+        self._rounds += 1
+        for job in batch:
+            job.turn = self._rounds
+        self.largest_batch = max(self.largest_batch, len(batch))
+        self.batched_steps += len(batch) > 1
+        return batch
+
+    def _run(self, batch: list[_Job]) -> None:
+        """One step for every request of ``batch``, then each one's own update and callback."""
+        enabled, dtype = batch[0].autocast
+        device_type = batch[0].solve.x.device.type
+        with torch.inference_mode(), torch.autocast(device_type, dtype=dtype, enabled=enabled):
+            try:
+                velocities = self._velocities(batch)
+            except BaseException as exc:
+                for job in batch:
+                    self._finish(job, exc)
+                return
+            for job, v in zip(batch, velocities, strict=True):
+                try:
+                    job.context.run(job.solve.advance, v)
+                except BaseException as exc:  # this request's own callback: it alone leaves
+                    self._finish(job, exc)
+                    continue
+                if job.solve.finished:
+                    self._finish(job, None)
+
+    def _velocities(self, batch: list[_Job]) -> list[torch.Tensor]:
+        """Each request's velocity rows [branches, n, L] for its next step."""
+        if len(batch) == 1:
+            job = batch[0]
+            return [self._solo_stepper(job)(job.solve.model_x(), job.solve.time())]
+        frames = batch[0].padded.target_frames
+        x = torch.cat([_padded_rows(job, frames) for job in batch])
+        time = torch.cat([job.solve.time().expand(job.rows) for job in batch])
+        v = self.dit.step(x, time, self._joined_context(batch))
+        parts = v.split([job.rows for job in batch])
+        return [part[:, : job.solve.conditioning["target_frames"]] for job, part in zip(batch, parts, strict=True)]
+
+    def _solo_stepper(self, job: _Job):
+        """The request's own stepper (a CUDA graph on CUDA), rebuilt when another request of its
+        bucket has built one since: the graph's static context would be that request's."""
+        if job.stepper is None or self._graph_owner.get(job.key) is not job:
+            job.stepper = self.dit.stepper(**job.solve.conditioning, cfg_infer=job.solve.guided)
+            self._graph_owner[job.key] = job
+        return job.stepper
+
+    def _joined_context(self, batch: list[_Job]) -> AuKStepContext:
+        """The batch's padded contexts concatenated; reused while the same requests share steps."""
+        members = tuple(batch)
+        if self._joined is None or self._joined[0] != members:
+            for job in batch:
+                if job.batch_context is None:
+                    p = job.padded
+                    job.batch_context = self.dit.prepare(
+                        p.text, target_frames=p.target_frames, mask=p.mask, c_mask=p.c_mask, ref=p.ref,
+                        ref_mask=p.ref_mask, cfg_infer=job.solve.guided,
+                    )  # fmt: skip
+            self._joined = members, AuKStepContext.concat([job.batch_context for job in batch])
+        return self._joined[1]
+
+    def _finish(self, job: _Job, error: BaseException | None) -> None:
+        """Take the request out (freeing its contexts) and wake its thread."""
+        with self._cond:
+            self._jobs.remove(job)
+        if self._graph_owner.get(job.key) is job:
+            del self._graph_owner[job.key]
+        if self._joined is not None and job in self._joined[0]:
+            self._joined = None
+        job.stepper = job.batch_context = None
+        job.error = error
+        job.done.set()
+
+
+def _padded_rows(job: _Job, frames: int) -> torch.Tensor:
+    """The request's DiT input rows: its state padded to the bucket's frames (zeros; the mask
+    hides them), twice under CFG (conditional rows first, as ``prepare`` lays out the context)."""
+    x = job.solve.model_x()
+    x = F.pad(x, (0, 0, 0, frames - x.shape[1]))
+    return torch.cat((x, x)) if job.solve.guided else x

@@ -1,0 +1,272 @@
+"""Step batching: concurrent solves share DiT steps, and each still gets its solo result.
+
+Requests run from threads on tiny seeded models on the CPU. A gate in the first request's
+progress holds the driver after its first step until every request has been submitted, so
+the requests really share steps (checked with the batcher's counters) instead of finishing
+one after another by chance. Solo runs (one request in the batcher) take the exact-shape
+stepper, as ``sample_latents`` does; shared steps run padded contexts side by side, which moves
+results by rounding only, so comparisons use the reference fixtures' float32 tolerance
+(``|got - want| <= 1e-5 + 1e-5·|want|``; measured: at most 7e-7 on latents of magnitude ~4).
+"""
+
+import threading
+import time
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+import torch
+
+from auk_app.auk.batching import StepBatcher
+from auk_app.auk.dit import AuKStepContext, AuKTransformer
+from auk_app.auk.pipeline import AuKPipeline
+from auk_app.auk.request import EditRequest
+from auk_app.auk.sampler import sample_latents
+from auk_app.config import Limits
+from auk_app.errors import Cancelled
+from tests.auk.test_pipeline import _tone, weights  # noqa: F401  (weights: the module's checkpoint fixture)
+from tests.conftest import requires_cuda
+
+TOLERANCE = dict(rtol=1e-5, atol=1e-5)
+GATE_SECONDS = 60  # far above the few seconds the others need to submit; a failure then shows as a count
+
+
+@pytest.fixture(scope="module")
+def dit() -> AuKTransformer:
+    torch.manual_seed(0)
+    return AuKTransformer(dim=32, heads=2, dim_head=16, ff_mult=2.0, latent_dim=8, text_hidden_dim=12,
+                          num_layers=1, num_single_layers=1).eval()
+
+
+def _solve_request(index: int, frames: int, **knobs) -> dict:
+    """One request: its own text length, a reference with a masked last frame, a seed."""
+    generator = torch.Generator().manual_seed(100 + index)
+    ref_mask = torch.ones(1, 30, dtype=torch.bool)
+    ref_mask[:, -1] = False
+    return dict(text=torch.randn(1, 7 + index, 12, generator=generator), c_mask=None,
+                ref=torch.randn(1, 30, 8, generator=generator), ref_mask=ref_mask, gen_frames=frames,
+                seed=index, **knobs)
+
+
+def _wait_for(count: Callable[[], int], wanted: int) -> None:
+    deadline = time.monotonic() + GATE_SECONDS
+    while count() < wanted and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+def _in_threads(run, n: int) -> tuple[list, list]:
+    """``run(i)`` for i < n, each in its own thread: (results, exceptions) by index."""
+    results, errors = [None] * n, [None] * n
+
+    def target(i):
+        try:
+            results[i] = run(i)
+        except BaseException as exc:  # checked by the caller, request by request
+            errors[i] = exc
+
+    threads = [threading.Thread(target=target, args=(i,)) for i in range(n)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=300)
+    assert not any(thread.is_alive() for thread in threads), "a request hung"
+    return results, errors
+
+
+def _batched(batcher: StepBatcher, requests: list[dict], gate_on: int = 0, wanted: int | None = None):
+    """Every request through ``batcher`` at once; request ``gate_on`` holds the first step."""
+    wanted = len(requests) if wanted is None else wanted
+
+    def run(i):
+        request = dict(requests[i])
+        if i == gate_on:
+            own = request.get("on_step")
+
+            def on_step(done, total):
+                if done == 1:
+                    _wait_for(lambda: batcher.live, wanted)
+                if own is not None:
+                    own(done, total)
+
+            request["on_step"] = on_step
+        return batcher.sample(**request)
+
+    return _in_threads(run, len(requests))
+
+
+# ----------------------------------------------------------------------------- the batcher on a DiT
+
+
+def test_concat_lays_requests_rows_end_to_end(dit):
+    contexts = [dit.prepare(torch.randn(1, 5, 12), target_frames=4, cfg_infer=cfg) for cfg in (True, False)]
+    joined = AuKStepContext.concat(contexts)
+    assert joined.branches == 1 and joined.text.shape[0] == 3
+    assert torch.equal(joined.text[2:], contexts[1].text) and torch.equal(joined.rope_single[0][:2], contexts[0].rope_single[0])
+
+
+def test_concurrent_solves_share_steps_and_equal_their_solo_runs(dit):
+    # Each its own length (one 64-frame bucket), grid, nfe, cfg (0: one row) and seed.
+    knobs = [dict(nfe=6, cfg_strength=2.0), dict(nfe=4, cfg_strength=0.0),
+             dict(nfe=8, cfg_strength=1.5, sway_sampling_coef=-1.0), dict(t_grid=[0, 0.3, 0.7, 1], cfg_strength=2.0)]
+    requests = [_solve_request(i, frames, **k) for i, (frames, k) in enumerate(zip((40, 50, 33, 60), knobs))]
+    solo = [sample_latents(dit, **request) for request in requests]
+    batcher = StepBatcher(dit, max_batch=4)
+    steps: list[list[int]] = [[] for _ in requests]
+    for i, request in enumerate(requests):
+        request["on_step"] = lambda done, total, i=i: steps[i].append((done, total))
+    got, errors = _batched(batcher, requests)
+    assert errors == [None] * 4
+    assert batcher.largest_batch == 4 and batcher.batched_steps >= 3
+    for want, result in zip(solo, got):
+        torch.testing.assert_close(result, want, **TOLERANCE)
+    assert [s[-1] for s in steps] == [(6, 6), (4, 4), (8, 8), (3, 3)]  # each its own progress, in order
+    assert all([d for d, _ in s] == list(range(1, len(s) + 1)) for s in steps)
+    assert batcher.live == 0
+
+
+def test_max_batch_caps_a_step_and_the_others_take_turns(dit):
+    requests = [_solve_request(i, 40, nfe=5, cfg_strength=2.0) for i in range(3)]
+    solo = [sample_latents(dit, **request) for request in requests]
+    batcher = StepBatcher(dit, max_batch=2)
+    got, errors = _batched(batcher, requests)
+    assert errors == [None] * 3 and batcher.largest_batch == 2
+    for want, result in zip(solo, got):
+        torch.testing.assert_close(result, want, **TOLERANCE)
+
+
+def test_lone_requests_taking_turns_each_step_on_their_own_static_context(dit, monkeypatch):
+    # The static-buffer path (a CUDA graph's inputs, run eagerly here) keeps one context per bucket.
+    # With max_batch 1 requests of one bucket take turns alone: each must step on its own context,
+    # not on the one the previous request copied in.
+    stepper = dit.stepper
+    monkeypatch.setattr(dit, "stepper", lambda **request: stepper(**request, static=True))
+    requests = [_solve_request(i, 40, nfe=5, cfg_strength=2.0) for i in range(3)]
+    solo = [sample_latents(dit, **request) for request in requests]
+    batcher = StepBatcher(dit, max_batch=1)
+    got, errors = _batched(batcher, requests)
+    assert errors == [None] * 3 and batcher.largest_batch == 1
+    for want, result in zip(solo, got):
+        torch.testing.assert_close(result, want, rtol=0, atol=0)  # alone: the solo stepper's own arithmetic
+
+
+@pytest.mark.parametrize("failure", [Cancelled("stopped"), RuntimeError("a broken progress bar")])
+def test_a_request_whose_callback_raises_leaves_alone(dit, failure):
+    requests = [_solve_request(i, 40, nfe=6, cfg_strength=2.0) for i in range(3)]
+    solo = [sample_latents(dit, **request) for request in requests]
+    seen = []
+
+    def failing(done, total):
+        seen.append(done)
+        if done == 2:
+            raise failure
+
+    requests[1]["on_step"] = failing
+    batcher = StepBatcher(dit, max_batch=4)
+    got, errors = _batched(batcher, requests)
+    assert errors[1] is failure and got[1] is None and seen == [1, 2]  # raised in its own thread, no step after
+    assert errors[0] is None and errors[2] is None and batcher.largest_batch == 3
+    for i in (0, 2):
+        torch.testing.assert_close(got[i], solo[i], **TOLERANCE)
+    assert batcher.live == 0
+
+
+def test_requests_of_different_buckets_do_not_share_steps(dit):
+    # 40 frames pad to 64, 100 frames to 128: two buckets, each request alone in its own.
+    requests = [_solve_request(0, 40, nfe=4, cfg_strength=2.0), _solve_request(1, 100, nfe=4, cfg_strength=2.0)]
+    solo = [sample_latents(dit, **request) for request in requests]
+    batcher = StepBatcher(dit, max_batch=4)
+    got, errors = _batched(batcher, requests)
+    assert errors == [None, None] and batcher.largest_batch == 1 and batcher.batched_steps == 0
+    for want, result in zip(solo, got):
+        torch.testing.assert_close(result, want, rtol=0, atol=0)  # alone: the exact solo stepper
+
+
+@requires_cuda
+def test_on_cuda_a_lone_request_replays_its_graph_and_shared_steps_stay_close():
+    from auk_app.runtime import autocast, pick_precision
+
+    device = torch.device("cuda")
+    float32 = pick_precision(device, "float32")
+    torch.manual_seed(0)
+    model = AuKTransformer(dim=32, heads=2, dim_head=16, ff_mult=2.0, latent_dim=8, text_hidden_dim=12,
+                           num_layers=1, num_single_layers=1).to(device).eval()
+    requests = [{k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in _solve_request(i, 40 + i).items()}
+                for i in range(3)]
+    for request, knobs in zip(requests, (dict(nfe=4, cfg_strength=2.0), dict(nfe=5, cfg_strength=0.0), dict(nfe=6))):
+        request.update(knobs)
+    with autocast(device, float32):
+        sample_latents(model, **requests[0])  # weights not yet seen: eager; the next requests capture
+        solo = [sample_latents(model, **request) for request in requests]
+        batcher = StepBatcher(model, max_batch=4)
+        alone = batcher.sample(**requests[0])
+        got, errors = _batched(batcher, requests)
+    torch.testing.assert_close(alone, solo[0], rtol=0, atol=0)  # alone: the same graph replays
+    assert errors == [None] * 3 and batcher.largest_batch == 3 and len(model._step_graphs) == 2  # cfg and not
+    for want, result in zip(solo, got):
+        torch.testing.assert_close(result, want, rtol=1e-4, atol=1e-4)  # eager batched kernels vs the graph's
+
+
+# ----------------------------------------------------------------------------- through the pipeline
+
+
+@pytest.fixture(scope="module")
+def pipeline(weights):  # noqa: F811
+    return AuKPipeline(weights / "AuK", text_encoder_path=weights / "Qwen2.5-Omni-3B", device="cpu",
+                       limits=Limits(max_input_seconds=3.0), max_batch=4)
+
+
+def _edits(clip) -> list[EditRequest]:
+    """Four edits of one clip: other instructions, seeds, nfe, cfg and grids; one 64-frame bucket."""
+    return [
+        EditRequest("Raise the pitch by 2 semitones.", audio=clip, seed=1, nfe=6),
+        EditRequest("Decrease the volume by 10 dB.", audio=clip, seed=2, nfe=4, cfg=0.0),
+        EditRequest("Remove the background noise.", audio=clip, seed=3, nfe=5, cfg=1.0, sway=None),
+        EditRequest("Increase the volume by 3 dB.", audio=clip, seed=4, t_grid="0,0.4,0.8,1"),
+    ]
+
+
+def _generate_all(pipeline, edits, hooks: dict | None = None) -> tuple[list, list]:
+    """Every edit through ``pipeline`` from its own thread; the first holds its first step.
+    ``hooks[i]`` may give request i its own ``progress`` and ``should_stop``."""
+    hooks = hooks or {}
+
+    def run(i):
+        own = dict(hooks.get(i, {}))
+        own_progress = own.pop("progress", None)
+
+        def progress(phase, done, total):
+            if i == 0 and phase == "sample" and done == 1:
+                _wait_for(lambda: pipeline.batcher.live, len(edits))
+            if own_progress is not None:
+                own_progress(phase, done, total)
+
+        return pipeline.generate(edits[i], progress=progress, **own)
+
+    pipeline.load()
+    return _in_threads(run, len(edits))
+
+
+def test_concurrent_edits_share_steps_and_equal_their_solo_runs(pipeline, tmp_path):
+    edits = _edits(_tone(tmp_path / "clip.wav", seconds=0.8))
+    solo = [pipeline.generate(edit).wav for edit in edits]
+    before = pipeline.batcher.batched_steps
+    got, errors = _generate_all(pipeline, edits)
+    assert errors == [None] * 4
+    assert pipeline.batcher.largest_batch == 4 and pipeline.batcher.batched_steps - before >= 2
+    for want, result in zip(solo, got):
+        np.testing.assert_allclose(result.wav, want, **TOLERANCE)
+    assert [r.record.nfe for r in got] == [6, 4, 5, 3]
+
+
+def test_stop_ends_only_its_own_edit(pipeline, tmp_path):
+    edits = _edits(_tone(tmp_path / "clip.wav", seconds=0.8))[:3]
+    solo = [pipeline.generate(edit).wav for edit in edits]
+    steps = []
+    hooks = {1: dict(progress=lambda phase, done, total: steps.append(done) if phase == "sample" else None,
+                     should_stop=lambda: len(steps) >= 2)}  # request 1's Stop, pressed after its second step
+    got, errors = _generate_all(pipeline, edits, hooks)
+    assert isinstance(errors[1], Cancelled) and steps == [1, 2]
+    assert errors[0] is None and errors[2] is None
+    for i in (0, 2):
+        np.testing.assert_allclose(got[i].wav, solo[i], **TOLERANCE)
+    assert pipeline.batcher.live == 0
