@@ -59,6 +59,7 @@ class StudioConfig:
     dtype: str | None = None
     offload: bool = False
     auk_batch: int = DEFAULT_MAX_BATCH  # most concurrent edits per DiT step (and concurrent edits the app admits)
+    compile: bool | None = None  # compile the DiT's blocks; None: on CUDA
     download: bool = False
     default_model: str = "auto"
     audex_server: str | None = None  # a vLLM server with the Audex plugin samples Audex streams
@@ -143,6 +144,7 @@ class Studio:
                 pipeline = AuKPipeline(
                     entry.checkpoint, text_encoder_path=text_encoder, device=self.device, dtype=self.precision,
                     offload=self.config.offload, limits=self.config.limits, max_batch=self.config.auk_batch,
+                    compile=self.config.compile,
                 )
                 for other in self._pipelines.values():
                     other.unload()

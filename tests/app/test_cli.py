@@ -9,7 +9,7 @@ import time
 import pytest
 
 OPTIONS = ("--host", "--port", "--share", "--auk-base", "--auk-flash", "--qwen", "--audex", "--xcodec", "--download",
-           "--device", "--dtype", "--preload", "--default-model", "--auk-batch")
+           "--device", "--dtype", "--preload", "--default-model", "--auk-batch", "--no-compile")
 
 
 def test_help_lists_every_option_and_the_defaults(app_command):
@@ -34,6 +34,20 @@ def test_auk_batch_comes_from_the_flag_then_the_environment(monkeypatch, capsys)
         with pytest.raises(SystemExit):
             parse_args(["--auk-batch", bad])
         assert "at least 1" in capsys.readouterr().err
+
+
+def test_compiling_the_dit_follows_the_device_unless_the_flag_turns_it_off(tmp_path):
+    from app import parse_args
+    from auk_app.service import Studio, StudioConfig
+
+    assert parse_args([]).compile is True and parse_args(["--no-compile"]).compile is False
+    studio = Studio(StudioConfig(device="cpu"))
+    assert studio.pipeline(studio.entry("demo")).compile is False  # the CPU default
+    studio = Studio(StudioConfig(device="cpu", compile=True))
+    pipeline = studio.pipeline(studio.entry("demo"))
+    pipeline.load()
+    blocks = [*pipeline._model.dit.transformer_blocks, *pipeline._model.dit.single_transformer_blocks]
+    assert all(block._compiled_call_impl is not None for block in blocks)
 
 
 def test_app_starts_serves_the_demo_and_writes_nothing_where_it_runs(app_command, port, client_for, tmp_path):
