@@ -179,10 +179,21 @@ class UpSample1d(nn.Module):
         self.register_buffer("filter", kaiser_sinc_filter(0.5 / ratio, 0.6 / ratio, kernel_size))
 
     def forward(self, x):
-        channels = x.shape[1]
-        x = F.pad(x, (self.pad, self.pad), mode="replicate")
-        x = self.ratio * F.conv_transpose1d(x, self.filter.expand(channels, -1, -1), stride=self.ratio, groups=channels)
-        return x[..., self.crop_left : x.shape[-1] - self.crop_right]
+        return upsample(x, self.filter, self.geometry)
+
+    @property
+    def geometry(self) -> tuple[int, int, int, int]:
+        """(ratio, pad, crop_left, crop_right), the arguments of :func:`upsample` besides the taps."""
+        return self.ratio, self.pad, self.crop_left, self.crop_right
+
+
+def upsample(x: torch.Tensor, taps: torch.Tensor, geometry: tuple[int, int, int, int]) -> torch.Tensor:
+    """:class:`UpSample1d` as a free function of tensors (for torch.compile without modules)."""
+    ratio, pad, crop_left, crop_right = geometry
+    channels = x.shape[1]
+    x = F.pad(x, (pad, pad), mode="replicate")
+    x = ratio * F.conv_transpose1d(x, taps.expand(channels, -1, -1), stride=ratio, groups=channels)
+    return x[..., crop_left : x.shape[-1] - crop_right]
 
 
 class LowPassFilter1d(nn.Module):
@@ -194,9 +205,20 @@ class LowPassFilter1d(nn.Module):
         self.register_buffer("filter", kaiser_sinc_filter(cutoff, half_width, kernel_size))
 
     def forward(self, x):
-        channels = x.shape[1]
-        x = F.pad(x, self.padding, mode="replicate")
-        return F.conv1d(x, self.filter.expand(channels, -1, -1), stride=self.stride, groups=channels)
+        return lowpass(x, self.filter, self.geometry)
+
+    @property
+    def geometry(self) -> tuple[tuple[int, int], int]:
+        """(padding, stride), the arguments of :func:`lowpass` besides the taps."""
+        return self.padding, self.stride
+
+
+def lowpass(x: torch.Tensor, taps: torch.Tensor, geometry: tuple[tuple[int, int], int]) -> torch.Tensor:
+    """:class:`LowPassFilter1d` as a free function of tensors (for torch.compile without modules)."""
+    padding, stride = geometry
+    channels = x.shape[1]
+    x = F.pad(x, padding, mode="replicate")
+    return F.conv1d(x, taps.expand(channels, -1, -1), stride=stride, groups=channels)
 
 
 class DownSample1d(nn.Module):
@@ -219,10 +241,16 @@ class SnakeBeta(nn.Module):
         self.beta = nn.Parameter(init.clone())
 
     def forward(self, x):
-        alpha, beta = self.alpha[None, :, None], self.beta[None, :, None]
-        if self.alpha_logscale:
-            alpha, beta = alpha.exp(), beta.exp()
-        return x + (1.0 / (beta + 1e-9)) * torch.sin(x * alpha).pow(2)
+        return snake_beta(x, self.alpha, self.beta, self.alpha_logscale)
+
+
+def snake_beta(x: torch.Tensor, alpha: torch.Tensor, beta: torch.Tensor, logscale: bool) -> torch.Tensor:
+    """SnakeBeta of [b, C, T] with parameters [C]: a free function of tensors, so that torch.compile
+    fuses it (and the coefficients' exp) into one kernel with its neighbours; eager runs nine."""
+    alpha, beta = alpha[None, :, None], beta[None, :, None]
+    if logscale:
+        alpha, beta = alpha.exp(), beta.exp()
+    return x + (1.0 / (beta + 1e-9)) * torch.sin(x * alpha).pow(2)
 
 
 class AliasFreeActivation(nn.Module):

@@ -4,6 +4,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from auk_app import AuKVAE
+from auk_app.auk.vae import SnakeBeta
 from tests.conftest import FIXTURES, assert_matches_reference, fixture_config, load_case
 
 
@@ -28,6 +29,17 @@ def test_decode_matches_reference(fixture_model):
     assert wav.abs().max() <= 1.0
     clamped = (wav.abs() == 1.0).float().mean().item()
     assert abs(clamped - meta["results"]["fraction_clamped"]) < 1e-3
+
+
+def test_snake_beta_is_the_formula_on_exp_parameters():
+    snake = SnakeBeta(5)
+    with torch.no_grad():
+        snake.alpha.copy_(0.2 * torch.randn(5))
+        snake.beta.copy_(0.2 * torch.randn(5))
+        x = 3 * torch.randn(2, 5, 40)
+        alpha, beta = snake.alpha.exp()[None, :, None], snake.beta.exp()[None, :, None]
+        want = x + 1.0 / (beta + 1e-9) * torch.sin(alpha * x) ** 2
+        assert torch.equal(snake(x), want)
 
 
 def test_geometry_attributes():
