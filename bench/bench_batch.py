@@ -22,6 +22,7 @@ import torch
 
 from auk_app.auk.batching import StepBatcher
 from auk_app.auk.conditioner import fuse_hidden_states
+from auk_app.auk.vae_decode import fast_decode
 from auk_app.runtime import Precision, autocast
 
 WARMUP_ROUNDS = 2  # on CUDA a bucket's first solo edit runs eagerly and its second captures the graph
@@ -53,7 +54,7 @@ class BatchedEditor:
             latents = self.batcher.sample(text=text, c_mask=None, ref=ref, ref_mask=self.ref_mask,
                                           gen_frames=self.target_frames, seed=seed, **self.recipe)  # fmt: skip
         with self._lock, torch.inference_mode():
-            return self.vae.decode(latents.float()).cpu()  # .cpu(): the edit ends when its audio is on the host
+            return fast_decode(self.vae, latents.float()).cpu()  # .cpu(): the edit ends when its audio is on the host
 
 
 def _round(edit: Callable[[int], object], users: int, edits_per_user: int, first_seed: int) -> float:

@@ -36,6 +36,7 @@ from auk_app.auk.conditioner import TextConditioner, fuse_hidden_states, load_co
 from auk_app.auk.sampler import sample_latents, source_origin
 from auk_app.auk.region import plan_region, splice
 from auk_app.auk.request import EditRecord, EditRequest, EditResult
+from auk_app.auk.vae_decode import fast_decode
 from auk_app.config import MAX_TOTAL_FRAMES, QWEN_SAMPLE_RATE, Limits, frames_for_seconds
 from auk_app.errors import Cancelled, CheckpointError
 from auk_app.runtime import Precision, autocast, pick_device, pick_precision
@@ -224,7 +225,7 @@ class AuKPipeline:
                 tick = time.perf_counter()
                 report("decode", 0, 1)
                 with self._placed(model.vae), torch.inference_mode():
-                    wav = model.vae.decode(latents.float())[0].cpu().numpy().astype(np.float32)
+                    wav = fast_decode(model.vae, latents.float())[0].cpu().numpy().astype(np.float32)
                 if fit:
                     wav = wav[: clip.wav_24k.shape[0]]
                 if plan is not None:
