@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The GPU record in one call of a lent GPU machine: the speed record (bench_speed), its profile
 # (profile_speed) and the CUDA tests of the optimised paths, most valuable first, each under its own
-# time limit so that one failure or a short lease still leaves the others' results. About 6.5
-# minutes on an H200.
+# time limit so that one failure or a short lease still leaves the others' results. About 7.5
+# minutes on an H200 (the bench took 6 of them on 2026-12-04).
 #
 #   bash bench/gpu_record.sh OUTDIR
 #
@@ -28,9 +28,10 @@ fi
 timeout 80 python3 -m bench.profile_speed --device cuda --out "$out/profile.json" > "$out/profile.log" 2>&1
 echo "profile_speed: exit $?" >> "$out/gpu.txt"
 
-# Graph replay equals the eager step (the compiled DiT blocks among them) and Audex's fast tokens.
-timeout 60 python3 -m pytest -q -rs -p no:cacheprovider -k cuda \
-    tests/auk/test_step_graphs.py tests/audex/test_audex_decode.py > "$out/tests.log" 2>&1
+# Graph replay equals the eager step (the compiled DiT blocks among them), the batcher's solo and
+# shared steps, the graphed VAE decode, and Audex's fast tokens.
+timeout 120 python3 -m pytest -q -rs -p no:cacheprovider -k cuda tests/auk/test_step_graphs.py \
+    tests/auk/test_batching.py tests/auk/test_vae_decode.py tests/audex/test_audex_decode.py > "$out/tests.log" 2>&1
 echo "tests: exit $?" >> "$out/gpu.txt"
 cat "$out/gpu.txt"
 tail -3 "$out/tests.log"
