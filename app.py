@@ -74,7 +74,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                      help="sample Audex on this vLLM server running the Audex plugin (default: $AUDEX_SERVER_URL; "
                           "unset: in this process); the app keeps the tokenizer and XCodec1 decoding")
     run.add_argument("--offload", action="store_true", help="keep only the component in use on the GPU (less memory; "
-                     "edits then run one at a time)")
+                     "edits then run one at a time, taking turns with text to audio)")
     run.add_argument("--auk-batch", type=_positive, metavar="N", default=os.environ.get("AUK_BATCH", DEFAULT_AUK_BATCH),
                      help="AuK edits served at once: concurrent edits of one shape bucket share each DiT step, up to N "
                           f"(default: $AUK_BATCH, else {DEFAULT_AUK_BATCH}; 1 = one edit at a time)")

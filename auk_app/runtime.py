@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import threading
 from dataclasses import dataclass
 
 import torch
@@ -74,3 +75,9 @@ def autocast(device: torch.device, precision: Precision):
     if precision.compute == torch.float32:
         return contextlib.nullcontext()
     return torch.autocast(device.type, dtype=precision.compute)
+
+
+# One CUDA graph capture at a time in this process: the DiT's step graphs (the batcher's thread),
+# the VAE decode's and Audex's each capture from their own thread, and entering a capture
+# synchronises the device and empties the allocator's cache under another thread's capture.
+GRAPH_CAPTURE = threading.Lock()

@@ -88,6 +88,8 @@ class Studio:
             or resolve.find(resolve.XCODEC1, self.config.xcodec) is None
         )
         self._lock = threading.Lock()
+        self._editing = threading.Condition()  # guards _running: edits in flight per model key
+        self._running: dict[str, int] = {}
 
     # ------------------------------------------------------------------ registry
 
@@ -159,7 +161,23 @@ class Studio:
 
     def edit(self, request: EditRequest, model: str | None = None, **callbacks) -> tuple[EditResult, ModelEntry]:
         entry = self.entry(model)
-        return self.pipeline(entry).generate(request, **callbacks), entry
+        pipeline = self._enter(entry)
+        try:
+            return pipeline.generate(request, **callbacks), entry
+        finally:
+            with self._editing:
+                self._running[entry.key] -= 1
+                self._editing.notify_all()
+
+    def _enter(self, entry: ModelEntry) -> AuKPipeline:
+        """The entry's pipeline, counted as running an edit. Edits of the resident model run side by
+        side (they share DiT steps); one of another model waits until they are done, so a switch
+        never unloads a model under running edits nor holds two models at once."""
+        with self._editing:
+            self._editing.wait_for(lambda: not any(n for key, n in self._running.items() if key != entry.key))
+            pipeline = self.pipeline(entry)
+            self._running[entry.key] = self._running.get(entry.key, 0) + 1
+            return pipeline
 
     # ------------------------------------------------------------------ Audex
 

@@ -26,6 +26,7 @@ uncompiled; the VAE's eager path is ``AuKVAE.decode``, its optimised one ``fast_
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import re
@@ -49,7 +50,7 @@ from auk_app.auk.checkpoint import FLASH_T_GRID  # noqa: E402
 from auk_app.auk.conditioner import fuse_hidden_states  # noqa: E402
 from auk_app.auk.dit import AuKTransformer  # noqa: E402
 from auk_app.auk.sampler import CFG_OFF_BELOW, build_time_grid, draw_noise, sample_latents  # noqa: E402
-from auk_app.auk.step_graphs import TARGET_MULTIPLE, StepGraphs, bucket, pad_to_bucket  # noqa: E402
+from auk_app.auk.step_graphs import StepGraphs  # noqa: E402
 from auk_app.auk.vae import AuKVAE  # noqa: E402
 from auk_app.auk.vae_decode import fast_decode  # noqa: E402
 from auk_app.runtime import autocast, pick_device, pick_precision  # noqa: E402
@@ -137,7 +138,7 @@ def eager_sample_latents(dit, *, text, c_mask, ref, ref_mask, gen_frames, nfe, c
     return x
 
 
-def _sync(device: torch.device) -> None:
+def sync(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
 
@@ -153,10 +154,10 @@ def _paired_ms(eager, optimised, device: torch.device, repeats: int, warmup: int
     times = ([], [])
     for _ in range(repeats):
         for fn, spent in zip(paths, times):
-            _sync(device)
+            sync(device)
             start = time.perf_counter()
             fn()
-            _sync(device)
+            sync(device)
             spent.append(time.perf_counter() - start)
     return statistics.median(times[0]) * 1000, statistics.median(times[1]) * 1000
 
@@ -185,33 +186,44 @@ def _eager(sampler):
     return run
 
 
-def _step_levers(dit, request: dict, device: torch.device, repeats: int) -> dict:
-    """Milliseconds per CFG step of each lever alone and together, one step function per lever
-    (graphs are dropped between levers, so each captures its own code): the share of each."""
+LEVERS = {  # name: (compiler stance, stepper's static argument; None graphs on CUDA)
+    "eager": ("force_eager", False),
+    "graphs": ("force_eager", None),
+    "compiled": ("default", False),
+    "compiled_graphs": ("default", None),
+}
+
+
+@contextlib.contextmanager
+def lever_step(dit, request: dict, device: torch.device, stance: str, static: bool | None):
+    """One request's CFG step function ``(x, t)`` on one lever, with graphs of its own (they are
+    dropped before and after, so each lever captures its own code)."""
     precision = pick_precision(device)
-    levers = {
-        "eager": ("force_eager", False),
-        "graphs": ("force_eager", None),
-        "compiled": ("default", False),
-        "compiled_graphs": ("default", None),
-    }
-    result = {}
-    for name, (stance, static) in levers.items():
-        dit._step_graphs = StepGraphs()
+    dit._step_graphs = StepGraphs()
+    try:
         with torch.compiler.set_stance(stance), torch.inference_mode(), autocast(device, precision):
             for _ in range(3):  # the first request runs eagerly, the second captures (CUDA)
                 step = dit.stepper(**request, cfg_infer=True, static=static)
-            x = torch.zeros(1, request["target_frames"], dit.latent_dim, device=device, dtype=precision.weights)
-            t = torch.tensor(0.5, device=device)
+            yield step
+    finally:
+        dit._step_graphs = StepGraphs()
+
+
+def _step_levers(dit, request: dict, device: torch.device, repeats: int) -> dict:
+    """Milliseconds per CFG step of each lever alone and together: the share of each."""
+    x = torch.zeros(1, request["target_frames"], dit.latent_dim, device=device, dtype=request["text"].dtype)
+    t = torch.tensor(0.5, device=device)
+    result = {}
+    for name, (stance, static) in LEVERS.items():
+        with lever_step(dit, request, device, stance, static) as step:
             for _ in range(2):
                 step(x, t)
-            _sync(device)
+            sync(device)
             start = time.perf_counter()
             for _ in range(repeats):
                 step(x, t)
-            _sync(device)
+            sync(device)
         result[f"step_ms_{name}"] = round((time.perf_counter() - start) / repeats * 1000, 3)
-    dit._step_graphs = StepGraphs()
     return result
 
 
@@ -288,11 +300,6 @@ def _auk_figures(sizes: Sizes, device: torch.device, repeats: int, compile: bool
                    target_frames=sizes.target_frames)  # fmt: skip
     result["levers"] = _step_levers(dit, request, device, repeats * 4)
     _note(result["levers"])
-    # The target grown to fill its bucket: where text and reference fill theirs too, the masks go.
-    filled = dict(request, target_frames=bucket(sizes.target_frames, TARGET_MULTIPLE))
-    result["levers"]["full_bucket_frames"] = filled["target_frames"]
-    result["levers"]["full_bucket_unmasked"] = pad_to_bucket(dit, **filled).mask is None
-    result["levers"]["step_ms_full_bucket"] = _step_levers(dit, filled, device, repeats * 4)["step_ms_compiled_graphs"]
     editor = BatchedEditor(dit=dit, vae=vae, thinker=thinker, fusion=fusion, ids=ids, ref_wav=ref_wav, ref_mask=ref_mask,
                            target_frames=sizes.target_frames, recipe=BASE, device=device, precision=precision)
     result.update({f"auk_edits_per_s_{n}": round(edits_per_s(editor, n), 3) for n in USERS})

@@ -34,10 +34,9 @@ from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
 from auk_app.audex.params import TTASampling  # noqa: E402
 from auk_app.audex.sampler import sample_stream  # noqa: E402
-from auk_app.auk.step_graphs import StepGraphs  # noqa: E402
 from auk_app.auk.vae_decode import fast_decode  # noqa: E402
-from auk_app.runtime import autocast, pick_device, pick_precision  # noqa: E402
-from bench.bench_speed import SIZES, Sizes, build_audex, build_auk, results_path  # noqa: E402
+from auk_app.runtime import pick_device, pick_precision  # noqa: E402
+from bench.bench_speed import LEVERS, SIZES, Sizes, build_audex, build_auk, lever_step, results_path, sync  # noqa: E402
 
 # First match wins: attention before matmul (its kernels hold "gemm"-like names), fused Triton
 # kernels before the kinds whose names they may borrow.
@@ -62,11 +61,11 @@ def kernel_ms(run: Callable[[], object], device: torch.device, calls: int = 3) -
     """Milliseconds per call of each kind: device kernels on CUDA, operators' own time on the CPU."""
     activities = [ProfilerActivity.CUDA] if device.type == "cuda" else [ProfilerActivity.CPU]
     run()
-    _sync(device)
+    sync(device)
     with profile(activities=activities) as prof:
         for _ in range(calls):
             run()
-        _sync(device)
+        sync(device)
     totals: dict[str, float] = defaultdict(float)
     for event in prof.key_averages():
         if device.type == "cuda":
@@ -84,10 +83,10 @@ def wall_ms(run: Callable[[], object], device: torch.device, repeats: int = 10) 
     run()
     times = []
     for _ in range(repeats):
-        _sync(device)
+        sync(device)
         start = time.perf_counter()
         run()
-        _sync(device)
+        sync(device)
         times.append(time.perf_counter() - start)
     return round(statistics.median(times) * 1000, 3)
 
@@ -97,11 +96,6 @@ def gflop(run: Callable[[], object]) -> float:
     with torch.compiler.set_stance("force_eager"), FlopCounterMode(display=False) as counter:
         run()
     return round(counter.get_total_flops() / 1e9, 3)
-
-
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
 
 
 def _figure(run: Callable[[], object], device: torch.device, *, flops: bool = True) -> dict:
@@ -126,11 +120,9 @@ def _dit_steps(sizes: Sizes, device: torch.device, compile: bool) -> dict:
     x = torch.zeros(1, sizes.target_frames, dit.latent_dim, device=device, dtype=precision.weights)
     t = torch.tensor(0.5, device=device)
     result = {}
-    for name, stance, static in (("dit_cfg_step_eager", "force_eager", False), ("dit_cfg_step", "default", None)):
-        dit._step_graphs = StepGraphs()
-        with torch.compiler.set_stance(stance), torch.inference_mode(), autocast(device, precision):
-            for _ in range(3):  # on CUDA: the first runs eagerly, the second captures
-                step = dit.stepper(**request, cfg_infer=True, static=static)
+    for name, lever in (("dit_cfg_step_eager", "eager"), ("dit_cfg_step", "compiled_graphs")):
+        stance, static = LEVERS[lever]
+        with lever_step(dit, request, device, stance, static) as step:
             result[name] = _figure(lambda: step(x, t), device, flops=static is False)
     latents = torch.randn(1, sizes.target_frames, dit.latent_dim, generator=generator).to(device)
     with torch.inference_mode():

@@ -30,6 +30,7 @@ import torch
 
 from auk_app.audex.decode import DecodeState, Knobs
 from auk_app.audex.vocab import AudexVocab
+from auk_app.runtime import GRAPH_CAPTURE
 
 POSITION_MULTIPLE = 512
 MAX_IDLE = 3
@@ -126,6 +127,6 @@ def _capture(lm, state: DecodeState):
     graph = torch.cuda.CUDAGraph()
     graph.register_generator_state(state.generator)  # each replay draws fresh numbers
     # thread_local: another request's allocations on its own thread must not void this capture.
-    with torch.cuda.graph(graph, capture_error_mode="thread_local"):
+    with GRAPH_CAPTURE, torch.cuda.graph(graph, capture_error_mode="thread_local"):
         state.advance(lm)
     return graph

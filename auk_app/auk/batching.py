@@ -25,14 +25,15 @@ update are the request's own (:class:`~auk_app.auk.sampler.Solve`, the arithmeti
 
 A bucket's CUDA graph reads its context from static buffers that building a stepper overwrites,
 so a request that runs alone rebuilds its stepper whenever another request of its bucket built
-one since (a ``prepare``, no capture). With ``max_batch`` 2 or more that never happens (two live
-requests of a bucket share the step); with 1, lone requests of a bucket take turns. This holds
+one since (a ``prepare``, no capture). With ``max_batch`` 2 or more that happens only while a
+bucket has more live requests than ``max_batch``; with 1, lone requests of a bucket take turns. This holds
 while every solve on the DiT goes through the batcher and the live buckets fit in the graph
 cache (``step_graphs.MAX_GRAPHS``, 16); the app's concurrency limit keeps them well below.
 """
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import threading
 from collections.abc import Callable
@@ -114,8 +115,13 @@ class StepBatcher:
         with self._cond:
             self._jobs.append(job)
             if self._driver is None:
-                self._driver = threading.Thread(target=self._drive, name="auk-step-batcher", daemon=True)
-                self._driver.start()
+                driver = threading.Thread(target=self._drive, name="auk-step-batcher", daemon=True)
+                try:
+                    driver.start()
+                except BaseException:  # no thread: this request must not wait for one
+                    self._jobs.remove(job)
+                    raise
+                self._driver = driver
         job.done.wait()
         if job.error is not None:
             raise job.error
@@ -136,6 +142,8 @@ class StepBatcher:
         except BaseException as exc:  # a bug here must not leave any request waiting forever
             with self._cond:
                 jobs, self._jobs, self._driver = self._jobs, [], None
+            self._graph_owner.clear()
+            self._joined = None
             for job in jobs:
                 job.error = exc
                 job.done.set()
@@ -158,8 +166,10 @@ class StepBatcher:
     def _run(self, batch: list[_Job]) -> None:
         """One step for every request of ``batch``, then each one's own update and callback."""
         enabled, dtype = batch[0].autocast
-        device_type = batch[0].solve.x.device.type
-        with torch.inference_mode(), torch.autocast(device_type, dtype=dtype, enabled=enabled):
+        device = batch[0].solve.x.device
+        # This thread's current CUDA device is cuda:0 whatever the model's: captures need the model's.
+        on_device = torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext()
+        with on_device, torch.inference_mode(), torch.autocast(device.type, dtype=dtype, enabled=enabled):
             try:
                 velocities = self._velocities(batch)
             except BaseException as exc:

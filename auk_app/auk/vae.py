@@ -320,6 +320,7 @@ class AuKVAE(nn.Module):
         if len(downsample_channels) != len(downsample_rates) + 1:
             raise ValueError("downsample_channels needs one more entry than downsample_rates")
         self.sample_rate = sample_rate
+        self.causal = causal and act_causal  # whether the decoder reads only the past (bar two look-aheads)
         self.hop_size = math.prod(downsample_rates)
         self.latent_dim = latent_dim
         self.use_vae = use_vae

@@ -41,8 +41,12 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
+from torch._dynamo.exc import TorchDynamoException
+from torch._inductor.exc import InductorError
 
+from auk_app.auk.step_graphs import bucket
 from auk_app.auk.vae import AliasFreeActivation, AMPBlock, AuKVAE, lowpass, snake_beta, upsample
+from auk_app.runtime import GRAPH_CAPTURE
 
 logger = logging.getLogger(__name__)
 
@@ -51,6 +55,7 @@ MAX_GRAPHS = 8  # least recently used first out; they share one memory pool
 _WARMUP_RUNS = 2  # lets cuDNN pick and allocate its workspaces before the capture
 
 Activation = Callable[..., torch.Tensor]
+COMPILE_ERRORS = (TorchDynamoException, InductorError)  # what a missing compiler or an unsupported op raises
 
 
 def _hold_last(x: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
@@ -134,11 +139,6 @@ def decode_padded(
     return x.clamp(-1.0, 1.0)[:, 0]
 
 
-def bucket(frames: int, multiple: int = BUCKET_FRAMES) -> int:
-    """``frames`` rounded up to a multiple of ``multiple``."""
-    return -(-frames // multiple) * multiple
-
-
 @dataclass
 class _Graph:
     """A bucket's static inputs and output, and the graph that replays the decode on them."""
@@ -147,6 +147,7 @@ class _Graph:
     frames: torch.Tensor  # 0-d int64
     out: torch.Tensor | None = None
     graph: Any = None  # torch.cuda.CUDAGraph; None runs the decode on the buffers ungraphed
+    failed: bool = False  # its capture failed once: it runs ungraphed from then on
 
 
 class FastDecoder:
@@ -158,7 +159,10 @@ class FastDecoder:
     """
 
     def __init__(self, vae: AuKVAE, *, compile: bool = True, bucket_frames: int = BUCKET_FRAMES) -> None:
+        if not vae.causal:
+            raise ValueError("this VAE's decoder looks ahead further than padded decoding can undo; decode it eagerly")
         self._vae = weakref.ref(vae)
+        self.compiled = compile
         self._activation = _COMPILED if compile else alias_free_snake
         self.bucket_frames = bucket_frames
         self._graphs: OrderedDict[tuple[int, int], _Graph] = OrderedDict()
@@ -181,7 +185,7 @@ class FastDecoder:
             entry = self._entry(latents.shape[0], bucket(n, self.bucket_frames), latents.device)
             entry.latents[:, :n].copy_(latents)
             entry.frames.fill_(n)
-            if capture and entry.graph is None:
+            if capture and entry.graph is None and not entry.failed:
                 self._capture(vae, entry)
             if entry.graph is None:
                 out = self._run(vae, entry.latents, entry.frames)
@@ -193,7 +197,7 @@ class FastDecoder:
     def _run(self, vae: AuKVAE, latents: torch.Tensor, frames: torch.Tensor) -> torch.Tensor:
         try:
             return decode_padded(vae, latents, frames, self._activation)
-        except Exception as error:  # noqa: BLE001 - any compile failure: the eager decode still works
+        except COMPILE_ERRORS as error:  # an out-of-memory or a bug is no reason to drop the compiled code
             if self._activation is alias_free_snake:
                 raise
             logger.warning("VAE decode: torch.compile failed (%s: %s); decoding eagerly", type(error).__name__, error)
@@ -236,10 +240,11 @@ class FastDecoder:
                 self._run(vae, entry.latents, entry.frames)  # compiles here, outside the capture
         torch.cuda.current_stream().wait_stream(side)
         graph = torch.cuda.CUDAGraph()
+        entry.failed = True  # until the capture below completes
         # thread_local: an Audex request allocating on its own thread must not void this capture.
-        with torch.cuda.graph(graph, pool=self._pool, capture_error_mode="thread_local"):
+        with GRAPH_CAPTURE, torch.cuda.graph(graph, pool=self._pool, capture_error_mode="thread_local"):
             entry.out = decode_padded(vae, entry.latents, entry.frames, self._activation)
-        entry.graph = graph
+        entry.graph, entry.failed = graph, False
 
 
 # Dynamic shapes: one compile serves every channel count and length (the taps and geometry are alike).
@@ -247,18 +252,19 @@ _COMPILED = torch.compile(fused_alias_free_snake, dynamic=True, fullgraph=True)
 _DECODERS: weakref.WeakKeyDictionary[AuKVAE, FastDecoder] = weakref.WeakKeyDictionary()
 
 
-def decoder(vae: AuKVAE) -> FastDecoder:
+def decoder(vae: AuKVAE, *, compile: bool = True) -> FastDecoder:
     """The VAE's own :class:`FastDecoder` (its graphs hold this VAE's weights), made on first use."""
     fast = _DECODERS.get(vae)
-    if fast is None:
-        fast = _DECODERS[vae] = FastDecoder(vae)
+    if fast is None or fast.compiled != compile:
+        fast = _DECODERS[vae] = FastDecoder(vae, compile=compile)
     return fast
 
 
-def fast_decode(vae: AuKVAE, latents: torch.Tensor) -> torch.Tensor:
-    """:meth:`AuKVAE.decode` (normalised latents [b, n, L] → [b, n·hop]), compiled and graphed on
-    CUDA; elsewhere the eager decode itself, which the compiled one does not beat on a CPU."""
-    if latents.device.type != "cuda":
+def fast_decode(vae: AuKVAE, latents: torch.Tensor, *, compile: bool = True) -> torch.Tensor:
+    """:meth:`AuKVAE.decode` (normalised latents [b, n, L] → [b, n·hop]), graphed on CUDA and with
+    compiled activations unless ``compile`` is False; elsewhere, and for a decoder that looks ahead
+    further than the padding can undo (``vae.causal`` False), the eager decode itself."""
+    if latents.device.type != "cuda" or not vae.causal:
         with torch.inference_mode():
             return vae.decode(latents)
-    return decoder(vae)(latents)
+    return decoder(vae, compile=compile)(latents)

@@ -8,7 +8,8 @@ Public API (named; everything else is ``api_visibility="private"``): ``/edit_aud
 ``/text_to_audio``, ``/inspect_audio`` and ``/model_info``. The queue holds at most
 ``QUEUE_MAX_SIZE`` waiting requests. ``/edit_audio`` runs up to ``StudioConfig.auk_batch`` edits at
 once (``concurrency_id="auk"``), so concurrent edits reach the pipeline together and share DiT
-steps; ``/text_to_audio`` runs one at a time (``concurrency_id="gpu"``). The cheap
+steps; ``/text_to_audio`` runs one at a time (``concurrency_id="gpu"``), and so do edits with
+``--offload`` or ``--auk-batch 1``, sharing that one slot. The cheap
 ``/model_info`` bypasses the queue (``queue=False``); ``/inspect_audio`` decodes uploads, so it has a
 small queue of its own.
 """
@@ -234,6 +235,14 @@ def _audex_tab(handlers: Handlers) -> SimpleNamespace:
 # ----------------------------------------------------------------------------- the app
 
 
+def _edit_queue(config) -> dict[str, Any]:
+    """Batched edits get a queue of their own, admitting ``auk_batch`` at once; with ``--offload``
+    or ``--auk-batch 1`` (small GPUs) edits share text to audio's one slot, as both models did."""
+    if config.auk_batch > 1 and not config.offload:
+        return {"concurrency_id": AUK_QUEUE, "concurrency_limit": config.auk_batch}
+    return {"concurrency_id": GPU_QUEUE, "concurrency_limit": 1}
+
+
 def build_demo(studio: Studio) -> gr.Blocks:
     """The whole app over ``studio``; launch it with ``.launch(**launch_options(), ...)``."""
     h = Handlers(studio)
@@ -264,7 +273,7 @@ def build_demo(studio: Studio) -> gr.Blocks:
             inputs=[getattr(e, name) for name in inputs_of(h.edit_audio)],
             outputs=[e.output, e.figure, e.manifest, e.state],
             validator=h.check_edit, api_name="edit_audio", api_description=h.edit_audio.__doc__,
-            concurrency_id=AUK_QUEUE, concurrency_limit=studio.config.auk_batch,
+            **_edit_queue(studio.config),
         )
         edit.success(h.after_edit, e.state, [e.seed, e.manifest_file, status], **private)
         audex = a.run.click(

@@ -209,6 +209,15 @@ def test_edits_have_their_own_queue_sized_by_auk_batch(app):
     assert (audex.concurrency_id, audex.concurrency_limit) == ("gpu", 1)
 
 
+def test_offloaded_or_unbatched_edits_share_the_one_gpu_slot_with_text_to_audio():
+    from auk_app.service import StudioConfig
+    from auk_app.ui.app import _edit_queue
+
+    for config in (StudioConfig(auk_batch=1), StudioConfig(offload=True)):
+        assert _edit_queue(config) == {"concurrency_id": "gpu", "concurrency_limit": 1}
+    assert _edit_queue(StudioConfig(auk_batch=3)) == {"concurrency_id": "auk", "concurrency_limit": 3}
+
+
 def test_concurrent_edits_share_steps_and_get_their_sequential_results(app, clips, client_for, monkeypatch):
     # The edit queue admits several edits at once (StudioConfig.auk_batch, 4); the pipeline then
     # batches their Euler steps. Each edit waits before its sampling until all three got there,

@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 
 import numpy as np
 import pytest
@@ -97,6 +98,32 @@ def test_edit_from_wav_file_to_wav_file(studio, tmp_path):
     assert result.wav.dtype == np.float32 and np.isfinite(result.wav).all() and np.abs(result.wav).max() <= 1
     assert result.record.seed == 7 and result.record.variant == "base" and entry.key == "base"
     assert result.record.nfe == 32 and result.record.cfg == 2.0 and result.record.sway == -1.0
+
+
+def test_an_edit_of_another_model_waits_for_the_running_edits(studio):
+    """Switching models unloads the resident one: not while its (batched, unlocked) edits run."""
+    gate, sampling, flash_phases, results = threading.Event(), threading.Event(), [], {}
+
+    def hold(phase, done, total):
+        if phase == "sample":
+            sampling.set()
+            gate.wait(60)
+
+    def run(key, progress):
+        request = EditRequest("Generate a 450 Hz sine tone.", seconds=0.3, nfe=2, seed=1)
+        results[key] = studio.edit(request, key, progress=progress)
+
+    base = threading.Thread(target=run, args=("base", hold))
+    base.start()
+    assert sampling.wait(60)
+    flash = threading.Thread(target=run, args=("flash", lambda phase, done, total: flash_phases.append(phase)))
+    flash.start()
+    flash.join(1.0)  # a window for a wrong start; the guard keeps the list empty however long it is
+    assert flash_phases == [] and studio._pipelines["base"].loaded
+    gate.set()
+    base.join(60)
+    flash.join(60)
+    assert set(results) == {"base", "flash"} and flash_phases[0] == "load"
 
 
 def test_generation_without_a_clip(studio, tmp_path):

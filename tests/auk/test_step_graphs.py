@@ -169,37 +169,6 @@ def test_graph_replay_equals_the_eager_step_on_cuda(precision, compiled):
     assert len(dit._step_graphs) == 1
 
 
-def _full_bucket_request(*, ref_mask: torch.Tensor | None):
-    """A request that fills its bucket exactly: 64 target frames, 64 text tokens, 50 reference frames."""
-    _, tensors = load_case("dit_a_plain")
-    x = tensors["input.x"][:1]
-    generator = torch.Generator().manual_seed(7)
-    text = torch.randn(1, TEXT_MULTIPLE, tensors["input.text"].shape[2], generator=generator)
-    ref = torch.randn(1, REF_MULTIPLE, x.shape[2], generator=generator)
-    x = torch.randn(1, TARGET_MULTIPLE, x.shape[2], generator=generator)
-    request = dict(text=text, c_mask=None, ref=ref, ref_mask=ref_mask, target_frames=TARGET_MULTIPLE)
-    return x, torch.tensor(0.3), request
-
-
-def test_a_request_that_fills_its_bucket_runs_without_masks():
-    dit = _dit()
-    x, time, request = _full_bucket_request(ref_mask=torch.ones(1, REF_MULTIPLE, dtype=torch.bool))
-    padded = pad_to_bucket(dit, **request)
-    assert padded.mask is None and padded.ref_mask is None and padded.target_frames == TARGET_MULTIPLE
-    with torch.no_grad():
-        got = dit.stepper(**request, cfg_infer=True, static=True)(x, time)
-        masked = dict(request, target_frames=TARGET_MULTIPLE)
-        ctx = dit.prepare(masked["text"], target_frames=TARGET_MULTIPLE, ref=masked["ref"], ref_mask=masked["ref_mask"],
-                          mask=torch.ones(1, TARGET_MULTIPLE, dtype=torch.bool), cfg_infer=True)  # fmt: skip
-        want = dit.step(x, time, ctx)
-    assert ctx.audio_mask is not None  # the masked twin really attends with a key mask
-    assert_matches_reference(got, want)
-    # One invalid reference frame is padding of the request's own: the masks stay.
-    ref_mask = torch.ones(1, REF_MULTIPLE, dtype=torch.bool)
-    ref_mask[:, -1] = False
-    assert pad_to_bucket(dit, **dict(request, ref_mask=ref_mask)).mask is not None
-
-
 def test_compiled_blocks_step_equals_the_eager_step():
     """Regional compilation (Inductor's CPU code here, Triton on CUDA) against the same module
     forced eager; the static path is the one a CUDA graph captures."""

@@ -5,6 +5,7 @@ import logging
 
 import pytest
 import torch
+from torch._dynamo.exc import TorchDynamoException
 
 from auk_app import AuKVAE
 from auk_app.auk import vae_decode
@@ -58,7 +59,7 @@ def test_compiled_decode_matches_eager_and_the_reference():
 
 def test_a_failed_compile_falls_back_to_eager_once(monkeypatch, caplog):
     def broken(*args):
-        raise RuntimeError("no C++ compiler")
+        raise TorchDynamoException("no C++ compiler")
 
     monkeypatch.setattr(vae_decode, "_COMPILED", broken)
     vae = _fixture_vae()
@@ -67,7 +68,7 @@ def test_a_failed_compile_falls_back_to_eager_once(monkeypatch, caplog):
     with caplog.at_level(logging.WARNING, logger="auk_app.auk.vae_decode"):
         first, second = fast(latents), fast(latents)
     assert [r.getMessage() for r in caplog.records] == [
-        "VAE decode: torch.compile failed (RuntimeError: no C++ compiler); decoding eagerly"
+        "VAE decode: torch.compile failed (TorchDynamoException: no C++ compiler); decoding eagerly"
     ]
     torch.testing.assert_close(first, _eager(vae, latents), **TIGHT)
     assert torch.equal(first, second)
@@ -113,3 +114,21 @@ def test_moved_weights_drop_the_graphs():
     got = fast(latents)
     assert len(fast) == 0
     torch.testing.assert_close(got, want, atol=1e-3, rtol=0)
+
+
+def test_an_error_that_is_no_compile_failure_is_raised_not_hidden(monkeypatch):
+    def out_of_memory(*args):
+        raise RuntimeError("CUDA out of memory")
+
+    monkeypatch.setattr(vae_decode, "_COMPILED", out_of_memory)
+    vae = _fixture_vae()  # held here: the decoder holds it weakly
+    fast = FastDecoder(vae)
+    with pytest.raises(RuntimeError, match="out of memory"):
+        fast(torch.randn(1, 6, 64))
+    assert fast._activation is out_of_memory  # still the compiled activation: nothing was given up
+
+
+def test_a_decoder_that_looks_further_ahead_is_not_padded():
+    config = {**fixture_config("vae_config.json"), "act_causal": False}
+    with pytest.raises(ValueError, match="looks ahead"):
+        FastDecoder(AuKVAE.from_config(config))
