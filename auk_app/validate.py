@@ -76,6 +76,13 @@ def check_format(sample_rate: int, channels: int, n_samples: int, limits: Limits
             f"The clip lasts {_length(n_samples, sample_rate)}; the limit is {limits.max_input_seconds:g} s. "
             f"Trim it to at most {limits.max_input_seconds:g} s{region_hint}."
         )
+    if n_samples * channels > limits.max_decoded_samples:
+        raise InputError(
+            f"The clip holds {n_samples * channels / 1e6:.1f} million samples ({seconds:.1f} s × "
+            f"{sample_rate / 1000:g} kHz × {channels} channels); the server decodes at most "
+            f"{limits.max_decoded_samples / 1e6:g} million ({limits.max_decoded_samples / 96_000 / 60:.3g} minutes of "
+            "48 kHz stereo). Export it at 48 kHz or less, in mono or stereo, or trim it, and upload it again."
+        )
     if seconds < limits.min_seconds:
         raise InputError(
             f"The clip lasts {_length(n_samples, sample_rate)}; the model needs at least "

@@ -7,8 +7,8 @@ in :mod:`auk_app.ui.handlers`; the generated wording in :mod:`auk_app.ui.text`.
 Public API (named; everything else is ``api_visibility="private"``): ``/edit_audio``,
 ``/text_to_audio``, ``/inspect_audio`` and ``/model_info``. Both model endpoints share one queue
 (``concurrency_id="gpu"``, one request at a time, at most ``QUEUE_MAX_SIZE`` waiting); the cheap
-``/model_info`` bypasses the queue (``queue=False``); ``/inspect_audio`` decodes uploads, so it has a
-small queue of its own.
+``/model_info`` bypasses the queue (``queue=False``); ``/inspect_audio`` and the upload's verdict
+decode uploads, so they share a small queue of their own.
 """
 
 from __future__ import annotations
@@ -287,8 +287,10 @@ def build_demo(studio: Studio) -> gr.Blocks:
         fields = [getattr(e, name) for name in instructions.FIELD_NAMES]
         builder = [e.task, *fields, e.source_seconds, e.language]
         e.task.change(field_updates, e.task, fields, **private)
+        # The upload's verdict decodes it, and the raw API reaches private events too: queued with /inspect_audio.
         gr.on([e.audio.change, e.region_start.change, e.region_end.change], h.on_audio_change,
-              [e.audio, e.region_start, e.region_end], [e.verdict, e.source_seconds], **private).then(
+              [e.audio, e.region_start, e.region_end], [e.verdict, e.source_seconds], api_visibility="private",
+              concurrency_id=INTAKE_QUEUE, concurrency_limit=INTAKE_CONCURRENCY).then(
             h.preview, builder, [e.built_md, e.built], **private)
         gr.on([e.task.change, e.language.change] + [f.change for f in fields], h.preview, builder,
               [e.built_md, e.built], **private)
