@@ -25,8 +25,15 @@ def shown(value) -> str:
     return text if len(text) <= _SHOWN_CHARS else f"{text[:_SHOWN_CHARS - 20]}… ({len(text)} characters)"
 
 
-def _is_number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+def is_real(value) -> bool:
+    """A finite int or float that a float can hold: not a bool (JSON's true is no number), not NaN or
+    ±inf, not a whole number past 1.8e308 (JSON carries 10**400, and float() would raise on it)."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 def _length(n_samples: int, sample_rate: int) -> str:
@@ -145,7 +152,7 @@ def check_region(start, end, limits: Limits) -> tuple[float, float] | None:
     if end is None or (end == 0 and not start):
         return None
     start = 0.0 if start is None else start
-    if not (_is_number(start) and _is_number(end)) or not (math.isfinite(start) and math.isfinite(end)):
+    if not (is_real(start) and is_real(end)):
         raise InputError(
             f"region_start and region_end are seconds; got {shown(start)} and {shown(end)}. "
             "Leave region_end empty to edit the whole clip."
@@ -174,8 +181,11 @@ def check_seconds(seconds: float | None, limits: Limits) -> float | None:
     """Target length in seconds, or None (0 means automatic)."""
     if seconds is None:
         return None
-    if not isinstance(seconds, (int, float)) or math.isnan(seconds) or seconds < 0:
-        raise InputError(f"The duration must be 0 (automatic) or a positive number of seconds; got {shown(seconds)}.")
+    if not is_real(seconds) or seconds < 0:
+        raise InputError(
+            f"The duration must be 0 (automatic) or a positive number of seconds, at most "
+            f"{limits.max_target_seconds:g}; got {shown(seconds)}."
+        )
     if seconds == 0:
         return None
     if seconds > limits.max_target_seconds:
@@ -210,7 +220,7 @@ def check_seed(seed) -> int:
     """A whole number in [0, 2^63) (a number box's 5.0 counts as 5), returned as an int; None draws one."""
     if seed is None:
         return random_seed()
-    if not _is_number(seed) or not float(seed).is_integer() or not 0 <= seed < 2**63:
+    if not is_real(seed) or not float(seed).is_integer() or not 0 <= seed < 2**63:
         raise InputError(
             f"The seed must be a whole number from 0 to 2^63-1; got {shown(seed)}. "
             "Leave it out (or tick “Randomise seed”) for a random one."
@@ -221,19 +231,19 @@ def check_seed(seed) -> int:
 def check_nfe(nfe, limits: Limits) -> int | None:
     if nfe is None:
         return None
-    if not _is_number(nfe) or not float(nfe).is_integer() or not limits.min_nfe <= nfe <= limits.max_nfe:
+    if not is_real(nfe) or not float(nfe).is_integer() or not limits.min_nfe <= nfe <= limits.max_nfe:
         raise InputError(f"nfe (Euler steps) must be a whole number from {limits.min_nfe} to {limits.max_nfe}; got {shown(nfe)}.")
     return int(nfe)
 
 
 def check_cfg(cfg, limits: Limits) -> float | None:
-    if cfg is not None and not (_is_number(cfg) and 0 <= cfg <= limits.max_cfg):
+    if cfg is not None and not (is_real(cfg) and 0 <= cfg <= limits.max_cfg):
         raise InputError(f"cfg (guidance strength) must be between 0 and {limits.max_cfg:g}; got {shown(cfg)}.")
     return None if cfg is None else float(cfg)
 
 
 def check_sway(sway, limits: Limits) -> float | None:
-    if sway is not None and not (_is_number(sway) and limits.min_sway <= sway <= limits.max_sway):
+    if sway is not None and not (is_real(sway) and limits.min_sway <= sway <= limits.max_sway):
         raise InputError(f"sway must be between {limits.min_sway:g} and {limits.max_sway:g}; got {shown(sway)}.")
     return None if sway is None else float(sway)
 

@@ -198,9 +198,9 @@ def _audex_tab(handlers: Handlers) -> SimpleNamespace:
                 )
             with gr.Row():
                 c.temperature = gr.Number(AUDEX_DEFAULTS.temperature, label="Temperature", step=0.1,
-                                          elem_id="temperature", info="above 0; 1.0 recommended")
+                                          elem_id="temperature", info="0.01–10; 1.0 recommended")
                 c.top_k = gr.Number(AUDEX_DEFAULTS.top_k, label="top-k", step=1, elem_id="top-k",
-                                    info="1 or more; 80 recommended")
+                                    info="1–8192; 80 recommended")
             with gr.Row():
                 c.seed = gr.Number(0, label="Seed", step=1, elem_id="audex-seed",
                                    info="The seed used is written back here.")

@@ -136,7 +136,7 @@ def test_bad_uploads_are_refused_before_the_queue_with_their_own_message(client,
 BAD_VALUES = [
     ({"instruction": "  "}, "instruction", "The instruction is empty"),
     ({"model": "base"}, "model", "Unknown model 'base'. Choose one of: auto, demo."),
-    ({"seconds": -1}, "seconds", "positive number of seconds; got -1"),
+    ({"seconds": -1}, "seconds", "positive number of seconds, at most 30; got -1"),
     ({"seconds": 45}, "seconds", "the limit is 30 s"),
     ({"nfe": 1000}, "nfe", "from 1 to 64; got 1000"),
     ({"nfe": 4.5}, "nfe", "whole number"),
@@ -261,12 +261,14 @@ AUDEX_BAD = [
     ({"cfg": 0.5}, "cfg", "between 1.0 and 10.0"),
     ({"max_seconds": 25}, "max_seconds", "at most 20"),
     ({"max_seconds": 0}, "max_seconds", "more than 0"),
-    ({"temperature": 0}, "temperature", "greater than 0"),
-    ({"top_k": 0}, "top_k", "at least 1"),
+    ({"temperature": 0}, "temperature", "between 0.01 and 10; got 0"),
+    ({"temperature": 1e308}, "temperature", "between 0.01 and 10; got 1e+308"),
+    ({"top_k": 0}, "top_k", "from 1 to 8192 (the codec vocabulary)"),
+    ({"top_k": 2**64}, "top_k", "from 1 to 8192 (the codec vocabulary); got 18446744073709551616"),
     ({"seed": -1, "randomize_seed": False}, "seed", "0 to 2^63-1"),
     ({"seed": "abc", "randomize_seed": False}, "seed", "got 'abc'"),
-    ({"top_k": 1.5}, "top_k", "whole number of at least 1; got 1.5"),
-    ({"top_k": "abc"}, "top_k", "whole number of at least 1; got 'abc'"),
+    ({"top_k": 1.5}, "top_k", "whole number from 1 to 8192 (the codec vocabulary); got 1.5"),
+    ({"top_k": "abc"}, "top_k", "whole number from 1 to 8192 (the codec vocabulary); got 'abc'"),
 ]
 
 
