@@ -68,6 +68,10 @@ class Studio:
     """Model registry and dispatcher shared by the Gradio app, the CLI and the tests."""
 
     def __init__(self, config: StudioConfig = StudioConfig()):
+        if config.audex_server:
+            from auk_app.audex.remote import check_server_url
+
+            check_server_url(config.audex_server)  # a bad URL is refused here, before anything loads
         self.config = config
         self.device = pick_device(config.device)
         self.precision = pick_precision(self.device, config.dtype)

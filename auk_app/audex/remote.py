@@ -42,8 +42,27 @@ class EngineError(AppError):
     """The Audex server could not serve a run; the message says what happened and what to do."""
 
 
+def check_server_url(url: str) -> str:
+    """``url`` with no trailing slash, once it is an http(s) URL with a host and a port that exists.
+
+    Run by the Studio when it is built, so a bad --audex-server is one sentence at start-up (a port
+    of 99999 or an unclosed ``[`` made urlsplit raise ValueError deep inside the first page load).
+    """
+    try:
+        parts = urlsplit(url if "//" in url else f"http://{url}")
+        port = parts.port  # raises ValueError for a port outside 0–65535 or not a number
+    except ValueError as exc:
+        raise EngineError(f"The Audex server URL cannot be read ({exc}); give one like http://127.0.0.1:8000.") from exc
+    if parts.scheme not in ("http", "https") or not parts.hostname or port == 0:
+        shown = f"{parts.hostname or ''}:{port}" if port is not None else parts.hostname
+        raise EngineError(f"The Audex server URL {shown or url[:80]!r} is not an http(s) URL with a host and a port "
+                          "from 1 to 65535; give one like http://127.0.0.1:8000.")
+    return url.rstrip("/")
+
+
 def server_host(url: str) -> str:
-    """``host[:port]`` of ``url``, without scheme, credentials, path or query: safe to show."""
+    """``host[:port]`` of a URL :func:`check_server_url` accepted, without scheme, credentials, path
+    or query: safe to show."""
     parts = urlsplit(url if "//" in url else f"http://{url}")
     host = parts.hostname or ""
     return f"{host}:{parts.port}" if parts.port else host
@@ -65,11 +84,7 @@ class RemoteEngine:
     """A vLLM server running the Audex plugin, addressed by its base URL (``http://host:8000``)."""
 
     def __init__(self, url: str, *, connect_timeout: float = 5.0, read_timeout: float = 60.0) -> None:
-        parts = urlsplit(url if "//" in url else f"http://{url}")
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise EngineError(f"The Audex server URL {server_host(url) or url!r} is not an http(s) URL; "
-                              "give one like http://127.0.0.1:8000.")
-        self.url = url.rstrip("/")
+        self.url = check_server_url(url)
         self.host = server_host(url)
         self._timeout = httpx.Timeout(read_timeout, connect=connect_timeout)
         self._model: dict[str, Any] | None = None
