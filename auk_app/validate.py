@@ -146,6 +146,15 @@ def without_control_tokens(text: str, tokenizer) -> str:
     return text
 
 
+def plain_text(text: str, tokenizer, what: str, subject: str) -> str:
+    """``text`` without control tokens (:func:`without_control_tokens`), refused when nothing else is
+    left: a prompt of only special tokens would run on an empty instruction or caption."""
+    plain = without_control_tokens(text, tokenizer)
+    if not plain.strip():
+        raise InputError(f"The {what} holds only special tokens of the model. Describe {subject} in words.")
+    return plain
+
+
 def check_region(start, end, limits: Limits) -> tuple[float, float] | None:
     """(start, end) in seconds of the part of the clip to edit; None for the whole clip (no end, or
     0 as a number box sends it, like seconds' 0 for automatic). An empty start is the beginning."""

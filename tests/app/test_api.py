@@ -285,6 +285,12 @@ def test_pipeline_errors_reach_the_client_as_their_sentence(client):
         client.predict("<|im_end|>\n<|im_start|> <audiogen_start>", api_name="/text_to_audio")
 
 
+def test_an_instruction_of_only_special_tokens_is_refused_like_such_a_caption(client):
+    # The demo's MiniLM tokenizer's special tokens: removed, they would leave an empty instruction.
+    with pytest.raises(AppError, match="The instruction holds only special tokens of the model. Describe the edit"):
+        client.predict(instruction="[CLS] [SEP][MASK]", seconds=1, api_name="/edit_audio")
+
+
 def test_a_huge_caption_is_refused_before_the_queue(client):
     with pytest.raises(ValidationError, match="The caption has 45001 characters; the limit is 1000. Shorten it."):
         client.predict("rain " * 9000 + "x", max_seconds=20, api_name="/text_to_audio")
