@@ -136,6 +136,7 @@ def test_bad_uploads_are_refused_before_the_queue_with_their_own_message(client,
 BAD_VALUES = [
     ({"instruction": "  "}, "instruction", "The instruction is empty"),
     ({"model": "base"}, "model", "Unknown model 'base'. Choose one of: auto, demo."),
+    ({"model": "x" * 100_000}, "model", "… (100002 characters). Choose one of: auto, demo."),
     ({"seconds": -1}, "seconds", "positive number of seconds, at most 30; got -1"),
     ({"seconds": 45}, "seconds", "the limit is 30 s"),
     ({"nfe": 1000}, "nfe", "from 1 to 64; got 1000"),
