@@ -237,6 +237,14 @@ def check_seed(seed) -> int:
     return int(seed)
 
 
+def check_flag(value, name: str) -> bool:
+    """A switch: True or False only. Raw API clients send JSON, where the string "false" would
+    count as true and 0 or null would pass as something nobody chose."""
+    if not isinstance(value, bool):
+        raise InputError(f"{name} must be true or false; got {shown(value)}.")
+    return value
+
+
 def check_nfe(nfe, limits: Limits) -> int | None:
     if nfe is None:
         return None

@@ -149,6 +149,8 @@ BAD_VALUES = [
     ({"seed": 1.5}, "seed", "whole number from 0 to 2^63-1; got 1.5"),  # refused, not rounded
     ({"seed": "abc"}, "seed", "whole number from 0 to 2^63-1; got 'abc'"),
     ({"seconds": 0.02}, "seconds", "the shortest is 0.04 s (two 20 ms latent frames)"),
+    ({"randomize_seed": "false"}, "randomize_seed", "randomize_seed must be true or false; got 'false'."),
+    ({"vae_sample": "false"}, "vae_sample", "vae_sample must be true or false; got 'false'."),
     ({"t_grid": ", ".join(f"{i / 1000:.3f}" for i in range(1000))}, "t_grid", "characters) needs 2 to 65 points; it has 1000"),
 ]
 
@@ -268,6 +270,8 @@ AUDEX_BAD = [
     ({"top_k": 2**64}, "top_k", "from 1 to 8192 (the codec vocabulary); got 18446744073709551616"),
     ({"seed": -1, "randomize_seed": False}, "seed", "0 to 2^63-1"),
     ({"seed": "abc", "randomize_seed": False}, "seed", "got 'abc'"),
+    ({"randomize_seed": "false"}, "randomize_seed", "randomize_seed must be true or false; got 'false'."),
+    ({"compare_unmasked": "no"}, "compare_unmasked", "compare_unmasked must be true or false; got 'no'."),
     ({"top_k": 1.5}, "top_k", "whole number from 1 to 8192 (the codec vocabulary); got 1.5"),
     ({"top_k": "abc"}, "top_k", "whole number from 1 to 8192 (the codec vocabulary); got 'abc'"),
 ]
