@@ -14,9 +14,10 @@ from auk_app.validate import is_real, shown
 MAX_CODEC_CAP = 4000  # 1000 frames = 20 s generated; decode keeps the first 500 frames (10 s)
 MAX_NEW_TOKENS = 4200  # room for 4000 codec tokens + <audiogen_end>
 CFG_RANGE = (1.0, 10.0)  # the serving layer's range; 1.0 turns guidance off
-# Below 0.01 the logits divided by it overflow float32 (softmax gives NaN); above 10 every allowed
-# code is about equally likely, and 1e308 cannot even become a tensor.
-TEMPERATURE_RANGE = (0.01, 10.0)
+# 1e-4 already samples greedily (tests/audex hold it); far below, logits divided by it overflow
+# float32 and softmax gives NaN. Above 10 every allowed code is about equally likely, and 1e308
+# cannot even become a tensor.
+TEMPERATURE_RANGE = (1e-4, 10.0)
 # The codec vocabulary (tta.AUDEX_AUDIOCODEC_VOCAB_SIZE): a larger k keeps nothing more, and a
 # value like 2**64 or 1e308 would pass the run and break the manifest's JSON.
 MAX_TOP_K = 8192

@@ -198,7 +198,7 @@ def _audex_tab(handlers: Handlers) -> SimpleNamespace:
                 )
             with gr.Row():
                 c.temperature = gr.Number(AUDEX_DEFAULTS.temperature, label="Temperature", step=0.1,
-                                          elem_id="temperature", info="0.01–10; 1.0 recommended")
+                                          elem_id="temperature", info="0.0001–10; 1.0 recommended")
                 c.top_k = gr.Number(AUDEX_DEFAULTS.top_k, label="top-k", step=1, elem_id="top-k",
                                     info="1–8192; 80 recommended")
             with gr.Row():

@@ -19,7 +19,7 @@ AUK_RANGES = {  # field: the range its sentence names
     "seed": "from 0 to 2^63-1",
 }
 AUDEX_RANGES = {
-    "cfg": "between 1.0 and 10.0", "max_seconds": "at most 20", "temperature": "between 0.01 and 10",
+    "cfg": "between 1.0 and 10.0", "max_seconds": "at most 20", "temperature": "between 0.0001 and 10",
     "top_k": "from 1 to 8192", "seed": "from 0 to 2^63-1",
 }
 
