@@ -186,7 +186,7 @@ class AudexPipeline:
         if self.engine is None:
             max_positions = self.thinker.model.config.max_position_embeddings
         else:
-            max_positions = self.engine.max_model_len
+            max_positions = self.engine.max_model_len(should_stop)
         if len(cond_ids) + token_limit(params) > max_positions:
             raise InputError(
                 f"The caption makes a {len(cond_ids)}-token prompt; with up to {token_limit(params)} generated "
