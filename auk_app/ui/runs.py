@@ -10,7 +10,8 @@ pipelines check between steps (and Audex between tokens):
   and the next request waits at most that long for the pipeline's lock.
 * A client that disconnects (a closed tab, a killed script) is not cancelled by Gradio 6: its
   SSE stream only marks the session's queued events dead (``Event.alive``). A watcher polls that
-  mark and raises the flag. This reads the queue's internals, pinned with the gradio version and
+  mark and raises the flag; a request already marked dead when its turn comes is not started at
+  all (the flag would only be seen after loading and conditioning, at the first step). This reads the queue's internals, pinned with the gradio version and
   held by tests/app/test_cancel.py.
 """
 
@@ -65,6 +66,9 @@ class Runs:
         @functools.wraps(handler)
         async def run(*args, **kwargs):
             request = signature.bind_partial(*args, **kwargs).arguments.get("request")
+            if _disconnected(request):
+                raise gr.Error("The client went away before its run started, so it was not run.",
+                               print_exception=False)
             with self._running(_session(request)) as flag:
                 watcher = asyncio.create_task(_watch_disconnect(request, flag))
                 try:
