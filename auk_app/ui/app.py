@@ -6,7 +6,8 @@ in :mod:`auk_app.ui.handlers`; the generated wording in :mod:`auk_app.ui.text`.
 
 Public API (named; everything else is ``api_visibility="private"``): ``/edit_audio``,
 ``/text_to_audio``, ``/inspect_audio`` and ``/model_info``. Both model endpoints share one queue
-(``concurrency_id="gpu"``, one request at a time, at most ``QUEUE_MAX_SIZE`` waiting); the cheap
+(``concurrency_id="gpu"``, one request at a time, at most ``QUEUE_MAX_SIZE`` waiting, held by the
+validators however many arrive at once: runs.Admission); the cheap
 ``/model_info`` bypasses the queue (``queue=False``); ``/inspect_audio`` and the upload's verdict
 decode uploads, so they share a small queue of their own.
 """
@@ -29,7 +30,8 @@ from auk_app.ui.handlers import KNOBS, Handlers, field_updates, inputs_of, knob_
 GPU_QUEUE = "gpu"
 INTAKE_QUEUE = "intake"  # /inspect_audio decodes uploads: queued, a few at a time, like the model runs
 INTAKE_CONCURRENCY = 2
-QUEUE_MAX_SIZE = 16  # beyond this a request is refused at once instead of waiting for minutes
+QUEUE_MAX_SIZE = 16  # model requests waiting; beyond this one is refused at once instead of waiting for minutes
+BACKSTOP_MAX_SIZE = 256  # all queued events: only cheap ones can fill what the model requests leave
 # 30 s at 48 kHz, 8 channels, 32-bit float is 46 MB: the largest clip the limits accept, with room.
 MAX_FILE_SIZE = "50mb"
 CSS = """
@@ -298,5 +300,8 @@ def build_demo(studio: Studio) -> gr.Blocks:
         e.use_as_input.click(lambda path: path, e.output, e.audio, **private)
         demo.load(h.status, None, status, **private)
 
-    demo.queue(max_size=QUEUE_MAX_SIZE, default_concurrency_limit=1)
+    # The model requests' cap is the validators' (Admission): Gradio's own max_size is checked before
+    # validation, so it gave way to simultaneous arrivals, and it counts every event, cheap ones too.
+    demo.queue(max_size=BACKSTOP_MAX_SIZE, default_concurrency_limit=1)
+    h.admission.bind(demo, QUEUE_MAX_SIZE)
     return demo

@@ -29,7 +29,7 @@ from auk_app.auk.request import EditRequest, edit_problems
 from auk_app.errors import AppError, Cancelled
 from auk_app.service import ModelEntry, Studio
 from auk_app.validate import check_flag
-from auk_app.ui.runs import Runs
+from auk_app.ui.runs import Admission, Runs
 from auk_app.ui.zerogpu import gpu
 
 log = logging.getLogger(__name__)
@@ -188,6 +188,7 @@ class Handlers:
         self.audex_demo = studio.audex_demo
         self.audex_seconds = studio.audex_seconds
         self._runs = Runs()
+        self.admission = Admission(api_names=("edit_audio", "text_to_audio"))  # ui/app.py binds it
         # On a ZeroGPU Space the GPU is attached per call, for a budget computed from the request.
         self.edit_audio = self._runs.stoppable(gpu(self.edit_gpu_seconds)(self._edit_audio))
         self.text_to_audio = self._runs.stoppable(gpu(self.audex_gpu_seconds)(self._text_to_audio))
@@ -216,7 +217,8 @@ class Handlers:
     # ------------------------------------------------------------------ AuK
 
     def check_edit(self, *args, **kwargs):
-        """Validator: the upload check, the model name and every knob, before the request is queued."""
+        """Validator: the upload check, the model name and every knob, then a place in the model queue
+        (Admission), before the request is queued."""
         values = _named(self._edit_audio, args, kwargs)
         problems = _drop_random_seed(values)
         problems.update(edit_problems(values, self.limits))
@@ -232,6 +234,8 @@ class Handlers:
             self.studio.entry(values["model"])
         except AppError as exc:
             problems["model"] = str(exc)
+        if not problems:
+            self.admission.reserve()
         return _verdicts(inputs_of(self._edit_audio), problems)
 
     def _edit_audio(self, audio=None, instruction=None, model="auto", seconds=0, nfe=None, cfg=None, sway=None,
@@ -274,6 +278,8 @@ class Handlers:
         if values["max_seconds"] is None:
             values["max_seconds"] = self.audex_seconds
         problems.update(audex_problems(values, self.limits))
+        if not problems:
+            self.admission.reserve()
         return _verdicts(inputs_of(self._text_to_audio), problems)
 
     def _text_to_audio(self, caption=None, cfg=AUDEX_DEFAULTS.cfg_scale, max_seconds=None,
