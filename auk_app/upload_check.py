@@ -4,7 +4,7 @@ The app runs this as the Gradio validator of every AuK request and as ``/inspect
 never raises for a bad clip; it returns findings with a verdict (``ok``, ``warning`` or
 ``rejected``) and one English message that names the problem and the fix. The rejections are
 audio_io's (unreadable, damaged) and validate.check_clip's (sample rate, channels, length,
-non-finite, absurd peaks, silence): the same checks the pipeline and the CLI run.
+samples to decode, non-finite, absurd peaks, silence): the same checks the pipeline and the CLI run.
 """
 
 from __future__ import annotations
