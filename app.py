@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import socket
 import sys
 from pathlib import Path
 
@@ -88,6 +89,25 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def server_address(args: argparse.Namespace) -> tuple[str, int]:
+    """(host, port) to serve on, once a socket could bind them: a port out of range, taken or not
+    a number is one sentence here, before any model loads, not a traceback from the launch."""
+    from auk_app.errors import InputError
+
+    host = args.host or os.environ.get("GRADIO_SERVER_NAME") or DEFAULT_HOST
+    port = args.port or os.environ.get("GRADIO_SERVER_PORT") or DEFAULT_PORT
+    if not str(port).isdigit() or not 1 <= int(port) <= 65535:
+        raise InputError(f"The port {str(port)[:20]!r} is not a port number from 1 to 65535; give --port (or "
+                         "GRADIO_SERVER_PORT) one, e.g. 7860.")
+    try:
+        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+            probe.bind((host, int(port)))
+    except OSError as exc:
+        raise InputError(f"Cannot serve on {host}:{port} ({exc.strerror or exc}): the port is in use or the host "
+                         "is not this machine's; stop the other server or choose another --port or --host.") from exc
+    return host, int(port)
+
+
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     # Heavy imports after argument parsing, so --help is instant.
@@ -103,20 +123,17 @@ def main(argv: list[str] | None = None) -> None:
         audex_server=args.audex_server, **overrides,
     )
     try:
+        host, port = server_address(args)
         studio = Studio(config)
         if args.preload:
             studio.pipeline(studio.entry("auto")).load()
             studio.audex().load()
-    except AppError as exc:
-        sys.exit(f"AuK Studio cannot start: {exc}")
+    except AppError as exc:  # one sentence and status 2, as `python -m auk_app` answers a bad request
+        print(f"AuK Studio cannot start: {exc}", file=sys.stderr)
+        sys.exit(2)
     print(ui.serving_line(studio.info()), flush=True)
     demo = ui.build_demo(studio)
-    demo.launch(
-        server_name=args.host or os.environ.get("GRADIO_SERVER_NAME") or DEFAULT_HOST,
-        server_port=args.port or int(os.environ.get("GRADIO_SERVER_PORT") or DEFAULT_PORT),
-        share=args.share,
-        **ui.launch_options(),
-    )
+    demo.launch(server_name=host, server_port=port, share=args.share, **ui.launch_options())
 
 
 if __name__ == "__main__":

@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import json
 from dataclasses import asdict
-import os
 import sys
 from pathlib import Path
 
@@ -53,14 +52,25 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def check_output(path: Path) -> None:
-    """Refuse an output the edit could not be written to, before anything loads."""
-    if path.is_dir():
-        raise InputError(f"--output {path} is a folder; give a file name such as {path / 'out.wav'}.")
-    parent = path.parent
-    if not parent.is_dir():
-        raise InputError(f"--output {path}: the folder {parent} does not exist. Create it first.")
-    if not os.access(parent, os.W_OK):
-        raise InputError(f"--output {path}: the folder {parent} is not writable. Choose another place.")
+    """Refuse an output the edit could not be written to, before anything loads.
+
+    write_wav writes ``<output>.part`` and renames it, so that file is created and removed here:
+    permissions alone miss a read-only disk, a name too long, or a folder already called so.
+    """
+    try:
+        if path.is_dir():
+            raise InputError(f"--output {path} is a folder; give a file name such as {path / 'out.wav'}.")
+        if not path.parent.is_dir():
+            raise InputError(f"--output {path}: the folder {path.parent} does not exist. Create it first.")
+        part = path.with_name(path.name + ".part")
+        existed = part.exists()  # a stale one from a killed run: write_wav overwrites it, so may we
+        with open(part, "ab"):
+            pass
+        if not existed:
+            part.unlink()
+    except OSError as exc:
+        raise InputError(f"--output {str(path)[:80]} cannot be written ({exc.strerror or exc}). "
+                         "Choose another file name or folder.") from exc
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,8 +1,11 @@
 """The only module that reads or writes audio files.
 
-Everything downstream receives a :class:`Waveform`: float32 samples [channels, T] at a stated
-rate, so nothing guesses the channel axis. Files are decoded with soundfile (WAV, FLAC, OGG,
-MP3 through libsndfile) and, for anything else, librosa's audioread fallback.
+Everything downstream receives a :class:`Waveform` (float32 samples [channels, T] at a stated
+rate, so nothing guesses the channel axis) or, where the server reads an upload, a
+:class:`MonoClip`: the mono mix made block by block while decoding, so an 8-channel file costs
+the memory of its mono samples. Files are decoded with soundfile (WAV, FLAC, OGG, MP3 through
+libsndfile) and, for anything else, librosa's audioread fallback; either way the header is
+checked against the limits (rate, channels, length, samples) before anything is decoded.
 """
 
 from __future__ import annotations
@@ -15,9 +18,13 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
+from auk_app import dsp
 from auk_app.config import Limits
 from auk_app.errors import InputError
 from auk_app.validate import check_format
+
+
+DECODE_BLOCK_FRAMES = 1 << 14  # frames read at a time: 0.5 MB of 8-channel float32
 
 
 @dataclass(frozen=True)
@@ -40,46 +47,120 @@ class Waveform:
         return self.n_samples / self.sample_rate
 
 
-def read_audio(path: str | Path, limits: Limits | None = None) -> Waveform:
-    """Decode a file; unreadable or unsupported files raise InputError naming the file.
+@dataclass(frozen=True)
+class MonoClip:
+    """A clip mixed to mono (channel mean) as it was decoded, with what the mix would hide."""
 
-    With ``limits`` the header is checked before anything is decoded, and at most one second
-    past the length limit is decoded, so a small file that unpacks to hours (a FLAC of silence)
-    costs neither time nor memory.
-    """
-    path = Path(path)
+    mono: np.ndarray  # float32 [T]
+    sample_rate: int
+    channels: int  # the file's, before the mix
+    clipping: bool  # some channel has flat tops at full scale (dsp.flat_tops)
+
+    @property
+    def seconds(self) -> float:
+        return self.mono.size / self.sample_rate
+
+
+def _open(path: Path) -> sf.SoundFile | None:
+    """The file through libsndfile; None where it does not know the format."""
     if not path.is_file():
         raise InputError(f"The audio file {path.name} does not exist or is not a file.")
-    max_seconds = None if limits is None else limits.max_input_seconds + 1.0
     try:
-        handle = sf.SoundFile(str(path))
+        return sf.SoundFile(str(path))
     except (sf.LibsndfileError, RuntimeError, TypeError, ValueError):
-        return _read_with_librosa(path, limits, max_seconds)
+        return None
+
+
+def _frames_to_read(handle: sf.SoundFile, limits: Limits | None) -> int:
+    """Check the header against ``limits``; then the frames to decode: all, or at most one second
+    past the length limit, in case the header understates the length."""
+    rate = int(handle.samplerate)
+    if limits is None:
+        return handle.frames
+    check_format(rate, handle.channels, handle.frames, limits)
+    return min(handle.frames, math.ceil((limits.max_input_seconds + 1.0) * rate))
+
+
+def _damaged(path: Path) -> InputError:
+    return InputError(f"{path.name} is damaged: its audio data could not be decoded. Re-export it.")
+
+
+def read_audio(path: str | Path, limits: Limits | None = None) -> Waveform:
+    """Decode every channel of a file; unreadable or unsupported files raise InputError naming the file.
+
+    With ``limits`` the header is checked before anything is decoded (see :func:`read_mono`, which
+    the server uses for uploads and keeps only the mono mix in memory).
+    """
+    path = Path(path)
+    handle = _open(path)
+    if handle is None:
+        return _read_with_librosa(path, limits)
     with handle:
-        rate = int(handle.samplerate)
-        if limits is not None:
-            check_format(rate, handle.channels, handle.frames, limits)
-        frames = -1 if max_seconds is None else math.ceil(max_seconds * rate)
+        frames = _frames_to_read(handle, limits)
         try:
             data = handle.read(frames, dtype="float32", always_2d=True)
         except (sf.LibsndfileError, RuntimeError) as exc:
-            raise InputError(f"{path.name} is damaged: its audio data could not be decoded. Re-export it.") from exc
-    return Waveform(np.ascontiguousarray(data.T), rate)
+            raise _damaged(path) from exc
+        return Waveform(np.ascontiguousarray(data.T), int(handle.samplerate))
 
 
-def _read_with_librosa(path: Path, limits: Limits | None, max_seconds: float | None) -> Waveform:
-    """Formats libsndfile does not know, through librosa's audioread fallback (no header to check first)."""
+def read_mono(path: str | Path, limits: Limits | None = None) -> MonoClip:
+    """Decode a file straight to its mono mix, ``DECODE_BLOCK_FRAMES`` at a time.
+
+    Peak memory is the mono samples plus one block, not channels × samples: with the header
+    checked first (``limits.max_decoded_samples``), no upload can make the server allocate more
+    than that budget's mono share, however well it compresses.
+    """
+    path = Path(path)
+    handle = _open(path)
+    if handle is None:
+        return _mixed(_read_with_librosa(path, limits))
+    with handle:
+        rate, channels = int(handle.samplerate), handle.channels
+        frames = _frames_to_read(handle, limits)
+        mono = np.empty(frames, np.float32)
+        buffer = np.empty((min(DECODE_BLOCK_FRAMES, max(frames, 1)), channels), np.float32)
+        done, clipping, tail = 0, False, buffer[:0].copy()
+        try:
+            while done < frames:
+                block = handle.read(min(len(buffer), frames - done), always_2d=True, out=buffer)
+                if not len(block):
+                    break
+                mono[done: done + len(block)] = dsp.to_mono(block.T)
+                clipping = clipping or dsp.flat_tops(np.concatenate([tail, block]))
+                tail = block[len(block) - (dsp.CLIP_RUN - 1):].copy()
+                done += len(block)
+        except (sf.LibsndfileError, RuntimeError) as exc:
+            raise _damaged(path) from exc
+    return MonoClip(mono if done == frames else mono[:done].copy(), rate, channels, clipping)
+
+
+def _read_with_librosa(path: Path, limits: Limits | None) -> Waveform:
+    """Formats libsndfile does not know, through librosa's audioread fallback; the stream's rate,
+    channels and length are checked before it is decoded."""
+    unreadable = InputError(
+        f"Could not read {path.name} as audio: the format is not supported or the file is damaged. "
+        "Upload a WAV, FLAC, OGG or MP3 file."
+    )
     try:
+        import audioread
         import librosa
 
+        with audioread.audio_open(str(path)) as probe:
+            rate = int(probe.samplerate)  # a rate of 0 has no duration; check_format refuses the rate first
+            header = (rate, probe.channels, math.ceil(probe.duration * rate) if rate > 0 else 0)
+    except Exception as exc:  # audioread raises its own hierarchy, and nothing more specific
+        raise unreadable from exc
+    max_seconds = None
+    if limits is not None:
+        check_format(*header, limits)
+        max_seconds = limits.max_input_seconds + 1.0
+    try:
         with warnings.catch_warnings():  # the audioread fallback is deprecated upstream and says so loudly
             warnings.simplefilter("ignore")
             data, rate = librosa.load(str(path), sr=None, mono=False, dtype=np.float32, duration=max_seconds)
-    except Exception as exc:  # audioread raises its own hierarchy, and nothing more specific
-        raise InputError(
-            f"Could not read {path.name} as audio: the format is not supported or the file is damaged. "
-            "Upload a WAV, FLAC, OGG or MP3 file."
-        ) from exc
+    except Exception as exc:
+        raise unreadable from exc
     waveform = Waveform(np.atleast_2d(data).astype(np.float32), int(rate))
     if limits is not None:
         check_format(waveform.sample_rate, waveform.channels, waveform.n_samples, limits)
@@ -100,13 +181,16 @@ def from_array(samples: np.ndarray, sample_rate: int) -> Waveform:
     return Waveform(np.ascontiguousarray(samples, dtype=np.float32), int(sample_rate))
 
 
-def load_audio(source: str | Path | tuple[np.ndarray, int] | Waveform, limits: Limits | None = None) -> Waveform:
-    """A path, an (array, rate) pair or a Waveform, as a Waveform (files read within ``limits``)."""
-    if isinstance(source, Waveform):
-        return source
-    if isinstance(source, tuple):
-        return from_array(*source)
-    return read_audio(source, limits)
+def load_mono(source: str | Path | tuple[np.ndarray, int] | Waveform, limits: Limits | None = None) -> MonoClip:
+    """A path (read within ``limits`` by :func:`read_mono`), an (array, rate) pair or a Waveform, mixed to mono."""
+    if isinstance(source, (str, Path)):
+        return read_mono(source, limits)
+    return _mixed(source if isinstance(source, Waveform) else from_array(*source))
+
+
+def _mixed(waveform: Waveform) -> MonoClip:
+    return MonoClip(dsp.to_mono(waveform.samples), waveform.sample_rate, waveform.channels,
+                    dsp.flat_tops(waveform.samples.T))
 
 
 def write_wav(path: str | Path, mono: np.ndarray, sample_rate: int, *, subtype: str = "PCM_16") -> Path:

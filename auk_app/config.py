@@ -50,6 +50,10 @@ class Limits:
     max_peak: float = 64.0  # +36 dBFS: float files may exceed full scale a little, never by this much
     max_target_seconds: float = 30.0
     max_channels: int = 8
+    # Samples (frames × channels) a file may hold, read from its header before anything is decoded:
+    # 10 minutes of 48 kHz stereo. Seconds alone let a 1 MB FLAC of 600 s at 192 kHz × 8 channels
+    # ask for gigabytes; decoding mixes to mono block by block, so memory stays ≤ 4 bytes × this.
+    max_decoded_samples: int = 600 * 48_000 * 2
     min_nfe: int = 1
     max_nfe: int = 64
     max_cfg: float = 10.0

@@ -12,10 +12,27 @@ from __future__ import annotations
 import numpy as np
 import soxr
 
+# |x| at or above this is full scale for every PCM depth (PCM16's largest sample is 32767/32768).
+FULL_SCALE = 0.999
+CLIP_RUN = 3  # consecutive full-scale samples: a flat top, not just one loud peak
+
 
 def to_mono(samples: np.ndarray) -> np.ndarray:
     """[channels, T] → [T] by channel mean (before any resampling, as upstream does)."""
     return samples.mean(axis=0, dtype=np.float64).astype(np.float32) if samples.shape[0] > 1 else samples[0]
+
+
+def flat_tops(frames: np.ndarray) -> bool:
+    """Whether any channel of ``frames`` [T, channels] holds ``CLIP_RUN`` consecutive full-scale samples.
+
+    Frames first, as a file is read, so a block reader can prepend the previous block's last
+    ``CLIP_RUN - 1`` frames and catch a run across the boundary.
+    """
+    hot = np.abs(frames) >= FULL_SCALE
+    if hot.shape[0] < CLIP_RUN or not hot.any():
+        return False
+    window = np.ones(CLIP_RUN, dtype=np.int32)
+    return any(np.convolve(column.astype(np.int32), window, mode="valid").max() >= CLIP_RUN for column in hot.T)
 
 
 def resample(mono: np.ndarray, source_rate: int, target_rate: int) -> np.ndarray:

@@ -23,6 +23,7 @@ from auk_app.auk.request import EditRequest, EditResult
 from auk_app.config import Limits
 from auk_app.errors import InputError
 from auk_app.runtime import pick_device, pick_precision
+from auk_app.validate import shown
 
 if TYPE_CHECKING:  # the Audex stack imports in seconds: only a Studio that serves Audex pays for it
     from auk_app.audex.pipeline import AudexPipeline
@@ -75,6 +76,10 @@ class Studio:
     """Model registry and dispatcher shared by the Gradio app, the CLI and the tests."""
 
     def __init__(self, config: StudioConfig = StudioConfig()):
+        if config.audex_server:
+            from auk_app.audex.remote import check_server_url
+
+            check_server_url(config.audex_server)  # a bad URL is refused here, before anything loads
         self.config = config
         self.device = pick_device(config.device)
         self.precision = pick_precision(self.device, config.dtype)
@@ -131,7 +136,7 @@ class Studio:
             if name in (entry.key, entry.label):
                 return entry
         choices = ", ".join(["auto", *self._entries])
-        raise InputError(f"Unknown model {name!r}. Choose one of: {choices}.")
+        raise InputError(f"Unknown model {shown(name)}. Choose one of: {choices}.")  # shown: a 100 kB name stays short
 
     # ------------------------------------------------------------------ AuK
 

@@ -4,7 +4,7 @@ The app runs this as the Gradio validator of every AuK request and as ``/inspect
 never raises for a bad clip; it returns findings with a verdict (``ok``, ``warning`` or
 ``rejected``) and one English message that names the problem and the fix. The rejections are
 audio_io's (unreadable, damaged) and validate.check_clip's (sample rate, channels, length,
-non-finite, absurd peaks, silence): the same checks the pipeline and the CLI run.
+samples to decode, non-finite, absurd peaks, silence): the same checks the pipeline and the CLI run.
 """
 
 from __future__ import annotations
@@ -16,18 +16,16 @@ from typing import Any
 import numpy as np
 
 from auk_app import dsp
-from auk_app.audio_io import read_audio
+from auk_app.audio_io import read_mono
 from auk_app.config import AUK_SAMPLE_RATE, Limits
 from auk_app.errors import InputError
 from auk_app.levels import dbfs_or_none
 from auk_app.validate import SILENCE_PEAK, check_clip
 
 # Uploads decoded at once for checks, whoever asks (validators run outside Gradio's queue): with
-# the 31 s decode bound this caps the memory a burst of large uploads can take.
+# the sample budget (Limits.max_decoded_samples, decoded to mono) this caps the memory a burst of
+# large uploads can take.
 _DECODING = threading.BoundedSemaphore(2)
-# |x| at or above this is full scale for every PCM depth (PCM16's largest sample is 32767/32768).
-FULL_SCALE = 0.999
-CLIP_RUN = 3  # consecutive full-scale samples: a flat top, not just one loud peak
 
 
 def check_upload(path: str | Path | None, limits: Limits = Limits()) -> dict[str, Any]:
@@ -42,17 +40,17 @@ def check_upload(path: str | Path | None, limits: Limits = Limits()) -> dict[str
         return findings
     try:
         with _DECODING:
-            waveform = read_audio(path, limits)
+            waveform = read_mono(path, limits)
     except InputError as exc:
         findings["message"] = str(exc)
         return findings
-    mono = dsp.to_mono(waveform.samples)
+    mono = waveform.mono
     finite = bool(np.isfinite(mono).all())
     findings.update(sample_rate=waveform.sample_rate, channels=waveform.channels, duration_s=round(waveform.seconds, 4))
     if finite and mono.size:
         peak, rms = dsp.peak(mono), dsp.rms(mono)
         findings.update(
-            peak=round(peak, 6), rms=round(rms, 6), silent=peak < SILENCE_PEAK, clipping=_clips(waveform.samples),
+            peak=round(peak, 6), rms=round(rms, 6), silent=peak < SILENCE_PEAK, clipping=waveform.clipping,
             peak_dbfs=dbfs_or_none(peak), rms_dbfs=dbfs_or_none(rms),
         )
     try:
@@ -79,15 +77,6 @@ def check_upload(path: str | Path | None, limits: Limits = Limits()) -> dict[str
         notes.append(f"It will be {' and '.join(conversions)}.")
     findings["message"] = " ".join([summary, *notes])
     return findings
-
-
-def _clips(samples: np.ndarray) -> bool:
-    """Any channel with ``CLIP_RUN`` consecutive samples at full scale."""
-    hot = np.abs(samples) >= FULL_SCALE
-    if hot.shape[1] < CLIP_RUN or not hot.any():
-        return False
-    window = np.ones(CLIP_RUN, dtype=np.int32)
-    return any(np.convolve(row.astype(np.int32), window, mode="valid").max() >= CLIP_RUN for row in hot)
 
 
 def _level(db: float | None) -> str:

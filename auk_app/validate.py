@@ -25,8 +25,15 @@ def shown(value) -> str:
     return text if len(text) <= _SHOWN_CHARS else f"{text[:_SHOWN_CHARS - 20]}… ({len(text)} characters)"
 
 
-def _is_number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+def is_real(value) -> bool:
+    """A finite int or float that a float can hold: not a bool (JSON's true is no number), not NaN or
+    ±inf, not a whole number past 1.8e308 (JSON carries 10**400, and float() would raise on it)."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 def _length(n_samples: int, sample_rate: int) -> str:
@@ -75,6 +82,13 @@ def check_format(sample_rate: int, channels: int, n_samples: int, limits: Limits
         raise InputError(
             f"The clip lasts {_length(n_samples, sample_rate)}; the limit is {limits.max_input_seconds:g} s. "
             f"Trim it to at most {limits.max_input_seconds:g} s{region_hint}."
+        )
+    if n_samples * channels > limits.max_decoded_samples:
+        raise InputError(
+            f"The clip holds {n_samples * channels / 1e6:.1f} million samples ({seconds:.1f} s × "
+            f"{sample_rate / 1000:g} kHz × {channels} channels); the server decodes at most "
+            f"{limits.max_decoded_samples / 1e6:g} million ({limits.max_decoded_samples / 96_000 / 60:.3g} minutes of "
+            "48 kHz stereo). Export it at 48 kHz or less, in mono or stereo, or trim it, and upload it again."
         )
     if seconds < limits.min_seconds:
         raise InputError(
@@ -132,13 +146,22 @@ def without_control_tokens(text: str, tokenizer) -> str:
     return text
 
 
+def plain_text(text: str, tokenizer, what: str, subject: str) -> str:
+    """``text`` without control tokens (:func:`without_control_tokens`), refused when nothing else is
+    left: a prompt of only special tokens would run on an empty instruction or caption."""
+    plain = without_control_tokens(text, tokenizer)
+    if not plain.strip():
+        raise InputError(f"The {what} holds only special tokens of the model. Describe {subject} in words.")
+    return plain
+
+
 def check_region(start, end, limits: Limits) -> tuple[float, float] | None:
     """(start, end) in seconds of the part of the clip to edit; None for the whole clip (no end, or
     0 as a number box sends it, like seconds' 0 for automatic). An empty start is the beginning."""
     if end is None or (end == 0 and not start):
         return None
     start = 0.0 if start is None else start
-    if not (_is_number(start) and _is_number(end)) or not (math.isfinite(start) and math.isfinite(end)):
+    if not (is_real(start) and is_real(end)):
         raise InputError(
             f"region_start and region_end are seconds; got {shown(start)} and {shown(end)}. "
             "Leave region_end empty to edit the whole clip."
@@ -167,8 +190,11 @@ def check_seconds(seconds: float | None, limits: Limits) -> float | None:
     """Target length in seconds, or None (0 means automatic)."""
     if seconds is None:
         return None
-    if not isinstance(seconds, (int, float)) or math.isnan(seconds) or seconds < 0:
-        raise InputError(f"The duration must be 0 (automatic) or a positive number of seconds; got {shown(seconds)}.")
+    if not is_real(seconds) or seconds < 0:
+        raise InputError(
+            f"The duration must be 0 (automatic) or a positive number of seconds, at most "
+            f"{limits.max_target_seconds:g}; got {shown(seconds)}."
+        )
     if seconds == 0:
         return None
     if seconds > limits.max_target_seconds:
@@ -203,7 +229,7 @@ def check_seed(seed) -> int:
     """A whole number in [0, 2^63) (a number box's 5.0 counts as 5), returned as an int; None draws one."""
     if seed is None:
         return random_seed()
-    if not _is_number(seed) or not float(seed).is_integer() or not 0 <= seed < 2**63:
+    if not is_real(seed) or not float(seed).is_integer() or not 0 <= seed < 2**63:
         raise InputError(
             f"The seed must be a whole number from 0 to 2^63-1; got {shown(seed)}. "
             "Leave it out (or tick “Randomise seed”) for a random one."
@@ -211,22 +237,30 @@ def check_seed(seed) -> int:
     return int(seed)
 
 
+def check_flag(value, name: str) -> bool:
+    """A switch: True or False only. Raw API clients send JSON, where the string "false" would
+    count as true and 0 or null would pass as something nobody chose."""
+    if not isinstance(value, bool):
+        raise InputError(f"{name} must be true or false; got {shown(value)}.")
+    return value
+
+
 def check_nfe(nfe, limits: Limits) -> int | None:
     if nfe is None:
         return None
-    if not _is_number(nfe) or not float(nfe).is_integer() or not limits.min_nfe <= nfe <= limits.max_nfe:
+    if not is_real(nfe) or not float(nfe).is_integer() or not limits.min_nfe <= nfe <= limits.max_nfe:
         raise InputError(f"nfe (Euler steps) must be a whole number from {limits.min_nfe} to {limits.max_nfe}; got {shown(nfe)}.")
     return int(nfe)
 
 
 def check_cfg(cfg, limits: Limits) -> float | None:
-    if cfg is not None and not (_is_number(cfg) and 0 <= cfg <= limits.max_cfg):
+    if cfg is not None and not (is_real(cfg) and 0 <= cfg <= limits.max_cfg):
         raise InputError(f"cfg (guidance strength) must be between 0 and {limits.max_cfg:g}; got {shown(cfg)}.")
     return None if cfg is None else float(cfg)
 
 
 def check_sway(sway, limits: Limits) -> float | None:
-    if sway is not None and not (_is_number(sway) and limits.min_sway <= sway <= limits.max_sway):
+    if sway is not None and not (is_real(sway) and limits.min_sway <= sway <= limits.max_sway):
         raise InputError(f"sway must be between {limits.min_sway:g} and {limits.max_sway:g}; got {shown(sway)}.")
     return None if sway is None else float(sway)
 

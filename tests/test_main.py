@@ -83,3 +83,23 @@ def test_region_edit_writes_the_whole_file(tmp_path):
     assert after.shape == before.shape
     np.testing.assert_array_equal(after[: 10 * SR], before[: 10 * SR])
     np.testing.assert_array_equal(after[int(12.5 * SR):], before[int(12.5 * SR):])
+
+
+@pytest.mark.parametrize("name, words", [
+    ("a" * 300 + ".wav", "File name too long"),
+    ("taken.wav", "Is a directory"),  # taken.wav.part is a folder: write_wav could never write it
+])
+def test_an_output_that_cannot_be_written_is_refused_before_anything_loads(tmp_path, capsys, monkeypatch, name, words):
+    import auk_app.service
+
+    def no_loading(*args, **kwargs):
+        raise AssertionError("the model was loaded before the output was tried")
+
+    monkeypatch.setattr(auk_app.service, "Studio", no_loading)
+    (tmp_path / "taken.wav.part").mkdir()
+    before = set(tmp_path.rglob("*"))
+    status = main(["edit", "--input", str(_input(tmp_path, "good")), "--instruction", "Increase the volume by 6 dB.",
+                   "--output", str(tmp_path / name), "--nfe", "2"])
+    err = capsys.readouterr().err
+    assert status == 2 and "cannot be written" in err and words in err and err.strip().count("\n") == 0, err
+    assert set(tmp_path.rglob("*")) - before == {tmp_path / "good.wav"}

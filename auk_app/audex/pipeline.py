@@ -36,7 +36,7 @@ from auk_app.audex.xcodec import SAMPLE_RATE, decode_frames, load_xcodec
 from auk_app.config import Limits
 from auk_app.errors import InputError
 from auk_app.runtime import pick_device, pick_precision
-from auk_app.validate import check_caption, without_control_tokens
+from auk_app.validate import check_caption, plain_text
 
 
 @dataclass(frozen=True)
@@ -133,9 +133,7 @@ class AudexPipeline:
         Special tokens typed into the caption are removed first: they would rewrite the prompt.
         """
         tokenizer = self.text[0]
-        plain = without_control_tokens(caption, tokenizer).strip()
-        if not plain:
-            raise InputError("The caption holds only special tokens of the model. Describe the sound in words.")
+        plain = plain_text(caption, tokenizer, "caption", "the sound").strip()
         cond_prompt = build_tta_cond_prompt(plain)
         if not guided:
             return tokenizer.encode(cond_prompt), None
@@ -188,7 +186,7 @@ class AudexPipeline:
         if self.engine is None:
             max_positions = self.thinker.model.config.max_position_embeddings
         else:
-            max_positions = self.engine.max_model_len
+            max_positions = self.engine.max_model_len(should_stop)
         if len(cond_ids) + token_limit(params) > max_positions:
             raise InputError(
                 f"The caption makes a {len(cond_ids)}-token prompt; with up to {token_limit(params)} generated "

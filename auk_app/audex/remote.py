@@ -9,7 +9,10 @@ server's plugin keeps the pair step-locked and token-identical, and this client 
 
 Failures become one sentence (:class:`EngineError`): a server that cannot be reached, one that
 sends nothing for ``read_timeout`` seconds, one that refuses the request, and one that drops the
-connection mid-stream.
+connection mid-stream. Per-read timeouts alone let a server that drips (a keep-alive every 30 s
+and no tokens, or a model list a byte at a time) hold a run for ever, so every call also has an
+overall deadline, a run gives up after ``read_timeout`` seconds without a new token, and the
+caller's thread does all its waiting where Stop reaches it, holding no lock over the network.
 """
 
 from __future__ import annotations
@@ -36,14 +39,35 @@ _POLL_SECONDS = 0.05  # how often the caller's thread looks at should_stop and p
 # Tokens per streamed chunk: one event per token made the API server's output handling and this
 # process's parsing the bottleneck at 8 users on 2 cores; 16 tokens is a tenth of a second of audio.
 _STREAM_INTERVAL = 16
+CALL_DEADLINE_SECONDS = 15.0  # the whole /v1/models exchange, however the bytes arrive
+RUN_DEADLINE_SECONDS = 600.0  # one run's streams, start to end: 4000 tokens take well under a minute
 
 
 class EngineError(AppError):
     """The Audex server could not serve a run; the message says what happened and what to do."""
 
 
+def check_server_url(url: str) -> str:
+    """``url`` with no trailing slash, once it is an http(s) URL with a host and a port that exists.
+
+    Run by the Studio when it is built, so a bad --audex-server is one sentence at start-up (a port
+    of 99999 or an unclosed ``[`` made urlsplit raise ValueError deep inside the first page load).
+    """
+    try:
+        parts = urlsplit(url if "//" in url else f"http://{url}")
+        port = parts.port  # raises ValueError for a port outside 0–65535 or not a number
+    except ValueError as exc:
+        raise EngineError(f"The Audex server URL cannot be read ({exc}); give one like http://127.0.0.1:8000.") from exc
+    if parts.scheme not in ("http", "https") or not parts.hostname or port == 0:
+        shown = f"{parts.hostname or ''}:{port}" if port is not None else parts.hostname
+        raise EngineError(f"The Audex server URL {shown or url[:80]!r} is not an http(s) URL with a host and a port "
+                          "from 1 to 65535; give one like http://127.0.0.1:8000.")
+    return url.rstrip("/")
+
+
 def server_host(url: str) -> str:
-    """``host[:port]`` of ``url``, without scheme, credentials, path or query: safe to show."""
+    """``host[:port]`` of a URL :func:`check_server_url` accepted, without scheme, credentials, path
+    or query: safe to show."""
     parts = urlsplit(url if "//" in url else f"http://{url}")
     host = parts.hostname or ""
     return f"{host}:{parts.port}" if parts.port else host
@@ -59,39 +83,49 @@ class _Stream:
     finish_reason: str | None = None
     error: Exception | None = None
     response: httpx.Response | None = None
+    last_token_at: float = field(default_factory=perf_counter)  # keep-alives do not move it
+    reply: bytes | None = None  # a plain request's whole reply (the model list)
 
 
 class RemoteEngine:
     """A vLLM server running the Audex plugin, addressed by its base URL (``http://host:8000``)."""
 
-    def __init__(self, url: str, *, connect_timeout: float = 5.0, read_timeout: float = 60.0) -> None:
-        parts = urlsplit(url if "//" in url else f"http://{url}")
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise EngineError(f"The Audex server URL {server_host(url) or url!r} is not an http(s) URL; "
-                              "give one like http://127.0.0.1:8000.")
-        self.url = url.rstrip("/")
+    def __init__(self, url: str, *, connect_timeout: float = 5.0, read_timeout: float = 60.0,
+                 call_deadline: float = CALL_DEADLINE_SECONDS, run_deadline: float = RUN_DEADLINE_SECONDS) -> None:
+        self.url = check_server_url(url)
         self.host = server_host(url)
         self._timeout = httpx.Timeout(read_timeout, connect=connect_timeout)
+        self.call_deadline, self.run_deadline = call_deadline, run_deadline
         self._model: dict[str, Any] | None = None
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # guards _model only; never held while the network is waited on
 
     def _client(self) -> httpx.Client:
         return httpx.Client(base_url=self.url, timeout=self._timeout)
 
-    @property
-    def model(self) -> dict[str, Any]:
-        """The served model's card from ``/v1/models`` (``id``, ``max_model_len``), read once."""
-        with self._lock:
-            if self._model is None:
-                with self._client() as client:
-                    response = self._call(lambda: client.get("/v1/models"), done=0)
-                    self._check(response)
-                    self._model = response.json()["data"][0]
-            return self._model
+    def model(self, should_stop: ShouldStop | None = None) -> dict[str, Any]:
+        """The served model's card from ``/v1/models`` (``id``, ``max_model_len``), read once,
+        within ``call_deadline`` seconds however the server drips it; Stop ends the wait."""
+        if self._model is None:
+            fetched = _Stream({})
+            with self._client() as client:
+                request = client.build_request("GET", "/v1/models")
+                thread = threading.Thread(target=self._fetch, args=(client, request, fetched), daemon=True)
+                thread.start()
+                self._wait([thread], [fetched], should_stop, started=perf_counter(), deadline=self.call_deadline,
+                           what="the model list (/v1/models)")
+            if fetched.error is not None:
+                raise fetched.error
+            try:
+                card = json.loads(fetched.reply)["data"][0]
+                card = {"id": str(card["id"]), "max_model_len": int(card["max_model_len"])}
+            except (ValueError, KeyError, IndexError, TypeError) as exc:
+                raise self._sentence(exc, 0) from exc
+            with self._lock:
+                self._model = self._model or card
+        return self._model
 
-    @property
-    def max_model_len(self) -> int:
-        return int(self.model["max_model_len"])
+    def max_model_len(self, should_stop: ShouldStop | None = None) -> int:
+        return self.model(should_stop)["max_model_len"]
 
     def sample_stream(
         self,
@@ -105,14 +139,15 @@ class RemoteEngine:
     ) -> SampledStream:
         """What :func:`auk_app.audex.sampler.sample_stream` returns, sampled on the server."""
         total = token_limit(params)
-        streams = [_Stream(self._body(cond_ids, vocab, params, total))]
+        model_id = self.model(should_stop)["id"]
+        streams = [_Stream(self._body(model_id, cond_ids, vocab, params, total))]
         if params.guided:
             if null_ids is None or len(null_ids) != len(cond_ids):
                 raise ValueError("CFG needs a null prompt of exactly the conditional prompt's length")
             pair_id = uuid.uuid4().hex
             streams[0].body["vllm_xargs"].update(
                 {xargs.CFG_PAIR_ID: pair_id, xargs.CFG_ROLE: xargs.COND, xargs.CFG_SCALE: params.cfg_scale})
-            uncond = self._body(null_ids, vocab, params, total)
+            uncond = self._body(model_id, null_ids, vocab, params, total)
             # The server overwrites the uncond member's draws with the cond member's tokens; unseeded,
             # its own draws differ, so a missing copy shows up as a drifted pair instead of hiding.
             del uncond["seed"]
@@ -124,32 +159,12 @@ class RemoteEngine:
             threads = [threading.Thread(target=self._run, args=(client, s), daemon=True) for s in streams]
             for thread in threads:
                 thread.start()
-            reported = 0
-
-            def check_stop():
-                if should_stop is not None and should_stop():
-                    raise Cancelled(
-                        f"Generation was stopped after {len(streams[0].tokens)} of at most {total} tokens, "
-                        "so no audio was made. Press Generate to start again."
-                    )
-
-            try:
-                while alive := [t for t in threads if t.is_alive()]:
-                    check_stop()
-                    if any(s.error is not None for s in streams):
-                        break
-                    reported = self._report(progress, streams[0].tokens, reported, total)
-                    alive[0].join(_POLL_SECONDS)
-                check_stop()  # a Stop pressed as the streams ended still stops: the user asked for no result
-            finally:
-                for stream in streams:  # closing the connection makes vLLM abort the request
-                    if stream.response is not None:
-                        _hang_up(stream.response)
+            self._wait(threads, streams, should_stop, started=started, deadline=self.run_deadline,
+                       what="the run", progress=progress, total=total)
         for stream in streams:
             if stream.error is not None:
                 raise stream.error
         cond = streams[0]
-        self._report(progress, cond.tokens, reported, total)
         if len(streams) == 2 and streams[1].tokens != cond.tokens:
             raise EngineError(
                 f"The Audex server at {self.host} let a CFG pair drift apart (the conditional and unconditional "
@@ -169,10 +184,61 @@ class RemoteEngine:
             sampling_seconds=perf_counter() - first,
         )
 
-    def _body(self, prompt: Sequence[int], vocab: AudexVocab, params: TTASampling, total: int) -> dict[str, Any]:
+    def _wait(self, threads: list[threading.Thread], streams: list[_Stream], should_stop: ShouldStop | None, *,
+              started: float, deadline: float, what: str, progress: Progress | None = None, total: int = 0) -> None:
+        """Wait in the caller's thread for ``threads`` (one per stream), reporting progress, until they end,
+        one fails, Stop is pressed (Cancelled), ``deadline`` seconds pass or no token came for the read
+        timeout (EngineError); then hang up every connection, which ends the threads and vLLM's requests."""
+        reported = 0
+        try:
+            while alive := [t for t in threads if t.is_alive()]:
+                self._check_stop(should_stop, streams[0], total)
+                if any(s.error is not None for s in streams):
+                    break
+                reported = self._report(progress, streams[0].tokens, reported, total)
+                self._check_clock(streams, started, deadline, what)
+                alive[0].join(_POLL_SECONDS)
+            self._check_stop(should_stop, streams[0], total)  # a Stop pressed as the streams ended still stops
+        finally:
+            for stream in streams:  # closing the connection makes vLLM abort the request
+                if stream.response is not None:
+                    _hang_up(stream.response)
+        self._report(progress, streams[0].tokens, reported, total)
+
+    @staticmethod
+    def _check_stop(should_stop: ShouldStop | None, stream: _Stream, total: int) -> None:
+        if should_stop is not None and should_stop():
+            done = f"after {len(stream.tokens)} of at most {total} tokens" if total else "before it started"
+            raise Cancelled(f"Generation was stopped {done}, so no audio was made. Press Generate to start again.")
+
+    def _check_clock(self, streams: list[_Stream], started: float, deadline: float, what: str) -> None:
+        """The overall deadline; for a run, also the read timeout counted between tokens, not bytes."""
+        now, done = perf_counter(), len(streams[0].tokens)
+        run = what == "the run"
+        if now - started > deadline:
+            raise EngineError(f"The Audex server at {self.host} did not complete {what} within {deadline:g} s"
+                              f"{f' ({done} tokens came)' if run else ''}, so the run was given up; the server is "
+                              "overloaded or stuck.")
+        if run and now - min(s.last_token_at for s in streams) > self._timeout.read:
+            raise EngineError(f"The Audex server at {self.host} sent no tokens for {self._timeout.read:g} s after "
+                              f"{done} tokens, so the run was given up; the server is overloaded or stuck.")
+
+    def _fetch(self, client: httpx.Client, request: httpx.Request, into: _Stream) -> None:
+        """One plain request's whole reply into ``into.reply``; a failure is kept, as a stream's is."""
+        try:
+            into.response = self._call(lambda: client.send(request, stream=True), done=0)
+            self._check(into.response)
+            into.reply = b"".join(into.response.iter_bytes())
+        except EngineError as exc:
+            into.error = exc
+        except (httpx.HTTPError, OSError) as exc:
+            into.error = self._sentence(exc, 0)
+
+    def _body(self, model_id: str, prompt: Sequence[int], vocab: AudexVocab, params: TTASampling,
+              total: int) -> dict[str, Any]:
         extra = {xargs.TTA_CODEC_CAP: params.codec_cap} if params.use_mask else {}
         return {
-            "model": self.model["id"], "prompt": list(prompt), "max_tokens": total, "stream": True,
+            "model": model_id, "prompt": list(prompt), "max_tokens": total, "stream": True,
             "stream_interval": _STREAM_INTERVAL,
             "temperature": params.temperature, "top_k": params.top_k, "top_p": params.top_p, "seed": params.seed,
             "stop_token_ids": [vocab.end_tid], "ignore_eos": True, "return_token_ids": True,
@@ -193,8 +259,9 @@ class RemoteEngine:
                     raise EngineError(f"The Audex server at {self.host} failed the run after {len(stream.tokens)} "
                                       f"tokens: {str(event['error'].get('message', event['error']))[:300]}.")
                 choice = event["choices"][0]
-                if stream.first_token_at is None and choice.get("token_ids"):
-                    stream.first_token_at = perf_counter()
+                if choice.get("token_ids"):
+                    stream.last_token_at = perf_counter()
+                    stream.first_token_at = stream.first_token_at or stream.last_token_at
                 stream.tokens.extend(choice.get("token_ids") or ())
                 stream.finish_reason = choice.get("finish_reason") or stream.finish_reason
             if stream.finish_reason is None:

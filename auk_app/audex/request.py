@@ -16,7 +16,7 @@ from auk_app.audex.report import FRAME_RATE_HZ
 from auk_app.audex.rvq import MAX_TTA_FRAMES
 from auk_app.config import Limits
 from auk_app.errors import InputError
-from auk_app.validate import check_caption, check_seed, field_problems, shown
+from auk_app.validate import check_caption, check_flag, check_seed, field_problems, shown
 
 if TYPE_CHECKING:
     from auk_app.audex.pipeline import AudexResult
@@ -57,6 +57,7 @@ def _field_checks(limits: Limits) -> dict[str, Callable[[Any], Any]]:
         "temperature": lambda value: TTASampling(temperature=value).temperature,
         "top_k": lambda value: TTASampling(top_k=_whole(value)).top_k,
         "seed": check_seed,
+        "compare_unmasked": lambda value: check_flag(value, "compare_unmasked"),
     }
 
 
@@ -77,7 +78,6 @@ class AudexRequest:
     def __post_init__(self) -> None:
         for name, check in _field_checks(self.limits).items():
             object.__setattr__(self, name, check(getattr(self, name)))
-        object.__setattr__(self, "compare_unmasked", bool(self.compare_unmasked))
 
     @property
     def codec_cap(self) -> int:

@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from auk_app.errors import CheckpointError
-from auk_app.validate import without_control_tokens
+from auk_app.validate import plain_text
 
 
 def fuse_hidden_states(layers: Sequence[torch.Tensor], layer_weights: torch.Tensor, layer_scale: torch.Tensor) -> torch.Tensor:
@@ -78,7 +78,8 @@ class MiniLMConditioner:
     @torch.inference_mode()
     def hidden_states(self, instruction: str, audio_16k: np.ndarray | None = None):
         device = next(self.model.parameters()).device
-        inputs = self.tokenizer(without_control_tokens(instruction, self.tokenizer), return_tensors="pt").to(device)
+        text = plain_text(instruction, self.tokenizer, "instruction", "the edit or the sound")
+        inputs = self.tokenizer(text, return_tensors="pt").to(device)
         outputs = self.model(**inputs, output_hidden_states=True)
         return list(outputs.hidden_states[1:]), inputs["attention_mask"].bool()
 

@@ -29,7 +29,7 @@ import numpy as np
 import torch
 
 from auk_app import dsp
-from auk_app.audio_io import Waveform, load_audio
+from auk_app.audio_io import MonoClip, load_mono
 from auk_app.auk.batching import DEFAULT_MAX_BATCH, StepBatcher
 from auk_app.auk.checkpoint import AuKCheckpoint, AuKModel, load_auk_checkpoint, read_auk_checkpoint
 from auk_app.auk.conditioner import TextConditioner, fuse_hidden_states, load_conditioner
@@ -358,15 +358,14 @@ class AuKPipeline:
             torch.cuda.empty_cache()
 
 
-def _read_mono(source, limits: Limits) -> tuple[Waveform, np.ndarray]:
+def _read_mono(source, limits: Limits) -> tuple[MonoClip, np.ndarray]:
     """The source and its mono mix, through the same checks as an upload."""
-    waveform = load_audio(source, limits)
-    mono = dsp.to_mono(waveform.samples)
-    check_clip(mono, waveform.sample_rate, limits, channels=waveform.channels)
-    return waveform, mono
+    waveform = load_mono(source, limits)
+    check_clip(waveform.mono, waveform.sample_rate, limits, channels=waveform.channels)
+    return waveform, waveform.mono
 
 
-def _clip(wav_24k: np.ndarray, wav_16k: np.ndarray | None, waveform: Waveform, checkpoint: AuKCheckpoint) -> _Clip:
+def _clip(wav_24k: np.ndarray, wav_16k: np.ndarray | None, waveform: MonoClip, checkpoint: AuKCheckpoint) -> _Clip:
     return _Clip(
         wav_24k=np.ascontiguousarray(wav_24k),
         wav_16k=wav_16k,

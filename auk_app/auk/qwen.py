@@ -40,7 +40,7 @@ from transformers import (
 from transformers.processing_utils import OmniModalProcessorMixin
 
 from auk_app.errors import CheckpointError, InputError
-from auk_app.validate import without_control_tokens
+from auk_app.validate import plain_text
 from auk_app.weights import mismatch
 
 SYSTEM_PROMPT = "You are a helpful assistant."
@@ -182,7 +182,7 @@ class QwenConditioner:
         ``|<no_prompt_audio>|`` is appended with no space, unless the instruction already holds it.
         Special tokens typed into the instruction are removed first (they would rewrite the turn).
         """
-        instruction = without_control_tokens(instruction, self.processor.tokenizer)
+        instruction = plain_text(instruction, self.processor.tokenizer, "instruction", "the edit or the sound")
         if with_audio:
             user = instruction + AUDIO_PART
         else:

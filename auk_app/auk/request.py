@@ -19,7 +19,7 @@ from auk_app.audio_io import Waveform
 from auk_app.config import Limits
 from auk_app.errors import AppError, InputError
 from auk_app.validate import (
-    check_cfg, check_duration_known, check_instruction, check_nfe, check_region, check_seconds, check_seed,
+    check_cfg, check_duration_known, check_flag, check_instruction, check_nfe, check_region, check_seconds, check_seed,
     check_sway, field_problems, parse_t_grid,
 )
 
@@ -36,6 +36,7 @@ def _field_checks(limits: Limits) -> dict[str, Callable[[Any], Any]]:
         "sway": lambda value: check_sway(value, limits),
         "t_grid": lambda value: parse_t_grid(value, limits),
         "seed": check_seed,
+        "vae_sample": lambda value: check_flag(value, "vae_sample"),
     }
 
 
@@ -70,7 +71,6 @@ class EditRequest:
         for name, check in _field_checks(self.limits).items():
             object.__setattr__(self, name, check(getattr(self, name)))
         check_duration_known(self.seconds, self.audio is not None)
-        object.__setattr__(self, "vae_sample", bool(self.vae_sample))
         region = _check_region(self.region_start, self.region_end, self.audio is not None, self.limits)
         object.__setattr__(self, "region_start", None if region is None else region[0])
         object.__setattr__(self, "region_end", None if region is None else region[1])

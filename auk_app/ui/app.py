@@ -5,13 +5,13 @@ Tabs: "Edit & generate (AuK)", "Text to audio (Audex)", "API", "About". The even
 in :mod:`auk_app.ui.handlers`; the generated wording in :mod:`auk_app.ui.text`.
 
 Public API (named; everything else is ``api_visibility="private"``): ``/edit_audio``,
-``/text_to_audio``, ``/inspect_audio`` and ``/model_info``. The queue holds at most
-``QUEUE_MAX_SIZE`` waiting requests. ``/edit_audio`` runs up to ``StudioConfig.auk_batch`` edits at
-once (``concurrency_id="auk"``), so concurrent edits reach the pipeline together and share DiT
-steps; ``/text_to_audio`` runs one at a time (``concurrency_id="gpu"``), and so do edits with
-``--offload`` or ``--auk-batch 1``, sharing that one slot. The cheap
-``/model_info`` bypasses the queue (``queue=False``); ``/inspect_audio`` decodes uploads, so it has a
-small queue of its own.
+``/text_to_audio``, ``/inspect_audio`` and ``/model_info``. At most ``QUEUE_MAX_SIZE`` model
+requests wait, held by the validators however many arrive at once (``runs.Admission``).
+``/edit_audio`` runs up to ``StudioConfig.auk_batch`` edits at once (``concurrency_id="auk"``), so
+concurrent edits reach the pipeline together and share DiT steps; ``/text_to_audio`` runs one at a
+time (``concurrency_id="gpu"``), and so do edits with ``--offload`` or ``--auk-batch 1``, sharing
+that one slot. The cheap ``/model_info`` bypasses the queue (``queue=False``); ``/inspect_audio``
+and the upload's verdict decode uploads, so they share a small queue of their own.
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ GPU_QUEUE = "gpu"  # text to audio: one at a time
 AUK_QUEUE = "auk"  # edits: up to StudioConfig.auk_batch at once, sharing DiT steps in the pipeline
 INTAKE_QUEUE = "intake"  # /inspect_audio decodes uploads: queued, a few at a time, like the model runs
 INTAKE_CONCURRENCY = 2
-QUEUE_MAX_SIZE = 16  # beyond this a request is refused at once instead of waiting for minutes
+QUEUE_MAX_SIZE = 16  # model requests waiting; beyond this one is refused at once instead of waiting for minutes
+BACKSTOP_MAX_SIZE = 256  # all queued events: only cheap ones can fill what the model requests leave
 # 30 s at 48 kHz, 8 channels, 32-bit float is 46 MB: the largest clip the limits accept, with room.
 MAX_FILE_SIZE = "50mb"
 CSS = """
@@ -202,9 +203,9 @@ def _audex_tab(handlers: Handlers) -> SimpleNamespace:
                 )
             with gr.Row():
                 c.temperature = gr.Number(AUDEX_DEFAULTS.temperature, label="Temperature", step=0.1,
-                                          elem_id="temperature", info="above 0; 1.0 recommended")
+                                          elem_id="temperature", info="0.0001–10; 1.0 recommended")
                 c.top_k = gr.Number(AUDEX_DEFAULTS.top_k, label="top-k", step=1, elem_id="top-k",
-                                    info="1 or more; 80 recommended")
+                                    info="1–8192; 80 recommended")
             with gr.Row():
                 c.seed = gr.Number(0, label="Seed", step=1, elem_id="audex-seed",
                                    info="The seed used is written back here.")
@@ -299,8 +300,10 @@ def build_demo(studio: Studio) -> gr.Blocks:
         fields = [getattr(e, name) for name in instructions.FIELD_NAMES]
         builder = [e.task, *fields, e.source_seconds, e.language]
         e.task.change(field_updates, e.task, fields, **private)
+        # The upload's verdict decodes it, and the raw API reaches private events too: queued with /inspect_audio.
         gr.on([e.audio.change, e.region_start.change, e.region_end.change], h.on_audio_change,
-              [e.audio, e.region_start, e.region_end], [e.verdict, e.source_seconds], **private).then(
+              [e.audio, e.region_start, e.region_end], [e.verdict, e.source_seconds], api_visibility="private",
+              concurrency_id=INTAKE_QUEUE, concurrency_limit=INTAKE_CONCURRENCY).then(
             h.preview, builder, [e.built_md, e.built], **private)
         gr.on([e.task.change, e.language.change] + [f.change for f in fields], h.preview, builder,
               [e.built_md, e.built], **private)
@@ -308,5 +311,8 @@ def build_demo(studio: Studio) -> gr.Blocks:
         e.use_as_input.click(lambda path: path, e.output, e.audio, **private)
         demo.load(h.status, None, status, **private)
 
-    demo.queue(max_size=QUEUE_MAX_SIZE, default_concurrency_limit=1)
+    # The model requests' cap is the validators' (Admission): Gradio's own max_size is checked before
+    # validation, so it gave way to simultaneous arrivals, and it counts every event, cheap ones too.
+    demo.queue(max_size=BACKSTOP_MAX_SIZE, default_concurrency_limit=1)
+    h.admission.bind(demo, QUEUE_MAX_SIZE)
     return demo

@@ -28,7 +28,8 @@ from auk_app.audex.request import MAX_CODEC_CAP, TRAINED_SECONDS, AudexRequest, 
 from auk_app.auk.request import EditRequest, edit_problems
 from auk_app.errors import AppError, Cancelled
 from auk_app.service import ModelEntry, Studio
-from auk_app.ui.runs import Runs
+from auk_app.validate import check_flag
+from auk_app.ui.runs import Admission, Runs
 from auk_app.ui.zerogpu import gpu
 
 log = logging.getLogger(__name__)
@@ -58,6 +59,17 @@ def _named(handler, args: tuple, kwargs: dict) -> dict[str, Any]:
 
 def _verdicts(names: list[str], problems: dict[str, str]) -> list[dict]:
     return [gr.validate(name not in problems, problems.get(name, "")) for name in names]
+
+
+def _drop_random_seed(values: dict[str, Any]) -> dict[str, str]:
+    """Drop ``seed`` where randomize_seed is on (the seed is then drawn, so it is not checked); the
+    sentence for a randomize_seed that is not true or false (a raw API client's "false")."""
+    try:
+        if check_flag(values["randomize_seed"], "randomize_seed"):
+            values.pop("seed")
+    except AppError as exc:
+        return {"randomize_seed": str(exc)}
+    return {}
 
 
 def _raise_if_stopped(stop) -> None:
@@ -176,6 +188,7 @@ class Handlers:
         self.audex_demo = studio.audex_demo
         self.audex_seconds = studio.audex_seconds
         self._runs = Runs()
+        self.admission = Admission(api_names=("edit_audio", "text_to_audio"))  # ui/app.py binds it
         # On a ZeroGPU Space the GPU is attached per call, for a budget computed from the request.
         self.edit_audio = self._runs.stoppable(gpu(self.edit_gpu_seconds)(self._edit_audio))
         self.text_to_audio = self._runs.stoppable(gpu(self.audex_gpu_seconds)(self._text_to_audio))
@@ -204,11 +217,11 @@ class Handlers:
     # ------------------------------------------------------------------ AuK
 
     def check_edit(self, *args, **kwargs):
-        """Validator: the upload check, the model name and every knob, before the request is queued."""
+        """Validator: the upload check, the model name and every knob, then a place in the model queue
+        (Admission), before the request is queued."""
         values = _named(self._edit_audio, args, kwargs)
-        if values["randomize_seed"]:
-            values.pop("seed")
-        problems = edit_problems(values, self.limits)
+        problems = _drop_random_seed(values)
+        problems.update(edit_problems(values, self.limits))
         if values["audio"] is not None:
             findings = upload_check.check_upload(values["audio"], self.limits.for_region(values["region_end"] or None))
             if findings["verdict"] == "rejected":
@@ -221,6 +234,8 @@ class Handlers:
             self.studio.entry(values["model"])
         except AppError as exc:
             problems["model"] = str(exc)
+        if not problems:
+            self.admission.reserve()
         return _verdicts(inputs_of(self._edit_audio), problems)
 
     def _edit_audio(self, audio=None, instruction=None, model="auto", seconds=0, nfe=None, cfg=None, sway=None,
@@ -259,11 +274,13 @@ class Handlers:
     def check_audex(self, *args, **kwargs):
         """Validator for text-to-audio: each knob through AudexRequest's own checks."""
         values = _named(self._text_to_audio, args, kwargs)
-        if values["randomize_seed"]:
-            values.pop("seed")
+        problems = _drop_random_seed(values)
         if values["max_seconds"] is None:
             values["max_seconds"] = self.audex_seconds
-        return _verdicts(inputs_of(self._text_to_audio), audex_problems(values, self.limits))
+        problems.update(audex_problems(values, self.limits))
+        if not problems:
+            self.admission.reserve()
+        return _verdicts(inputs_of(self._text_to_audio), problems)
 
     def _text_to_audio(self, caption=None, cfg=AUDEX_DEFAULTS.cfg_scale, max_seconds=None,
                        temperature=AUDEX_DEFAULTS.temperature, top_k=AUDEX_DEFAULTS.top_k, seed=0,

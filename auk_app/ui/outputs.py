@@ -4,11 +4,13 @@ Each request writes into its own fresh folder (``tempfile.mkdtemp`` under the ro
 passes, which is inside Gradio's temp dir), so concurrent users never share a file name and
 nothing lands in the working directory. WAVs are PCM16 written by audio_io.write_wav at the
 exact level the model produced: returning float arrays to Gradio would peak-normalise them and
-undo a volume edit. Folders older than an hour are pruned when a new one is made.
+undo a volume edit. When a new folder is made, folders older than an hour are pruned, and then
+the oldest ones until all of them fit ``MAX_RESULT_BYTES``.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import tempfile
@@ -30,6 +32,9 @@ if TYPE_CHECKING:
     from auk_app.service import ModelEntry
 
 MAX_AGE_SECONDS = 3600  # Gradio's own cache copies expire on the same schedule (Blocks delete_cache)
+# A 10-minute region result is a 29 MB WAV: an hour of them could fill a Space's disk, so the
+# request folders together keep to 1 GiB (the newest result can take it over by its own size).
+MAX_RESULT_BYTES = 1 << 30
 FULL_SCALE = 1.0  # write_wav clips here; the manifest counts what was clipped
 
 
@@ -41,18 +46,37 @@ class Deliverables:
     manifest_file: Path
 
 
-def new_request_dir(root: str | Path, *, max_age_s: float = MAX_AGE_SECONDS) -> Path:
-    """A fresh, uniquely named folder under ``root``; older sibling request folders are removed."""
+def new_request_dir(root: str | Path, *, max_age_s: float = MAX_AGE_SECONDS,
+                    max_bytes: int = MAX_RESULT_BYTES) -> Path:
+    """A fresh, uniquely named folder under ``root``, once older request folders are pruned: those
+    past ``max_age_s``, then the oldest until the rest hold at most ``max_bytes``."""
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
-    cutoff = time.time() - max_age_s
-    for old in root.glob("req_*"):
+    folders = []
+    for folder in root.glob("req_*"):
         try:
-            if old.stat().st_mtime < cutoff:
-                shutil.rmtree(old, ignore_errors=True)
+            folders.append((folder.stat().st_mtime, _size(folder), folder))
         except FileNotFoundError:  # another request pruned it first
             pass
+    total = sum(size for _, size, _ in folders)
+    cutoff = time.time() - max_age_s
+    for mtime, size, folder in sorted(folders):
+        if mtime >= cutoff and total <= max_bytes:
+            break
+        shutil.rmtree(folder, ignore_errors=True)
+        total -= size
     return Path(tempfile.mkdtemp(prefix="req_", dir=root))
+
+
+def _size(folder: Path) -> int:
+    """Bytes of the files in a request folder (flat: a WAV, a PNG, a manifest)."""
+    total = 0
+    for entry in os.scandir(folder):
+        try:
+            total += entry.stat().st_size
+        except FileNotFoundError:
+            pass
+    return total
 
 
 def slug(text: str, words: int = 4) -> str:

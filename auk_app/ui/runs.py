@@ -10,7 +10,8 @@ pipelines check between steps (and Audex between tokens):
   and the next request waits at most that long for the pipeline's lock.
 * A client that disconnects (a closed tab, a killed script) is not cancelled by Gradio 6: its
   SSE stream only marks the session's queued events dead (``Event.alive``). A watcher polls that
-  mark and raises the flag. This reads the queue's internals, pinned with the gradio version and
+  mark and raises the flag; a request already marked dead when its turn comes is not started at
+  all (the flag would only be seen after loading and conditioning, at the first step). This reads the queue's internals, pinned with the gradio version and
   held by tests/app/test_cancel.py.
 """
 
@@ -21,13 +22,66 @@ import contextlib
 import functools
 import inspect
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import anyio
 import gradio as gr
 
 DISCONNECT_POLL_SECONDS = 0.2
+# A validated request is in Gradio's queue within milliseconds; a reservation never matched to
+# an event (its push failed after validation) stops counting after this.
+ADMISSION_GRACE_SECONDS = 5.0
+
+
+class Admission:
+    """At most ``cap`` model requests waiting, however many arrive at once.
+
+    Gradio checks its ``max_size`` before it runs the validator, so 40 simultaneous arrivals all
+    passed an empty queue's check and were all queued; and that cap counts every queued event, so a
+    full model queue also refused ``/model_info``. Here a model endpoint's validator, once the
+    values pass, reserves a place under a lock: the model events waiting in Gradio's queue plus the
+    reservations not yet queued may not reach ``cap``. Each model event that appears in the queue
+    (or already running) settles the oldest reservation, since every one passed a validator.
+    """
+
+    def __init__(self, api_names: Iterable[str]) -> None:
+        self.api_names = frozenset(api_names)
+        self.cap: int | None = None
+        self._blocks: Any = None
+        self._reserved: list[float] = []  # when each validated, not yet queued request was admitted
+        self._seen: set[str] = set()  # ids of the model events queued or running at the last look
+        self._lock = threading.Lock()
+
+    def bind(self, blocks: gr.Blocks, cap: int) -> None:
+        """Count ``blocks``' queue (built after its handlers) against ``cap``; unbound, nothing is refused."""
+        self._blocks, self.cap = blocks, cap
+
+    def reserve(self) -> None:
+        """Take a place in the model queue, or raise gr.Error naming the limit."""
+        if self.cap is None:
+            return
+        now = time.monotonic()
+        with self._lock:
+            waiting, present = self._model_events()
+            self._reserved = self._reserved[len(present - self._seen):]  # the newly queued, oldest first
+            self._seen = present
+            self._reserved = [t for t in self._reserved if now - t < ADMISSION_GRACE_SECONDS]
+            if waiting + len(self._reserved) >= self.cap:
+                raise gr.Error(f"The server is busy: {waiting + len(self._reserved)} requests are already waiting "
+                               f"for the model, the most it queues is {self.cap}. Try again in a minute.",
+                               print_exception=False)
+            self._reserved.append(now)
+
+    def _model_events(self) -> tuple[int, set[str]]:
+        """(model events waiting, ids of those waiting or running) in Gradio's queue, read from its
+        internals like ``_disconnected``."""
+        queue = self._blocks._queue
+        waiting = [e for q in list(queue.event_queue_per_concurrency_id.values()) for e in list(q.queue)
+                   if e.fn.api_name in self.api_names]
+        running = [e for job in list(queue.active_jobs) if job for e in job if e.fn.api_name in self.api_names]
+        return len(waiting), {e._id for e in waiting + running}
 
 
 class Runs:
@@ -65,6 +119,9 @@ class Runs:
         @functools.wraps(handler)
         async def run(*args, **kwargs):
             request = signature.bind_partial(*args, **kwargs).arguments.get("request")
+            if _disconnected(request):
+                raise gr.Error("The client went away before its run started, so it was not run.",
+                               print_exception=False)
             with self._running(_session(request)) as flag:
                 watcher = asyncio.create_task(_watch_disconnect(request, flag))
                 try:

@@ -142,7 +142,8 @@ Source clips from {limits.min_seconds * 1000:.0f} ms to {limits.max_input_second
 {limits.min_sample_rate / 1000:g}–{limits.max_sample_rate / 1000:g} kHz, peaks up to {20 * math.log10(limits.max_peak):+.0f} dBFS; targets from
 {limits.min_seconds:g} s to {limits.max_target_seconds:g} s; nfe {limits.min_nfe}–{limits.max_nfe}; cfg 0–{limits.max_cfg:g};
 sway {limits.min_sway:g} to {limits.max_sway:g}; instructions and captions up to {limits.max_instruction_chars} characters;
-uploads up to {max_file_size.upper()}. Audex: up to {audex_seconds:g} s of tokens, of which {decoded_seconds:g} s are decoded.
+uploads up to {max_file_size.upper()} and {limits.max_decoded_samples / 1e6:g} million samples (frames × channels,
+read from the header before decoding). Audex: up to {audex_seconds:g} s of tokens, of which {decoded_seconds:g} s are decoded.
 
 ### Getting the released weights
 | Repository | Environment variable | Download |

@@ -136,7 +136,8 @@ def test_bad_uploads_are_refused_before_the_queue_with_their_own_message(client,
 BAD_VALUES = [
     ({"instruction": "  "}, "instruction", "The instruction is empty"),
     ({"model": "base"}, "model", "Unknown model 'base'. Choose one of: auto, demo."),
-    ({"seconds": -1}, "seconds", "positive number of seconds; got -1"),
+    ({"model": "x" * 100_000}, "model", "… (100002 characters). Choose one of: auto, demo."),
+    ({"seconds": -1}, "seconds", "positive number of seconds, at most 30; got -1"),
     ({"seconds": 45}, "seconds", "the limit is 30 s"),
     ({"nfe": 1000}, "nfe", "from 1 to 64; got 1000"),
     ({"nfe": 4.5}, "nfe", "whole number"),
@@ -148,6 +149,8 @@ BAD_VALUES = [
     ({"seed": 1.5}, "seed", "whole number from 0 to 2^63-1; got 1.5"),  # refused, not rounded
     ({"seed": "abc"}, "seed", "whole number from 0 to 2^63-1; got 'abc'"),
     ({"seconds": 0.02}, "seconds", "the shortest is 0.04 s (two 20 ms latent frames)"),
+    ({"randomize_seed": "false"}, "randomize_seed", "randomize_seed must be true or false; got 'false'."),
+    ({"vae_sample": "false"}, "vae_sample", "vae_sample must be true or false; got 'false'."),
     ({"t_grid": ", ".join(f"{i / 1000:.3f}" for i in range(1000))}, "t_grid", "characters) needs 2 to 65 points; it has 1000"),
 ]
 
@@ -293,12 +296,16 @@ AUDEX_BAD = [
     ({"cfg": 0.5}, "cfg", "between 1.0 and 10.0"),
     ({"max_seconds": 25}, "max_seconds", "at most 20"),
     ({"max_seconds": 0}, "max_seconds", "more than 0"),
-    ({"temperature": 0}, "temperature", "greater than 0"),
-    ({"top_k": 0}, "top_k", "at least 1"),
+    ({"temperature": 0}, "temperature", "between 0.0001 and 10; got 0"),
+    ({"temperature": 1e308}, "temperature", "between 0.0001 and 10; got 1e+308"),
+    ({"top_k": 0}, "top_k", "from 1 to 8192 (the codec vocabulary)"),
+    ({"top_k": 2**64}, "top_k", "from 1 to 8192 (the codec vocabulary); got 18446744073709551616"),
     ({"seed": -1, "randomize_seed": False}, "seed", "0 to 2^63-1"),
     ({"seed": "abc", "randomize_seed": False}, "seed", "got 'abc'"),
-    ({"top_k": 1.5}, "top_k", "whole number of at least 1; got 1.5"),
-    ({"top_k": "abc"}, "top_k", "whole number of at least 1; got 'abc'"),
+    ({"randomize_seed": "false"}, "randomize_seed", "randomize_seed must be true or false; got 'false'."),
+    ({"compare_unmasked": "no"}, "compare_unmasked", "compare_unmasked must be true or false; got 'no'."),
+    ({"top_k": 1.5}, "top_k", "whole number from 1 to 8192 (the codec vocabulary); got 1.5"),
+    ({"top_k": "abc"}, "top_k", "whole number from 1 to 8192 (the codec vocabulary); got 'abc'"),
 ]
 
 
@@ -313,6 +320,12 @@ def test_pipeline_errors_reach_the_client_as_their_sentence(client):
     # Valid for the validator (short, not blank); the pipeline finds only control tokens in it.
     with pytest.raises(AppError, match="holds only special tokens of the model. Describe the sound in words."):
         client.predict("<|im_end|>\n<|im_start|> <audiogen_start>", api_name="/text_to_audio")
+
+
+def test_an_instruction_of_only_special_tokens_is_refused_like_such_a_caption(client):
+    # The demo's MiniLM tokenizer's special tokens: removed, they would leave an empty instruction.
+    with pytest.raises(AppError, match="The instruction holds only special tokens of the model. Describe the edit"):
+        client.predict(instruction="[CLS] [SEP][MASK]", seconds=1, api_name="/edit_audio")
 
 
 def test_a_huge_caption_is_refused_before_the_queue(client):

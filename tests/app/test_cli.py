@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
+import sys
 import time
 
 import pytest
+
+from tests.conftest import REPO
 
 OPTIONS = ("--host", "--port", "--share", "--auk-base", "--auk-flash", "--qwen", "--audex", "--xcodec", "--download",
            "--device", "--dtype", "--preload", "--default-model", "--auk-batch", "--no-compile")
@@ -81,3 +85,45 @@ def test_app_starts_serves_the_demo_and_writes_nothing_where_it_runs(app_command
     console = server.stdout.read()
     assert list(workdir.iterdir()) == []
     assert "AuK Studio serves AuK-Tiny (demo) (the embedded demo model" in console  # says what it serves
+
+
+def _start_refusal(capsys, monkeypatch, *argv: str) -> str:
+    """app.py's main in this process: it must exit with status 2 and one line on stderr, never launch."""
+    import gradio as gr
+
+    def launch(*args, **kwargs):
+        raise AssertionError("the app launched instead of refusing to start")
+
+    monkeypatch.setattr(gr.Blocks, "launch", launch)
+    sys.path.insert(0, str(REPO))
+    try:
+        from app import main
+    finally:
+        sys.path.remove(str(REPO))
+    with pytest.raises(SystemExit) as exited:
+        main(list(argv))
+    err = capsys.readouterr().err.strip()
+    assert exited.value.code == 2 and err.startswith("AuK Studio cannot start: ") and "\n" not in err, err
+    return err
+
+
+@pytest.mark.parametrize("url, words", [
+    ("http://127.0.0.1:99999", "Port out of range 0-65535"),
+    ("http://[::1", "Invalid IPv6 URL"),
+    ("ftp://gpu-host:8000", "is not an http(s) URL with a host and a port from 1 to 65535"),
+])
+def test_a_bad_audex_server_url_is_one_sentence_and_status_2(capsys, monkeypatch, port, url, words):
+    assert words in _start_refusal(capsys, monkeypatch, "--audex-server", url, "--port", str(port))
+
+
+def test_a_port_out_of_range_is_one_sentence_and_status_2(capsys, monkeypatch):
+    message = _start_refusal(capsys, monkeypatch, "--port", "70000")
+    assert "The port '70000' is not a port number from 1 to 65535" in message
+
+
+def test_a_port_in_use_is_one_sentence_and_status_2(capsys, monkeypatch, port):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", port))
+        taken.listen()
+        message = _start_refusal(capsys, monkeypatch, "--host", "127.0.0.1", "--port", str(port))
+    assert f"Cannot serve on 127.0.0.1:{port}" in message and "choose another --port" in message

@@ -75,3 +75,33 @@ def test_gpu_budgets_grow_with_the_request(handlers):
     assert edit_gpu_seconds(None, "x", "auto", 5, 8) < edit_gpu_seconds(None, "x", "auto", 30, 64) <= 180
     assert edit_gpu_seconds(seconds="junk") > 0
     assert audex_gpu_seconds("rain", 3.0, 2) < audex_gpu_seconds("rain", 3.0, 20, compare_unmasked=True) <= 180
+
+
+def test_the_uploads_verdict_is_queued_and_budgeted_like_inspect_audio(app, handlers, tmp_path):
+    """The verdict decodes the upload and any client can trigger it through the raw API: it waits
+    in the intake queue, and a file whose header asks for gigabytes gets the sample budget's sentence."""
+    from auk_app.ui.app import INTAKE_QUEUE
+    from tests.app.test_upload_check import _flac_header
+
+    verdicts = [fn for fn in app.demo.fns.values() if getattr(fn.fn, "__name__", "") == "on_audio_change"]
+    assert verdicts and all(fn.queue and fn.concurrency_id == INTAKE_QUEUE for fn in verdicts)
+    bomb = _flac_header(tmp_path / "bomb.flac", rate=192_000, channels=8, frames=int(599.9 * 192_000))
+    verdict, length = handlers.on_audio_change(str(bomb), 0, 20.0)
+    assert "921.4 million samples" in verdict and "Export it at 48 kHz or less" in verdict and length is None
+
+
+def test_a_request_whose_client_is_gone_is_not_started(handlers, monkeypatch):
+    """Gradio marks a gone client's events dead; a run whose turn comes after that costs nothing."""
+    import gradio as gr
+
+    queue = SimpleNamespace(active_jobs=[[SimpleNamespace(session_hash="gone", alive=False)]])
+    app = SimpleNamespace(get_blocks=lambda: SimpleNamespace(_queue=queue))
+    gone = SimpleNamespace(session_hash="gone", request=SimpleNamespace(app=app))
+    started = []
+    monkeypatch.setattr(handlers.studio, "edit", lambda *args, **kwargs: started.append(args))
+    monkeypatch.setattr(handlers.studio, "text_to_audio", lambda *args, **kwargs: started.append(args))
+    with pytest.raises(gr.Error, match="The client went away before its run started, so it was not run."):
+        asyncio.run(handlers.edit_audio(None, "Say hi.", seconds=1, progress=lambda *a, **k: None, request=gone))
+    with pytest.raises(gr.Error, match="went away"):
+        asyncio.run(handlers.text_to_audio("rain", progress=lambda *a, **k: None, request=gone))
+    assert started == []

@@ -94,6 +94,19 @@ def test_request_folders_are_unique_and_old_ones_are_pruned(tmp_path):
     assert not old.exists()
 
 
+def test_request_folders_keep_to_a_size_whatever_their_age(tmp_path):
+    """Young folders go too, oldest first, once they hold more than the budget."""
+    folders = []
+    for age in (300, 200, 100):  # seconds ago: all well within the hour
+        folder = outputs.new_request_dir(tmp_path, max_bytes=10**9)
+        (folder / "result.wav").write_bytes(bytes(400_000))
+        os.utime(folder, (time.time() - age, time.time() - age))
+        folders.append(folder)
+    newest = outputs.new_request_dir(tmp_path, max_bytes=1_000_000)
+    assert [f.exists() for f in folders] == [False, True, True] and newest.is_dir()
+    assert outputs.MAX_RESULT_BYTES == 1 << 30
+
+
 def test_level_description_names_the_changes():
     before = levels.levels(_sine(1.0, 0.5), SR)
     after = levels.levels(_sine(1.0, 0.05), SR)

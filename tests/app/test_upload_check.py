@@ -45,3 +45,76 @@ def test_each_bad_clip_is_refused_with_its_own_message(bad_upload):
 def test_no_clip_is_refused_politely():
     findings = check_upload(None)
     assert findings["verdict"] == "rejected" and "Upload or record" in findings["message"]
+
+
+def _flac_header(path, *, rate: int, channels: int, frames: int):
+    """A FLAC of 42 bytes: a STREAMINFO header claiming ``frames`` at ``rate`` × ``channels``, no audio."""
+    info = (4096).to_bytes(2, "big") * 2 + bytes(6)
+    info += ((rate << 44) | ((channels - 1) << 41) | (15 << 36) | frames).to_bytes(8, "big") + bytes(16)
+    path.write_bytes(b"fLaC" + bytes([0x80]) + len(info).to_bytes(3, "big") + info)
+    return path
+
+
+@pytest.mark.parametrize("rate, channels, seconds, region", [
+    (192_000, 8, 599.9, True),  # 0.95 MB on the wire, 921 million samples decoded
+    (655_350, 8, 29.9, False),  # within 30 s, but 157 million samples
+])
+def test_a_small_file_that_decodes_to_gigabytes_is_refused_from_its_header(tmp_path, rate, channels, seconds, region):
+    import tracemalloc
+
+    from auk_app.config import Limits
+
+    limits = Limits().for_region(20.0 if region else None)
+    bomb = _flac_header(tmp_path / "bomb.flac", rate=rate, channels=channels, frames=int(seconds * rate))
+    tracemalloc.start()
+    try:
+        findings = check_upload(bomb, limits)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert findings["verdict"] == "rejected"
+    assert f"holds {seconds * rate * channels / 1e6:.1f} million samples" in findings["message"]
+    assert "at most 57.6 million (10 minutes of 48 kHz stereo). Export it at 48 kHz or less" in findings["message"]
+    assert peak < 1_000_000
+
+
+def test_a_many_channel_file_is_decoded_in_the_memory_of_its_mono_mix(tmp_path):
+    import tracemalloc
+
+    import numpy as np
+    import soundfile as sf
+
+    from auk_app.audio_io import read_mono
+
+    rate, frames = 48_000, 20 * 48_000
+    rng = np.random.default_rng(0)
+    path = tmp_path / "eight.wav"
+    sf.write(str(path), (0.1 * rng.standard_normal((frames, 8))).astype(np.float32), rate, subtype="PCM_16")
+    mono_bytes = frames * 4  # 3.8 MB; all eight channels would be 31 MB
+    peaks = []
+    for read in (read_mono, check_upload):
+        tracemalloc.start()
+        try:
+            result = read(path)
+            peaks.append(tracemalloc.get_traced_memory()[1])
+        finally:
+            tracemalloc.stop()
+    assert result["verdict"] == "ok" and result["channels"] == 8
+    assert peaks[0] < 1.5 * mono_bytes  # the decode: the mono mix and one block
+    assert peaks[1] < 4 * mono_bytes  # the whole check, levels included
+
+
+def test_flat_tops_are_found_in_one_channel_and_across_decode_blocks(tmp_path):
+    import numpy as np
+    import soundfile as sf
+
+    from auk_app.audio_io import DECODE_BLOCK_FRAMES
+
+    data = np.zeros((2 * DECODE_BLOCK_FRAMES, 2), np.float32)
+    data[:, 0] = 0.3 * np.sin(np.arange(len(data)) / 10)
+    data[DECODE_BLOCK_FRAMES - 1: DECODE_BLOCK_FRAMES + 1, 1] = 1.0  # two samples: not yet a flat top
+    sf.write(str(tmp_path / "two.wav"), data, 24_000, subtype="FLOAT")
+    assert check_upload(tmp_path / "two.wav")["clipping"] is False
+    data[DECODE_BLOCK_FRAMES - 2, 1] = 1.0  # three in a row, split 2 + 1 by the block boundary
+    sf.write(str(tmp_path / "three.wav"), data, 24_000, subtype="FLOAT")
+    assert check_upload(tmp_path / "three.wav")["clipping"] is True
