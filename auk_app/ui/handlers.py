@@ -219,6 +219,7 @@ class Handlers:
     def check_edit(self, *args, **kwargs):
         """Validator: the upload check, the model name and every knob, then a place in the model queue
         (Admission), before the request is queued."""
+        self.admission.check_room()  # before the upload check decodes anything
         values = _named(self._edit_audio, args, kwargs)
         problems = _drop_random_seed(values)
         problems.update(edit_problems(values, self.limits))

@@ -58,21 +58,32 @@ class Admission:
         """Count ``blocks``' queue (built after its handlers) against ``cap``; unbound, nothing is refused."""
         self._blocks, self.cap = blocks, cap
 
+    def check_room(self) -> None:
+        """Raise gr.Error naming the limit if the model queue is full, reserving nothing: a cheap
+        check before the upload check decodes, so a burst of refused requests decodes nothing."""
+        if self.cap is not None:
+            with self._lock:
+                self._refuse_if_full(time.monotonic())
+
     def reserve(self) -> None:
         """Take a place in the model queue, or raise gr.Error naming the limit."""
         if self.cap is None:
             return
         now = time.monotonic()
         with self._lock:
-            waiting, present = self._model_events()
-            self._reserved = self._reserved[len(present - self._seen):]  # the newly queued, oldest first
-            self._seen = present
-            self._reserved = [t for t in self._reserved if now - t < ADMISSION_GRACE_SECONDS]
-            if waiting + len(self._reserved) >= self.cap:
-                raise gr.Error(f"The server is busy: {waiting + len(self._reserved)} requests are already waiting "
-                               f"for the model, the most it queues is {self.cap}. Try again in a minute.",
-                               print_exception=False)
+            self._refuse_if_full(now)
             self._reserved.append(now)
+
+    def _refuse_if_full(self, now: float) -> None:
+        """Settle the reservations that reached the queue, then refuse if it is full (under the lock)."""
+        waiting, present = self._model_events()
+        self._reserved = self._reserved[len(present - self._seen):]  # the newly queued, oldest first
+        self._seen = present
+        self._reserved = [t for t in self._reserved if now - t < ADMISSION_GRACE_SECONDS]
+        if waiting + len(self._reserved) >= self.cap:
+            raise gr.Error(f"The server is busy: {waiting + len(self._reserved)} requests are already waiting "
+                           f"for the model, the most it queues is {self.cap}. Try again in a minute.",
+                           print_exception=False)
 
     def _model_events(self) -> tuple[int, set[str]]:
         """(model events waiting, ids of those waiting or running) in Gradio's queue, read from its

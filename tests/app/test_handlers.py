@@ -105,3 +105,21 @@ def test_a_request_whose_client_is_gone_is_not_started(handlers, monkeypatch):
     with pytest.raises(gr.Error, match="went away"):
         asyncio.run(handlers.text_to_audio("rain", progress=lambda *a, **k: None, request=gone))
     assert started == []
+
+
+def test_a_full_model_queue_refuses_before_the_upload_is_decoded(app, handlers, clips, monkeypatch):
+    """A burst of region edits on a full queue must not each decode a 10-minute source first."""
+    import gradio as gr
+
+    from auk_app.ui import handlers as handlers_module
+    from auk_app.ui.runs import Admission
+
+    decoded = []
+    monkeypatch.setattr(handlers_module.upload_check, "check_upload", lambda *args: decoded.append(args))
+    full = Admission(api_names=("edit_audio",))
+    queue = SimpleNamespace(event_queue_per_concurrency_id={}, active_jobs=[])
+    full.bind(SimpleNamespace(_queue=queue), cap=0)
+    monkeypatch.setattr(handlers, "admission", full)
+    with pytest.raises(gr.Error, match="the most it queues is 0"):
+        handlers.check_edit(clips.voice, "Raise the volume by 3 dB.")
+    assert decoded == []
