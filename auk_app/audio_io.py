@@ -11,7 +11,9 @@ checked against the limits (rate, channels, length, samples) before anything is 
 from __future__ import annotations
 
 import math
+import threading
 import warnings
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -104,14 +106,62 @@ def read_audio(path: str | Path, limits: Limits | None = None) -> Waveform:
         return Waveform(np.ascontiguousarray(data.T), int(handle.samplerate))
 
 
+class _DecodedClips:
+    """The clips decoded last, so that an upload's verdict, the request's validator and its run
+    decode the file once. Keyed by the file's identity (resolved path, size, modification time)
+    and the limits it was read under; holds at most one sample budget of mono samples, and its
+    arrays are read-only, since every caller shares them."""
+
+    def __init__(self, max_samples: int) -> None:
+        self.max_samples = max_samples
+        self._clips: OrderedDict[tuple, MonoClip] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def key(path: Path, limits: Limits | None) -> tuple | None:
+        try:
+            stat = path.stat()
+        except OSError:
+            return None  # read_mono names the missing file
+        return str(path.resolve()), stat.st_size, stat.st_mtime_ns, limits
+
+    def get(self, key: tuple) -> MonoClip | None:
+        with self._lock:
+            clip = self._clips.get(key)
+            if clip is not None:
+                self._clips.move_to_end(key)
+            return clip
+
+    def put(self, key: tuple, clip: MonoClip) -> None:
+        clip.mono.setflags(write=False)
+        with self._lock:
+            self._clips[key] = clip
+            while sum(c.mono.size for c in self._clips.values()) > self.max_samples and len(self._clips) > 1:
+                self._clips.popitem(last=False)
+
+
+_DECODED = _DecodedClips(Limits().max_decoded_samples)
+
+
 def read_mono(path: str | Path, limits: Limits | None = None) -> MonoClip:
-    """Decode a file straight to its mono mix, ``DECODE_BLOCK_FRAMES`` at a time.
+    """Decode a file straight to its mono mix (once: a file decoded lately is served from memory).
 
     Peak memory is the mono samples plus one block, not channels × samples: with the header
     checked first (``limits.max_decoded_samples``), no upload can make the server allocate more
     than that budget's mono share, however well it compresses.
     """
     path = Path(path)
+    key = _DecodedClips.key(path, limits)
+    clip = None if key is None else _DECODED.get(key)
+    if clip is None:
+        clip = _decode_mono(path, limits)
+        if key is not None:
+            _DECODED.put(key, clip)
+    return clip
+
+
+def _decode_mono(path: Path, limits: Limits | None) -> MonoClip:
+    """The file's mono mix, decoded ``DECODE_BLOCK_FRAMES`` at a time."""
     handle = _open(path)
     if handle is None:
         return _mixed(_read_with_librosa(path, limits))
@@ -154,7 +204,8 @@ def _read_with_librosa(path: Path, limits: Limits | None) -> Waveform:
     max_seconds = None
     if limits is not None:
         check_format(*header, limits)
-        max_seconds = limits.max_input_seconds + 1.0
+        # A container may understate its length: decode no more than the sample budget allows.
+        max_seconds = min(limits.max_input_seconds + 1.0, limits.max_decoded_samples / (header[0] * header[1]))
     try:
         with warnings.catch_warnings():  # the audioread fallback is deprecated upstream and says so loudly
             warnings.simplefilter("ignore")

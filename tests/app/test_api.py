@@ -339,3 +339,16 @@ def test_uploads_above_the_size_limit_are_refused(client, tmp_path):
         handle.truncate(51 * 1024 * 1024)  # sparse: 51 MB > the 50 MB limit
     with pytest.raises(ValueError, match="exceeds the maximum file size of 52428800 bytes"):
         client.predict(handle_file(str(big)), api_name="/inspect_audio")
+
+
+def test_an_upload_is_decoded_once_per_request(app, clips, client_for, tmp_path, monkeypatch):
+    """The validator's upload check and the run read the same decoded clip (issue 44: decode once)."""
+    import shutil
+
+    from auk_app import audio_io
+
+    decodes, decode = [], audio_io._decode_mono
+    monkeypatch.setattr(audio_io, "_decode_mono", lambda path, limits: decodes.append(path) or decode(path, limits))
+    fresh = shutil.copy(clips.voice, tmp_path / "fresh.wav")  # a file no earlier request decoded
+    _edit(client_for(app.url), fresh)
+    assert len(decodes) == 1

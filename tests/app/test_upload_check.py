@@ -118,3 +118,37 @@ def test_flat_tops_are_found_in_one_channel_and_across_decode_blocks(tmp_path):
     data[DECODE_BLOCK_FRAMES - 2, 1] = 1.0  # three in a row, split 2 + 1 by the block boundary
     sf.write(str(tmp_path / "three.wav"), data, 24_000, subtype="FLOAT")
     assert check_upload(tmp_path / "three.wav")["clipping"] is True
+
+
+def test_the_fallback_decoder_reads_no_more_than_the_sample_budget(tmp_path, monkeypatch):
+    """A container that understates its length passes the header check; librosa is then told to
+    stop at the budget's length, not at the length limit (8 channels at 192 kHz: 37.5 s, not 601 s)."""
+    import audioread
+    import librosa
+    import numpy as np
+
+    from auk_app.audio_io import read_mono
+    from auk_app.config import Limits
+
+    class Probe:  # what audioread reports for a file libsndfile does not know
+        samplerate, channels, duration = 192_000, 8, 1.0
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    asked = []
+
+    def load(path, sr, mono, dtype, duration):
+        asked.append(duration)
+        return np.zeros((8, 192_000), np.float32), 192_000
+
+    monkeypatch.setattr(audioread, "audio_open", lambda path: Probe())
+    monkeypatch.setattr(librosa, "load", load)
+    odd = tmp_path / "clip.m4a"
+    odd.write_bytes(b"not a format libsndfile knows")
+    limits = Limits().for_region(600.0)
+    read_mono(odd, limits)
+    assert asked == [limits.max_decoded_samples / (192_000 * 8)]
