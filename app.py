@@ -101,6 +101,8 @@ def server_address(args: argparse.Namespace) -> tuple[str, int]:
                          "GRADIO_SERVER_PORT) one, e.g. 7860.")
     try:
         with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+            # As uvicorn binds: a port our own server left in TIME_WAIT a moment ago is free.
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             probe.bind((host, int(port)))
     except OSError as exc:
         raise InputError(f"Cannot serve on {host}:{port} ({exc.strerror or exc}): the port is in use or the host "
@@ -119,8 +121,8 @@ def main(argv: list[str] | None = None) -> None:
     config = StudioConfig(
         auk_base=args.auk_base, auk_flash=args.auk_flash, extra_auk=tuple(args.auk_extra), qwen=args.qwen,
         audex=args.audex, xcodec=args.xcodec, device=args.device, dtype=args.dtype, offload=args.offload,
-        auk_batch=args.auk_batch, compile=None if args.compile else False, download=args.download, default_model=args.default_model,
-        audex_server=args.audex_server, **overrides,
+        auk_batch=args.auk_batch, compile=None if args.compile else False, download=args.download,
+        default_model=args.default_model, audex_server=args.audex_server, **overrides,
     )
     try:
         host, port = server_address(args)

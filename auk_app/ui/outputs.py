@@ -35,6 +35,7 @@ MAX_AGE_SECONDS = 3600  # Gradio's own cache copies expire on the same schedule 
 # A 10-minute region result is a 29 MB WAV: an hour of them could fill a Space's disk, so the
 # request folders together keep to 1 GiB (the newest result can take it over by its own size).
 MAX_RESULT_BYTES = 1 << 30
+MIN_AGE_SECONDS = 300  # a result this young may still be downloading: kept even over the size budget
 FULL_SCALE = 1.0  # write_wav clips here; the manifest counts what was clipped
 
 
@@ -47,9 +48,10 @@ class Deliverables:
 
 
 def new_request_dir(root: str | Path, *, max_age_s: float = MAX_AGE_SECONDS,
-                    max_bytes: int = MAX_RESULT_BYTES) -> Path:
+                    max_bytes: int = MAX_RESULT_BYTES, min_age_s: float = MIN_AGE_SECONDS) -> Path:
     """A fresh, uniquely named folder under ``root``, once older request folders are pruned: those
-    past ``max_age_s``, then the oldest until the rest hold at most ``max_bytes``."""
+    past ``max_age_s``, then the oldest until the rest hold at most ``max_bytes``; never one younger
+    than ``min_age_s``, whose result a client may still be fetching (Gradio serves it in place)."""
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
     folders = []
@@ -59,9 +61,9 @@ def new_request_dir(root: str | Path, *, max_age_s: float = MAX_AGE_SECONDS,
         except FileNotFoundError:  # another request pruned it first
             pass
     total = sum(size for _, size, _ in folders)
-    cutoff = time.time() - max_age_s
+    now = time.time()
     for mtime, size, folder in sorted(folders):
-        if mtime >= cutoff and total <= max_bytes:
+        if (mtime >= now - max_age_s and total <= max_bytes) or mtime > now - min_age_s:
             break
         shutil.rmtree(folder, ignore_errors=True)
         total -= size

@@ -127,3 +127,19 @@ def test_a_port_in_use_is_one_sentence_and_status_2(capsys, monkeypatch, port):
         taken.listen()
         message = _start_refusal(capsys, monkeypatch, "--host", "127.0.0.1", "--port", str(port))
     assert f"Cannot serve on 127.0.0.1:{port}" in message and "choose another --port" in message
+
+
+def test_a_port_our_last_server_left_in_time_wait_is_free(port):
+    """Restarting the app right after it served: its port lingers in TIME_WAIT, which uvicorn's
+    SO_REUSEADDR binds through; the start-up check must not call that port taken."""
+    from app import parse_args, server_address
+
+    with socket.socket() as server:
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        server.bind(("127.0.0.1", port))
+        server.listen()
+        client = socket.create_connection(("127.0.0.1", port))
+        accepted, _ = server.accept()
+        accepted.close()  # the server side closes first: its end of the pair enters TIME_WAIT
+        client.close()
+    assert server_address(parse_args(["--host", "127.0.0.1", "--port", str(port)])) == ("127.0.0.1", port)

@@ -102,9 +102,20 @@ def test_request_folders_keep_to_a_size_whatever_their_age(tmp_path):
         (folder / "result.wav").write_bytes(bytes(400_000))
         os.utime(folder, (time.time() - age, time.time() - age))
         folders.append(folder)
-    newest = outputs.new_request_dir(tmp_path, max_bytes=1_000_000)
+    newest = outputs.new_request_dir(tmp_path, max_bytes=1_000_000, min_age_s=50)
     assert [f.exists() for f in folders] == [False, True, True] and newest.is_dir()
     assert outputs.MAX_RESULT_BYTES == 1 << 30
+
+
+def test_a_result_young_enough_to_be_downloading_is_kept_over_the_size_budget(tmp_path):
+    folders = []
+    for age in (600, 60):  # seconds ago: one old enough to go, one a client may still be fetching
+        folder = outputs.new_request_dir(tmp_path, max_bytes=10**9)
+        (folder / "result.wav").write_bytes(bytes(400_000))
+        os.utime(folder, (time.time() - age, time.time() - age))
+        folders.append(folder)
+    outputs.new_request_dir(tmp_path, max_bytes=1)
+    assert [f.exists() for f in folders] == [False, True] and outputs.MIN_AGE_SECONDS == 300
 
 
 def test_level_description_names_the_changes():
