@@ -358,41 +358,42 @@ class AuKPipeline:
             torch.cuda.empty_cache()
 
 
-def _read_mono(source, limits: Limits) -> tuple[MonoClip, np.ndarray]:
-    """The source and its mono mix, through the same checks as an upload."""
-    waveform = load_mono(source, limits)
-    check_clip(waveform.mono, waveform.sample_rate, limits, channels=waveform.channels)
-    return waveform, waveform.mono
+def _checked_source(source, limits: Limits) -> MonoClip:
+    """The source mixed to mono, through the same checks as an upload (decoded once: an upload's
+    validator decoded it already, see ``audio_io.read_mono``)."""
+    mono = load_mono(source, limits)
+    check_clip(mono.mono, mono.sample_rate, limits, channels=mono.channels)
+    return mono
 
 
-def _clip(wav_24k: np.ndarray, wav_16k: np.ndarray | None, waveform: MonoClip, checkpoint: AuKCheckpoint) -> _Clip:
+def _clip(wav_24k: np.ndarray, wav_16k: np.ndarray | None, source: MonoClip, checkpoint: AuKCheckpoint) -> _Clip:
     return _Clip(
         wav_24k=np.ascontiguousarray(wav_24k),
         wav_16k=wav_16k,
-        source_seconds=waveform.seconds,
-        source_rate=waveform.sample_rate,
-        source_channels=waveform.channels,
+        source_seconds=source.seconds,
+        source_rate=source.sample_rate,
+        source_channels=source.channels,
         digest=hashlib.sha1(np.ascontiguousarray(wav_24k).tobytes()).hexdigest(),
         hop=checkpoint.hop,
     )
 
 
 def _prepare_clip(source, limits: Limits, checkpoint: AuKCheckpoint, *, want_16k: bool) -> _Clip:
-    waveform, mono = _read_mono(source, limits)
-    wav_24k = dsp.resample(mono, waveform.sample_rate, checkpoint.sample_rate)
-    wav_16k = dsp.resample(mono, waveform.sample_rate, QWEN_SAMPLE_RATE) if want_16k else None
-    return _clip(wav_24k, wav_16k, waveform, checkpoint)
+    clip = _checked_source(source, limits)
+    wav_24k = dsp.resample(clip.mono, clip.sample_rate, checkpoint.sample_rate)
+    wav_16k = dsp.resample(clip.mono, clip.sample_rate, QWEN_SAMPLE_RATE) if want_16k else None
+    return _clip(wav_24k, wav_16k, clip, checkpoint)
 
 
 def _prepare_region(request: EditRequest, limits: Limits, checkpoint: AuKCheckpoint, *, want_16k: bool):
     """(the window the model edits as a clip, the whole source at the VAE's rate, the region plan)."""
-    waveform, mono = _read_mono(request.audio, limits.for_region(request.region_end))
+    source = _checked_source(request.audio, limits.for_region(request.region_end))
     rate = checkpoint.sample_rate
-    whole = dsp.resample(mono, waveform.sample_rate, rate)
+    whole = dsp.resample(source.mono, source.sample_rate, rate)
     plan = plan_region(*request.region, whole.shape[0], rate, limits.max_input_seconds)
     window = whole[plan.window_start: plan.window_end]
     wav_16k = dsp.resample(window, rate, QWEN_SAMPLE_RATE) if want_16k else None
-    return _clip(window, wav_16k, waveform, checkpoint), whole, plan
+    return _clip(window, wav_16k, source, checkpoint), whole, plan
 
 
 def _frame_budget(seconds: float | None, clip: _Clip | None, fit: bool) -> tuple[int, int, bool]:
