@@ -119,7 +119,8 @@ def decode_padded(
     vae: AuKVAE, latents: torch.Tensor, frames: torch.Tensor, activation: Activation = alias_free_snake
 ) -> torch.Tensor:
     """Float32 latents [b, n, L] whose first ``frames`` (0-d int64 tensor) are valid → waveform
-    [b, n·hop] whose first ``frames``·hop samples are ``vae.decode(latents[:, :frames])``."""
+    [b, n·hop] whose first ``frames``·hop samples are ``vae.decode(latents[:, :frames], clamp=False)``:
+    unclamped, so one captured graph serves callers that clamp and callers that count clipping."""
     shift, scale = vae._stats()
     x = latents * scale + shift
     x = torch.where((torch.arange(x.shape[1], device=x.device) < frames)[:, None], x, 0.0)
@@ -131,7 +132,7 @@ def decode_padded(
         blocks = vae.resblocks[i * vae.num_kernels : (i + 1) * vae.num_kernels]
         x = sum(_amp_block(activation, block, x, valid) for block in blocks) / vae.num_kernels
     x = vae.conv_post(_activation(activation, vae.activation_post, x, valid))
-    return x.clamp(-1.0, 1.0)[:, 0]
+    return x[:, 0]
 
 
 def bucket(frames: int, multiple: int = BUCKET_FRAMES) -> int:
@@ -168,8 +169,12 @@ class FastDecoder:
     def __len__(self) -> int:
         return len(self._graphs)
 
-    def __call__(self, latents: torch.Tensor, *, static: bool | None = None) -> torch.Tensor:
-        """Normalised latents [b, n, L] → waveform [b, n·hop], as :meth:`AuKVAE.decode`."""
+    def __call__(self, latents: torch.Tensor, *, static: bool | None = None, clamp: bool = True) -> torch.Tensor:
+        """Normalised latents [b, n, L] → waveform [b, n·hop], as :meth:`AuKVAE.decode` (``clamp`` too)."""
+        wav = self._decode(latents, static)
+        return wav.clamp(-1.0, 1.0) if clamp else wav
+
+    def _decode(self, latents: torch.Tensor, static: bool | None) -> torch.Tensor:
         vae = self._vae()
         n = latents.shape[1]
         with torch.inference_mode(), torch.autocast(latents.device.type, enabled=False):
@@ -255,10 +260,10 @@ def decoder(vae: AuKVAE) -> FastDecoder:
     return fast
 
 
-def fast_decode(vae: AuKVAE, latents: torch.Tensor) -> torch.Tensor:
+def fast_decode(vae: AuKVAE, latents: torch.Tensor, *, clamp: bool = True) -> torch.Tensor:
     """:meth:`AuKVAE.decode` (normalised latents [b, n, L] → [b, n·hop]), compiled and graphed on
     CUDA; elsewhere the eager decode itself, which the compiled one does not beat on a CPU."""
     if latents.device.type != "cuda":
         with torch.inference_mode():
-            return vae.decode(latents)
-    return decoder(vae)(latents)
+            return vae.decode(latents, clamp=clamp)
+    return decoder(vae)(latents, clamp=clamp)

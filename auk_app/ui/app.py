@@ -96,7 +96,8 @@ def _edit_tab(studio: Studio, handlers: Handlers) -> SimpleNamespace:
             c.verdict = gr.Markdown(ui_text.upload_verdict(None), elem_id="upload-verdict")
             gr.Markdown(f"Up to {limits.max_input_seconds:g} s and {limits.max_channels} channels, any common format; "
                         "mixed to mono and resampled to 24 kHz. The result is written as PCM16 WAV at exactly the "
-                        "level the model produced (no normalisation).", elem_classes=["note"])
+                        "level the model produced (no normalisation; clipping is reported, and Advanced "
+                        "offers headroom).", elem_classes=["note"])
             c.source_seconds = gr.State(None)
             c.instruction = gr.Textbox(
                 label="Instruction", lines=3, elem_id="instruction",
@@ -166,6 +167,11 @@ def _edit_tab(studio: Studio, handlers: Handlers) -> SimpleNamespace:
                     True, label="Sample the clip's latent (vae_sample)", elem_id="vae-sample",
                     info="On: a draw from the VAE posterior, seeded by the seed, as upstream AuK does. "
                          "Off: the posterior mean, as vLLM-Omni does.",
+                )
+                c.headroom = gr.Checkbox(
+                    False, label="Keep headroom (peak under −1 dBFS)", elem_id="headroom",
+                    info="Off: the result is written at the level the model produced, and clipping is reported. "
+                         "On: a gain (recorded in the manifest) keeps the peak under −1 dBFS.",
                 )
             c.output = gr.Audio(
                 label="Result · 24 kHz WAV, level as generated",

@@ -225,7 +225,7 @@ class Handlers:
 
     def _edit_audio(self, audio=None, instruction=None, model="auto", seconds=0, nfe=None, cfg=None, sway=None,
                     t_grid=None, seed=0, randomize_seed=True, vae_sample=True, region_start=None, region_end=None,
-                    progress=gr.Progress(), request: gr.Request = None):
+                    headroom=False, progress=gr.Progress(), request: gr.Request = None):
         """Edit a clip, or generate speech/audio from the instruction alone, with AuK.
 
         Returns the 24 kHz WAV (PCM16, at the level the model produced), the before/after PNG and the
@@ -233,7 +233,9 @@ class Handlers:
         use the chosen model's defaults (Flash always runs its fixed recipe). vae_sample True draws the
         clip's latent from the VAE posterior with the seed, as upstream AuK does; False takes its mean.
         region_start/region_end (seconds) edit only that part of a clip of up to 10 minutes and return
-        the whole clip; seconds then sets the region's new length (0: unchanged).
+        the whole clip; seconds then sets the region's new length (0: unchanged). headroom True scales
+        the result down so its peak stays under −1 dBFS; False (default) writes the level the model
+        produced, and the manifest's output.clipped_samples and warnings say when it clips.
         """
         stop = self._runs.flag(request)
         try:
@@ -247,10 +249,14 @@ class Handlers:
             made = outputs.render_edit(
                 result, entry, source_path=audio, randomized_seed=bool(randomize_seed), root=_output_root(),
                 requested={"seconds": seconds, "nfe": nfe, "cfg": cfg, "sway": sway, "t_grid": t_grid or None,
-                           "vae_sample": vae_sample, "region_start": region_start, "region_end": region_end},
+                           "vae_sample": vae_sample, "region_start": region_start, "region_end": region_end,
+                           "headroom": bool(headroom)},
+                headroom=bool(headroom),
             )
         except Exception as exc:
             raise _gr_error(exc) from exc
+        for warning in made.manifest["warnings"]:
+            gr.Warning(warning)
         state = {"seed": made.manifest["seed"], "file": str(made.manifest_file)}
         return str(made.audio), str(made.figure), made.manifest, state
 

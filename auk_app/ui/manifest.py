@@ -51,8 +51,10 @@ def edit_manifest(
     output: dict[str, Any],
     level_change: dict[str, Any],
     randomized_seed: bool,
+    warnings: list[str],
 ) -> dict[str, Any]:
-    """An AuK manifest: every field of the pipeline's record plus what only the app knows."""
+    """An AuK manifest: every field of the pipeline's record plus what only the app knows, and the
+    warnings a reader of the file alone must see (clipping, a task the model was not trained for)."""
     return {
         "kind": "auk_edit",
         "created": _now(),
@@ -65,6 +67,7 @@ def edit_manifest(
         "source": source,
         "output": output,
         "level_change": level_change,
+        "warnings": warnings,
         "versions": versions(),
     }
 

@@ -22,7 +22,7 @@ FAST = {"nfe": 4, "randomize_seed": False}  # a few Euler steps keep every edit 
 
 CONTRACT = {
     "/edit_audio": (["audio", "instruction", "model", "seconds", "nfe", "cfg", "sway", "t_grid", "seed",
-                     "randomize_seed", "vae_sample", "region_start", "region_end"], 3),
+                     "randomize_seed", "vae_sample", "region_start", "region_end", "headroom"], 3),
     "/text_to_audio": (["caption", "cfg", "max_seconds", "temperature", "top_k", "seed", "randomize_seed",
                         "compare_unmasked"], 4),
     "/inspect_audio": (["audio"], 1),
@@ -55,7 +55,7 @@ def test_view_api_is_the_documented_contract(client):
     defaults = {p["parameter_name"]: p["parameter_default"] for p in endpoints["/edit_audio"]["parameters"]}
     assert defaults == {"audio": None, "instruction": None, "model": "auto", "seconds": 0, "nfe": None, "cfg": None,
                         "sway": None, "t_grid": None, "seed": 0, "randomize_seed": True, "vae_sample": True,
-                        "region_start": None, "region_end": None}
+                        "region_start": None, "region_end": None, "headroom": False}
 
 
 def test_model_info(client, demo_dir):
@@ -90,6 +90,23 @@ def test_empty_knobs_mean_the_checkpoints_defaults(client, clips, demo_dir):
     assert (manifest["nfe"], manifest["cfg"], manifest["sway"]) == (defaults["nfe"], defaults["cfg"], defaults["sway"])
     assert manifest["noise_scale"] == defaults["noise_scale"] < 1  # the demo samples at its declared temperature
     assert manifest["start"] == defaults["start"] == "source"  # from the source's latents, as it was trained
+
+
+def test_clipping_is_counted_as_the_wav_holds_it_and_headroom_avoids_it(client, clips):
+    # +15 dB on a clip peaking at −6 dBFS: the model's result goes past full scale.
+    loud = dict(instruction="Increase the volume by 15 dB.", seed=3)
+    wav, _, manifest = _edit(client, clips.voice, **loud)
+    data = _pcm(wav)
+    at_full_scale = int(np.count_nonzero((data == 32767) | (data == -32768)))
+    assert at_full_scale > 100
+    assert manifest["output"]["clipped_samples"] == at_full_scale
+    assert manifest["output"]["headroom"] is None and manifest["requested"]["headroom"] is False
+    assert [w for w in manifest["warnings"] if w.startswith(f"The result clips: {at_full_scale} of")]
+    wav, _, kept = _edit(client, clips.voice, headroom=True, **loud)
+    data = _pcm(wav)
+    assert 20 * np.log10(np.abs(data).max() / 32768) <= -0.99
+    assert kept["output"]["clipped_samples"] == 0 and kept["output"]["headroom"]["gain_db"] < -1
+    assert not any("clips" in w for w in kept["warnings"])
 
 
 def test_text_only_generation_with_a_custom_grid_and_a_randomised_seed(client):
