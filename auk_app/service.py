@@ -9,12 +9,12 @@ except what is reported to the user and which Audex snapshot is used.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from auk_app import resolve
+from auk_app import instructions, resolve
 from auk_app.audex.request import TRAINED_SECONDS, AudexRequest, TextToAudioResult
 from auk_app.auk.batching import DEFAULT_MAX_BATCH
 from auk_app.auk.checkpoint import AuKCheckpoint, read_auk_checkpoint
@@ -157,6 +157,19 @@ class Studio:
             return bundled
         return resolve.resolve(resolve.QWEN_OMNI, self.config.qwen, download=self.config.download)
 
+    def capability_warnings(self, model: str | None, instruction: str | None) -> list[str]:
+        """One sentence per thing in ``instruction`` that ``model`` was not trained for (a cookbook task
+        its config does not declare, Chinese on an English-only model), with where the released weights
+        are: a request it cannot serve well still runs, but nobody should mistake the result for AuK's."""
+        entry = self.entry(model)
+        capabilities = entry.checkpoint.capabilities
+        gaps = instructions.untrained(instruction or "", capabilities.tasks, capabilities.languages)
+        released = [e.key for e in self._entries.values() if not e.demo and e.checkpoint.capabilities.tasks is None]
+        where = (f"the released weights are here: choose `{released[0]}`." if released
+                 else f"the released AuK weights were. {GET_WEIGHTS}")
+        return [f"{entry.label} was not trained for {gap}, so expect a result that does not follow the "
+                f"instruction; {where}" for gap in gaps]
+
     def edit(self, request: EditRequest, model: str | None = None, **callbacks) -> tuple[EditResult, ModelEntry]:
         entry = self.entry(model)
         return self.pipeline(entry).generate(request, **callbacks), entry
@@ -234,7 +247,8 @@ class Studio:
             "models": {
                 e.key: {"label": e.label, "variant": e.checkpoint.variant, "folder": e.checkpoint.directory.name,
                         "demo": e.demo, "defaults": e.checkpoint.defaults,
-                        "t_grid": list(e.checkpoint.t_grid) if e.checkpoint.t_grid else None}
+                        "t_grid": list(e.checkpoint.t_grid) if e.checkpoint.t_grid else None,
+                        "capabilities": asdict(e.checkpoint.capabilities)}
                 for e in self._entries.values()
             },
         }

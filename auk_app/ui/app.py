@@ -26,7 +26,7 @@ from auk_app.ui import text as ui_text
 from auk_app.audex.request import DECODED_SECONDS, MAX_SECONDS
 from auk_app.audex.request import DEFAULTS as AUDEX_DEFAULTS
 from auk_app.service import Studio
-from auk_app.ui.handlers import KNOBS, Handlers, field_updates, inputs_of, knob_updates
+from auk_app.ui.handlers import KNOBS, Handlers, field_updates, inputs_of, knob_updates, task_choices
 
 GPU_QUEUE = "gpu"  # text to audio: one at a time
 AUK_QUEUE = "auk"  # edits: up to StudioConfig.auk_batch at once, sharing DiT steps in the pipeline
@@ -104,13 +104,14 @@ def _edit_tab(studio: Studio, handlers: Handlers) -> SimpleNamespace:
                 placeholder="e.g. Decrease the volume by 10 dB. The builder below writes the exact wording.",
                 info=f"The wording picks the task. Up to {limits.max_instruction_chars} characters.",
             )
+            c.capability_note = gr.Markdown(elem_id="capability-note")
             # Right under the instruction, so on a phone the action is not a screen away from the input.
             with gr.Row():
                 c.run = gr.Button("Generate", variant="primary", elem_id="run-edit", scale=3)
                 c.stop = gr.Button("Stop", variant="stop", elem_id="stop-edit", scale=1)
             with gr.Accordion("Instruction builder: pick a task, fill in the fields", open=True):
                 with gr.Row():
-                    c.task = gr.Dropdown([(t.label, t.key) for t in instructions.TASKS], value=first.key,
+                    c.task = gr.Dropdown(task_choices(default), value=first.key,
                                          label="Task", scale=3, elem_id="builder-task")
                     c.mode = gr.Dropdown(scale=2, elem_id="builder-mode", **fields["mode"])
                     c.language = gr.Radio(list(instructions.LANGUAGE_CHOICES), value=instructions.EN,
@@ -292,7 +293,10 @@ def build_demo(studio: Studio) -> gr.Blocks:
                              concurrency_limit=INTAKE_CONCURRENCY)
 
         # UI plumbing.
-        e.model.change(h.on_model_change, e.model, [e.model, *(getattr(e, name) for name in KNOBS)], **private)
+        e.model.change(h.on_model_change, e.model, [e.model, *(getattr(e, name) for name in KNOBS), e.task],
+                       **private)
+        gr.on([e.model.change, e.instruction.change], h.capability_note, [e.model, e.instruction], e.capability_note,
+              **private)
         fields = [getattr(e, name) for name in instructions.FIELD_NAMES]
         builder = [e.task, *fields, e.source_seconds, e.language]
         e.task.change(field_updates, e.task, fields, **private)

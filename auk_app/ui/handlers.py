@@ -149,6 +149,14 @@ def knob_updates(entry: ModelEntry) -> tuple[dict, dict, dict, dict, dict]:
     )
 
 
+def task_choices(entry: ModelEntry) -> list[tuple[str, str]]:
+    """The builder's task list, each task the model was not trained for (or only in part) marked, so a
+    person sees before writing an instruction which tasks this model can do."""
+    tasks = entry.checkpoint.capabilities.tasks
+    marks = {"all": "", "some": f" (only partly in {entry.label})", "none": f" (not in {entry.label})"}
+    return [(t.label + marks[instructions.coverage(tasks, t.key)], t.key) for t in instructions.TASKS]
+
+
 def field_updates(task_key: str) -> list[dict]:
     """The builder's five generic inputs (instructions.FIELD_NAMES, in order), relabelled or hidden for ``task_key``."""
     chosen = instructions.task(task_key)
@@ -239,6 +247,9 @@ class Handlers:
         """
         stop = self._runs.flag(request)
         try:
+            cautions = self.studio.capability_warnings(model, instruction)
+            for caution in cautions:  # before the run, which may take a while
+                gr.Warning(caution)
             edit = EditRequest(
                 instruction=instruction, audio=audio, seconds=seconds, nfe=nfe, cfg=cfg, sway=sway, t_grid=t_grid,
                 seed=None if randomize_seed else seed, vae_sample=vae_sample, fit_to_source=True,
@@ -251,11 +262,11 @@ class Handlers:
                 requested={"seconds": seconds, "nfe": nfe, "cfg": cfg, "sway": sway, "t_grid": t_grid or None,
                            "vae_sample": vae_sample, "region_start": region_start, "region_end": region_end,
                            "headroom": bool(headroom)},
-                headroom=bool(headroom),
+                headroom=bool(headroom), warnings=tuple(cautions),
             )
         except Exception as exc:
             raise _gr_error(exc) from exc
-        for warning in made.manifest["warnings"]:
+        for warning in made.manifest["warnings"][len(cautions):]:  # what the run itself found: clipping
             gr.Warning(warning)
         state = {"seed": made.manifest["seed"], "file": str(made.manifest_file)}
         return str(made.audio), str(made.figure), made.manifest, state
@@ -314,12 +325,22 @@ class Handlers:
     # ------------------------------------------------------------------ private UI plumbing
 
     def on_model_change(self, model):
-        """The knobs of the chosen model; a typed name that is no model is refused at once and undone."""
+        """The knobs and the builder's task marks of the chosen model; a typed name that is no model is
+        refused at once and undone."""
         try:
-            return gr.skip(), *knob_updates(self.studio.entry(model))
+            entry, name = self.studio.entry(model), gr.skip()
         except AppError as exc:
             gr.Warning(str(exc))
-            return gr.update(value="auto"), *knob_updates(self.studio.entry("auto"))
+            entry, name = self.studio.entry("auto"), gr.update(value="auto")
+        return name, *knob_updates(entry), gr.update(choices=task_choices(entry))
+
+    def capability_note(self, model, instruction):
+        """Under the instruction, before anything runs: what in it the chosen model was not trained for."""
+        try:
+            cautions = self.studio.capability_warnings(model, instruction)
+        except AppError:  # an unknown model name: on_model_change says so
+            return ""
+        return "\n\n".join(f"⚠ {caution}" for caution in cautions)
 
     def on_audio_change(self, audio, region_start=None, region_end=None):
         """The upload's verdict (under a region's longer limit when one is set) and the length the

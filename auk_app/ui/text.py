@@ -154,7 +154,7 @@ Or start the app with `--download`. `python app.py --help` lists every option.
 ### Tasks AuK understands
 The task is chosen by the wording alone; the builder on the first tab writes these templates for you.
 
-| Category | Task | Example wording | Without the prompt enhancer |
+| Category | Task | Example wording | Released AuK in community tests (no prompt enhancer) |
 |---|---|---|---|
 {tasks}
 """

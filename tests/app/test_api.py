@@ -15,6 +15,7 @@ from gradio_client import handle_file
 from gradio_client.exceptions import AppError, ValidationError
 
 from auk_app.auk.checkpoint import FLASH_T_GRID, read_auk_checkpoint
+from auk_app.service import GET_WEIGHTS
 
 # gradio's queue uses pandas options that pandas 3 deprecates; not ours to fix.
 pytestmark = pytest.mark.filterwarnings("ignore:.*(no_silent_downcasting|copy keyword)")
@@ -107,6 +108,21 @@ def test_clipping_is_counted_as_the_wav_holds_it_and_headroom_avoids_it(client, 
     assert 20 * np.log10(np.abs(data).max() / 32768) <= -0.99
     assert kept["output"]["clipped_samples"] == 0 and kept["output"]["headroom"]["gain_db"] < -1
     assert not any("clips" in w for w in kept["warnings"])
+
+
+def test_what_the_demo_was_not_trained_for_is_warned_about_with_the_released_weights(client, clips):
+    info = client.predict(api_name="/model_info")
+    assert info["models"]["demo"]["capabilities"] == {
+        "tasks": ["volume", "pitch", "enhance:Remove noise", "sine_tone"], "languages": ["en"]}
+    for instruction, gap in (("Change the emotion to happy.", "Emotion"),
+                             ("将音量升高6分贝。", "Chinese instructions (it reads English only)")):
+        _, _, manifest = _edit(client, clips.voice, instruction=instruction, seed=5)
+        assert manifest["warnings"] == [
+            f"AuK-Tiny (demo) was not trained for {gap}, so expect a result that does not follow the instruction; "
+            f"the released AuK weights were. {GET_WEIGHTS}"]
+        assert "hf download tencent/AuK --local-dir ckpts/AuK" in GET_WEIGHTS
+    _, _, manifest = _edit(client, clips.voice, instruction="Raise the pitch by 2 semitones.", seed=5)
+    assert manifest["warnings"] == []
 
 
 def test_text_only_generation_with_a_custom_grid_and_a_randomised_seed(client):

@@ -75,3 +75,20 @@ def test_gpu_budgets_grow_with_the_request(handlers):
     assert edit_gpu_seconds(None, "x", "auto", 5, 8) < edit_gpu_seconds(None, "x", "auto", 30, 64) <= 180
     assert edit_gpu_seconds(seconds="junk") > 0
     assert audex_gpu_seconds("rain", 3.0, 2) < audex_gpu_seconds("rain", 3.0, 20, compare_unmasked=True) <= 180
+
+
+def test_the_builder_marks_and_the_note_names_what_the_model_was_not_trained_for(flash_app):
+    from auk_app.ui.handlers import Handlers, task_choices
+
+    studio = flash_app.studio
+    labels = dict((key, label) for label, key in task_choices(studio.entry("demo")))
+    assert labels["volume"] == "Acoustic editing · Volume"
+    assert labels["enhance"].endswith("(only partly in AuK-Tiny (demo))")
+    assert labels["emotion"].endswith("(not in AuK-Tiny (demo))")
+    # The test's Flash is built from the demo's weights but declares no capabilities: a release's full set.
+    assert all("(" not in label.split("·")[1].replace("(clone", "").replace("(voice", "").replace("(a cappella", "")
+               for label, _ in task_choices(studio.entry("flash")))
+    note = Handlers(studio).capability_note("demo", "Change the emotion to happy.")
+    assert note.startswith("⚠ AuK-Tiny (demo) was not trained for Emotion") and "choose `flash`" in note
+    assert Handlers(studio).capability_note("demo", "Increase the volume by 5 dB.") == ""
+    assert Handlers(studio).capability_note("no-such-model", "Change the emotion to happy.") == ""
