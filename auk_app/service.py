@@ -37,6 +37,10 @@ GET_WEIGHTS = (
 )
 
 
+# The released variants, always offered: a client that names one that is not here learns how to get it.
+RELEASED = {"base": ("AuK (base)", resolve.AUK_BASE), "flash": ("AuK-Flash (flash)", resolve.AUK_FLASH)}
+
+
 @dataclass(frozen=True)
 class ModelEntry:
     key: str  # what clients send: "demo", "base", "flash" or an extra checkpoint's name
@@ -79,6 +83,7 @@ class Studio:
         self.device = pick_device(config.device)
         self.precision = pick_precision(self.device, config.dtype)
         self._entries = self._discover()
+        self.not_downloaded = {key: label for key, (label, _) in RELEASED.items() if key not in self._entries}
         self._default = self._pick_default(config.default_model)
         self._pipelines: dict[str, AuKPipeline] = {}
         self._audex = None
@@ -129,7 +134,17 @@ class Studio:
             if name in (entry.key, entry.label):
                 return entry
         choices = ", ".join(["auto", *self._entries])
+        for key, label in self.not_downloaded.items():
+            if name in (key, label):
+                raise InputError(self._get_released(key, choices))
         raise InputError(f"Unknown model {name!r}. Choose one of: {choices}.")
+
+    def _get_released(self, key: str, choices: str) -> str:
+        """One sentence: the released variant ``key`` is not here, the command that fetches it, the choices now."""
+        label, repo = RELEASED[key]
+        qwen = "" if resolve.find(resolve.QWEN_OMNI, self.config.qwen) else f" and `{resolve.QWEN_OMNI.download_command}`"
+        return (f"{label} is not downloaded: fetch it with `{repo.download_command}`{qwen}, then restart the app; "
+                f"until then choose one of: {choices}.")
 
     # ------------------------------------------------------------------ AuK
 
@@ -237,6 +252,7 @@ class Studio:
         default = self._entries[self._default]
         return {
             "available_models": ["auto", *self._entries],
+            "not_downloaded": {key: RELEASED[key][1].download_command for key in self.not_downloaded},
             "default_model": default.key,
             "loaded_model": loaded,
             "device": str(self.device),

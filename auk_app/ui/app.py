@@ -26,7 +26,8 @@ from auk_app.ui import text as ui_text
 from auk_app.audex.request import DECODED_SECONDS, MAX_SECONDS
 from auk_app.audex.request import DEFAULTS as AUDEX_DEFAULTS
 from auk_app.service import Studio
-from auk_app.ui.handlers import KNOBS, Handlers, field_updates, inputs_of, knob_updates, task_choices
+from auk_app.ui.handlers import (KNOBS, Handlers, field_updates, inputs_of, knob_updates, model_choices,
+                                 task_choices)
 
 GPU_QUEUE = "gpu"  # text to audio: one at a time
 AUK_QUEUE = "auk"  # edits: up to StudioConfig.auk_batch at once, sharing DiT steps in the pipeline
@@ -130,12 +131,11 @@ def _edit_tab(studio: Studio, handlers: Handlers) -> SimpleNamespace:
                         cache_examples=False)
         with gr.Column(scale=5):
             c.model = gr.Dropdown(
-                [(f"auto: {default.label}", "auto")] + [(e.label, e.key) for e in studio.models()],
-                value="auto", label="Model", elem_id="model",
+                model_choices(studio), value="auto", label="Model", elem_id="model",
                 # Custom values stay allowed so an API client's unknown name gets the validator's sentence
                 # (Gradio's own check answers a bare HTTP 400); in the browser on_model_change refuses them.
                 allow_custom_value=True,
-                info="auto = the released weights when found, else the embedded demo model.",
+                info="Starts on the released weights when found, else on the embedded demo model (auto).",
             )
             c.seconds.render()
             with gr.Row():

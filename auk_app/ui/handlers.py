@@ -149,6 +149,15 @@ def knob_updates(entry: ModelEntry) -> tuple[dict, dict, dict, dict, dict]:
     )
 
 
+def model_choices(studio: Studio) -> list[tuple[str, str]]:
+    """The model list: the default once (as auto), the other checkpoints, then the released variants
+    that are not on this machine, marked, so that choosing one says how to get it."""
+    default = studio.entry("auto")
+    return ([(f"{default.label} · auto", "auto")]
+            + [(e.label, e.key) for e in studio.models() if e is not default]
+            + [(f"{label} · not downloaded", key) for key, label in studio.not_downloaded.items()])
+
+
 def task_choices(entry: ModelEntry) -> list[tuple[str, str]]:
     """The builder's task list, each task the model was not trained for (or only in part) marked, so a
     person sees before writing an instruction which tasks this model can do."""

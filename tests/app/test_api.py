@@ -69,6 +69,18 @@ def test_model_info(client, demo_dir):
 # ----------------------------------------------------------------------------- /edit_audio
 
 
+@pytest.mark.parametrize(("model", "repo"), [("flash", "tencent/AuK-Flash"), ("base", "tencent/AuK")])
+def test_released_variants_not_on_disk_are_listed_and_refused_with_the_download_command(client, model, repo):
+    info = client.predict(api_name="/model_info")
+    assert info["not_downloaded"][model] == f"hf download {repo} --local-dir ckpts/{repo.split('/')[1]}"
+    with pytest.raises(ValidationError) as refused:
+        _edit(client, None, seconds=1.0, model=model)
+    sentence = str(refused.value).split("- model: ")[1].strip()
+    assert sentence.startswith(f"AuK{'-Flash (flash)' if model == 'flash' else ' (base)'} is not downloaded: "
+                               f"fetch it with `hf download {repo} --local-dir ckpts/")
+    assert sentence.endswith("until then choose one of: auto, demo.") and sentence.count(". ") == 0
+
+
 def test_edit_with_automatic_duration_returns_exactly_the_source_length(client, clips, demo_dir):
     wav, figure, manifest = _edit(client, clips.voice, seed=1234)
     data = _pcm(wav)

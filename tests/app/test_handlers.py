@@ -92,3 +92,10 @@ def test_the_builder_marks_and_the_note_names_what_the_model_was_not_trained_for
     assert note.startswith("⚠ AuK-Tiny (demo) was not trained for Emotion") and "choose `flash`" in note
     assert Handlers(studio).capability_note("demo", "Increase the volume by 5 dB.") == ""
     assert Handlers(studio).capability_note("no-such-model", "Change the emotion to happy.") == ""
+
+
+def test_the_model_list_shows_each_model_once_and_the_released_ones_not_here(flash_app):
+    from auk_app.ui.handlers import model_choices
+
+    assert model_choices(flash_app.studio) == [
+        ("AuK-Tiny (demo) · auto", "auto"), ("AuK-Flash-test (flash)", "flash"), ("AuK (base) · not downloaded", "base")]
