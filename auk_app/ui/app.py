@@ -152,15 +152,14 @@ def _edit_tab(studio: Studio, handlers: Handlers) -> SimpleNamespace:
             with gr.Accordion("Advanced sampling", open=False, elem_id="advanced"):
                 c.knob_note = gr.Markdown(elem_id="knob-note", **knobs["knob_note"])
                 with gr.Row():
-                    c.nfe = gr.Number(label="nfe (Euler steps)", elem_id="nfe",
+                    c.nfe = gr.Slider(limits.min_nfe, limits.max_nfe, step=1, elem_id="nfe",
                                       info=f"{limits.min_nfe}–{limits.max_nfe}", **knobs["nfe"])
-                    c.cfg = gr.Number(label="cfg (guidance)", step=0.1, elem_id="cfg",
+                    c.cfg = gr.Slider(0, limits.max_cfg, step=0.1, elem_id="cfg",
                                       info=f"0–{limits.max_cfg:g}; 0 = no guidance", **knobs["cfg"])
-                    c.sway = gr.Number(label="sway", step=0.1, elem_id="sway",
-                                       info=f"{limits.min_sway:g} to {limits.max_sway:g}",
-                                       **knobs["sway"])
+                    c.sway = gr.Slider(limits.min_sway, limits.max_sway, step=0.1, elem_id="sway",
+                                       info=f"{limits.min_sway:g} to {limits.max_sway:g}", **knobs["sway"])
                 c.t_grid = gr.Textbox(
-                    label="Time grid (t_grid)", elem_id="t-grid",
+                    elem_id="t-grid",
                     info=f"Comma-separated, strictly increasing, within [0, 1], 2–{limits.max_grid_points} points.",
                     **knobs["t_grid"],
                 )
@@ -188,6 +187,27 @@ def _edit_tab(studio: Studio, handlers: Handlers) -> SimpleNamespace:
     with gr.Accordion("Manifest: every knob, the seed, model, versions, timings", open=False):
         c.manifest = gr.JSON(label="Manifest", elem_id="edit-manifest")
     c.state = gr.State(None)
+    return c
+
+
+def _edit_endpoint(studio: Studio) -> SimpleNamespace:
+    """The named /edit_audio endpoint's inputs, never shown: its knobs stay empty by default, meaning
+    the chosen checkpoint's defaults, which the page's sliders cannot (they always hold a number)."""
+    models = ["auto", *(e.key for e in studio.models()), *studio.not_downloaded]
+    c = SimpleNamespace(trigger=gr.Button(visible=False))
+    c.audio = gr.Audio(label="Source clip", type="filepath", visible=False)
+    c.instruction = gr.Textbox(label="Instruction", visible=False)
+    # Custom values allowed: an unknown name gets the validator's sentence, not Gradio's bare HTTP 400.
+    c.model = gr.Dropdown(models, value="auto", label="Model", allow_custom_value=True, visible=False)
+    c.seconds = gr.Number(0, label="Duration (s)", visible=False)
+    c.nfe, c.cfg, c.sway = (gr.Number(label=name, visible=False) for name in ("nfe", "cfg", "sway"))
+    c.t_grid = gr.Textbox(label="Time grid (t_grid)", visible=False)
+    c.seed = gr.Number(0, label="Seed", visible=False)
+    c.randomize_seed = gr.Checkbox(True, label="Randomise seed", visible=False)
+    c.vae_sample = gr.Checkbox(True, label="Sample the clip's latent (vae_sample)", visible=False)
+    c.region_start = gr.Number(label="Region start (s)", visible=False)
+    c.region_end = gr.Number(label="Region end (s)", visible=False)
+    c.headroom = gr.Checkbox(False, label="Keep headroom", visible=False)
     return c
 
 
@@ -254,6 +274,7 @@ def build_demo(studio: Studio) -> gr.Blocks:
         with gr.Tabs():
             with gr.Tab("Edit & generate (AuK)", id="edit"):
                 e = _edit_tab(studio, h)
+                endpoint = _edit_endpoint(studio)
             with gr.Tab("Text to audio (Audex)", id="audex"):
                 a = _audex_tab(h)
             with gr.Tab("API", id="api"):
@@ -266,12 +287,17 @@ def build_demo(studio: Studio) -> gr.Blocks:
                 gr.Markdown(ui_text.about_page(studio.config.limits, MAX_FILE_SIZE, MAX_SECONDS, DECODED_SECONDS))
 
         # Model endpoints: validated before the queue; edits batch in the pipeline, text to audio runs alone.
+        # The page's Generate runs a private event over its sliders; /edit_audio is declared on its own.
+        edit_queue = {"concurrency_id": AUK_QUEUE, "concurrency_limit": studio.config.auk_batch}
         edit = e.run.click(
-            h.edit_audio,
-            inputs=[getattr(e, name) for name in inputs_of(h.edit_audio)],
-            outputs=[e.output, e.figure, e.manifest, e.state],
-            validator=h.check_edit, api_name="edit_audio", api_description=h.edit_audio.__doc__,
-            concurrency_id=AUK_QUEUE, concurrency_limit=studio.config.auk_batch,
+            h.edit_from_ui, inputs=[getattr(e, name) for name in inputs_of(h.edit_audio)],
+            outputs=[e.output, e.figure, e.manifest, e.state], validator=h.check_edit, api_visibility="private",
+            **edit_queue,
+        )
+        endpoint.trigger.click(
+            h.edit_audio, inputs=[getattr(endpoint, name) for name in inputs_of(h.edit_audio)],
+            outputs=[e.output, e.figure, e.manifest, e.state], validator=h.check_edit, api_name="edit_audio",
+            api_description=h.edit_audio.__doc__, **edit_queue,
         )
         edit.success(h.after_edit, e.state, [e.seed, e.manifest_file, status], **private)
         audex = a.run.click(

@@ -123,30 +123,40 @@ KNOBS = ("nfe", "cfg", "sway", "t_grid", "knob_note")  # what knob_updates retur
 
 
 def knob_updates(entry: ModelEntry) -> tuple[dict, dict, dict, dict, dict]:
-    """The updates of KNOBS for ``entry``: locked, with the reason, on Flash."""
+    """The updates of KNOBS for ``entry``: sliders at its real defaults; on Flash locked at its fixed
+    recipe (sway, which its grid replaces, hidden), with the grid shown and the reason."""
     checkpoint = entry.checkpoint
     if checkpoint.is_flash:
         steps = len(checkpoint.t_grid) - 1
         grid = ", ".join(f"{t:.4g}" for t in checkpoint.t_grid)
         return (
-            gr.update(value=None, interactive=False, placeholder=f"fixed: {steps}"),
-            gr.update(value=None, interactive=False, placeholder="fixed: 0"),
-            gr.update(value=None, interactive=False, placeholder="fixed: none"),
-            gr.update(value="", interactive=False, placeholder=f"fixed by {checkpoint.name}: {grid}"),
+            gr.update(value=steps, interactive=False, label=f"nfe (Euler steps): fixed at {steps}"),
+            gr.update(value=0, interactive=False, label="cfg (guidance): fixed at 0, none"),
+            gr.update(visible=False),
+            gr.update(value=grid, interactive=False, label=f"Time grid (t_grid): fixed by {checkpoint.name}"),
             gr.update(value=ui_text.flash_note(entry.label, steps, grid), elem_classes=["flash-note"]),
         )
-    # Only the knobs: noise_scale and start are the checkpoint's own, with no box to show them in.
-    defaults = {key: "none" if value is None else f"{value:g}"
-                for key, value in checkpoint.defaults.items() if key in ("nfe", "cfg", "sway")}
-    # Empty (None) means the default, which the placeholder names. Gradio 6.31's number box draws
-    # None as 0 (its front end sets value ??= 0) but sends None while untouched.
+    defaults = checkpoint.defaults  # noise_scale and start are the checkpoint's own, with no slider
     return (
-        gr.update(value=None, interactive=True, placeholder=f"default: {defaults['nfe']}"),
-        gr.update(value=None, interactive=True, placeholder=f"default: {defaults['cfg']}"),
-        gr.update(value=None, interactive=True, placeholder=f"default: {defaults['sway']}"),
-        gr.update(interactive=True, placeholder="empty: built from nfe and sway, e.g. 0, 0.1, 0.4, 1"),
+        gr.update(value=defaults["nfe"], interactive=True, label=f"nfe (Euler steps), default {defaults['nfe']}"),
+        gr.update(value=defaults["cfg"], interactive=True, label=f"cfg (guidance), default {defaults['cfg']:g}"),
+        gr.update(value=defaults["sway"], interactive=True, visible=defaults["sway"] is not None,
+                  label=f"sway, default {defaults['sway']:g}" if defaults["sway"] is not None else "sway"),
+        gr.update(value="", interactive=True, label="Time grid (t_grid)",
+                  placeholder="empty: built from nfe and sway, e.g. 0, 0.1, 0.4, 1"),
         gr.update(value=ui_text.base_note(entry.label), elem_classes=["note"]),
     )
+
+
+def slider_knobs(entry: ModelEntry, nfe, cfg, sway, t_grid) -> tuple:
+    """The page's knobs as /edit_audio's: a slider left at the model's default sends nothing, as an
+    empty API knob, and Flash's locked ones send nothing at all, so the manifest's ``requested`` and
+    ``ignored`` name only what the person changed."""
+    if entry.checkpoint.is_flash:
+        return None, None, None, None
+    defaults = entry.checkpoint.defaults
+    moved = [None if value == defaults[name] else value for name, value in (("nfe", nfe), ("cfg", cfg), ("sway", sway))]
+    return (*moved, t_grid)
 
 
 def model_choices(studio: Studio) -> list[tuple[str, str]]:
@@ -195,6 +205,7 @@ class Handlers:
         self._runs = Runs()
         # On a ZeroGPU Space the GPU is attached per call, for a budget computed from the request.
         self.edit_audio = self._runs.stoppable(gpu(self.edit_gpu_seconds)(self._edit_audio))
+        self.edit_from_ui = self._runs.stoppable(gpu(self.edit_gpu_seconds)(self._edit_from_ui))
         self.text_to_audio = self._runs.stoppable(gpu(self.audex_gpu_seconds)(self._text_to_audio))
 
     # ------------------------------------------------------------------ ZeroGPU budgets (same arguments as the handlers)
@@ -279,6 +290,15 @@ class Handlers:
             gr.Warning(warning)
         state = {"seed": made.manifest["seed"], "file": str(made.manifest_file)}
         return str(made.audio), str(made.figure), made.manifest, state
+
+    def _edit_from_ui(self, audio=None, instruction=None, model="auto", seconds=0, nfe=None, cfg=None, sway=None,
+                      t_grid=None, seed=0, randomize_seed=True, vae_sample=True, region_start=None, region_end=None,
+                      headroom=False, progress=gr.Progress(), request: gr.Request = None):
+        """The Generate button: ``_edit_audio`` with the sliders read by :func:`slider_knobs`. A private
+        event, so the named endpoint keeps "empty means the checkpoint's default"."""
+        nfe, cfg, sway, t_grid = slider_knobs(self.studio.entry(model), nfe, cfg, sway, t_grid)
+        return self._edit_audio(audio, instruction, model, seconds, nfe, cfg, sway, t_grid, seed, randomize_seed,
+                                vae_sample, region_start, region_end, headroom, progress=progress, request=request)
 
     # ------------------------------------------------------------------ Audex
 

@@ -77,7 +77,8 @@ def flash_note(label: str, steps: int, grid: str) -> str:
 
 
 def base_note(label: str) -> str:
-    return f"Empty fields use {label}'s defaults (shown in grey). A custom time grid replaces nfe and sway."
+    return (f"The sliders start at {label}'s own defaults; left there, the run uses the default. "
+            "A custom time grid replaces nfe and sway.")
 
 
 def builder_preview(built: instructions.Built) -> str:

@@ -23,7 +23,9 @@ pytestmark = [
 ]
 
 SAMPLING = ("nfe", "cfg", "sway")
-KNOBS_DISABLED = "[" + ", ".join(f"document.querySelector('#{k} input').disabled" for k in SAMPLING) + "]"
+LOCKABLE = ("nfe", "cfg")  # Flash locks these; sway, which its grid replaces, is hidden
+KNOBS_DISABLED = "[" + ", ".join(f"document.querySelector('#{k} input').disabled" for k in LOCKABLE) + "]"
+SLIDER_VALUES = "[" + ", ".join(f"document.querySelector('#{k} input[type=range]')?.value" for k in SAMPLING) + "]"
 
 
 @pytest.fixture
@@ -62,21 +64,23 @@ def test_upload_edit_and_flash_lock_in_chromium(flash_app, clips, browser, tmp_p
 
     browser.click("#advanced .label-wrap")
     browser.wait_for("document.querySelector('#sway input') !== null")  # the accordion renders on opening
-    assert browser.evaluate(KNOBS_DISABLED) == [False, False, False]
-    # Each box names the checkpoint's default (Gradio 6.31's number box still draws an empty value as 0).
-    placeholders = browser.evaluate("[" + ", ".join(f"document.querySelector('#{k} input').placeholder"
-                                                    for k in SAMPLING) + "]")
-    assert all(p.startswith("default: ") for p in placeholders), placeholders
+    assert browser.evaluate(KNOBS_DISABLED) == [False, False]
+    # Sliders at the demo checkpoint's own defaults (nfe 16, cfg 0, sway −1), not boxes that draw empty as 0.
+    assert browser.evaluate(SLIDER_VALUES) == ["16", "0", "-1"]
     browser.click("#model input")
     browser.click('li[role=option][aria-label^="AuK-Flash-test"]')
     browser.wait_for(f"{KNOBS_DISABLED}.every(Boolean)", timeout=20)
+    assert browser.evaluate(SLIDER_VALUES)[:2] == ["4", "0"]
+    assert browser.evaluate("document.querySelector('#sway')?.offsetParent ?? null") is None  # hidden
     assert browser.evaluate("document.querySelector('#t-grid textarea, #t-grid input').disabled")
+    assert browser.evaluate("document.querySelector('#t-grid textarea, #t-grid input').value").startswith("0, 0.07612")
     assert "fixed recipe" in browser.evaluate("document.querySelector('#knob-note').innerText")
     _keep(browser.screenshot(tmp_path / "auk_studio_flash_locked.png"))
 
     browser.click("#model input")
-    browser.click('li[role=option][aria-label="AuK-Tiny (demo)"]')
+    browser.click('li[role=option][aria-label="AuK-Tiny (demo) · auto"]')
     browser.wait_for(f"!{KNOBS_DISABLED}.some(Boolean)", timeout=20)
+    assert browser.evaluate(SLIDER_VALUES) == ["16", "0", "-1"]
 
 
 def test_on_a_phone_the_action_sits_by_the_input_and_the_builder_opens_on_what_the_model_does(app, tmp_path):

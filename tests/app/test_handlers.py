@@ -46,15 +46,22 @@ def test_unexpected_failures_are_named_not_hidden(handlers, monkeypatch):
 
 
 def test_flash_locks_the_sampling_knobs_with_the_reason(flash_app):
-    from auk_app.ui.handlers import knob_updates
+    from auk_app.ui.handlers import knob_updates, slider_knobs
 
     flash, demo = (flash_app.studio.entry(name) for name in ("flash", "demo"))
-    locked = knob_updates(flash)
-    assert [u["interactive"] for u in locked[:4]] == [False] * 4
-    assert "fixed recipe" in locked[4]["value"] and "0.07612" in locked[4]["value"]
+    nfe, cfg, sway, t_grid, note = knob_updates(flash)
+    assert [nfe["interactive"], cfg["interactive"], t_grid["interactive"], sway["visible"]] == [False] * 4
+    assert (nfe["value"], cfg["value"]) == (4, 0) and t_grid["value"].startswith("0, 0.07612")
+    assert "fixed recipe" in note["value"] and "0.07612" in note["value"]
     unlocked = knob_updates(demo)
     assert [u["interactive"] for u in unlocked[:4]] == [True] * 4
-    assert unlocked[0]["placeholder"] == f"default: {demo.checkpoint.defaults['nfe']}"
+    defaults = demo.checkpoint.defaults
+    # The sliders hold the checkpoint's real defaults (the demo's 16 steps, not the releases' 32).
+    assert [u["value"] for u in unlocked[:3]] == [defaults["nfe"], defaults["cfg"], defaults["sway"]] == [16, 0.0, -1.0]
+    # A slider left at its default sends nothing, as an empty API knob; Flash's locked ones never send.
+    assert slider_knobs(demo, 16.0, 0.0, -1.0, "") == (None, None, None, "")
+    assert slider_knobs(demo, 8.0, 0.0, 0.5, "") == (8.0, None, 0.5, "")
+    assert slider_knobs(flash, 4.0, 0.0, -1.0, "0, 0.5, 1") == (None, None, None, None)
 
 
 def test_builder_fields_follow_the_task(handlers):
