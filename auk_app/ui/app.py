@@ -278,7 +278,7 @@ def build_demo(studio: Studio) -> gr.Blocks:
             with gr.Tab("Text to audio (Audex)", id="audex"):
                 a = _audex_tab(h)
             with gr.Tab("API", id="api"):
-                gr.Markdown(ui_text.api_page(studio.info()["available_models"]))
+                api_page = gr.Markdown(ui_text.api_page(studio.info()["available_models"]), elem_id="api-page")
                 with gr.Row():
                     info_button = gr.Button("Call /model_info", size="sm")
                     inspect_button = gr.Button("Call /inspect_audio on the source clip", size="sm")
@@ -325,15 +325,20 @@ def build_demo(studio: Studio) -> gr.Blocks:
               **private)
         fields = [getattr(e, name) for name in instructions.FIELD_NAMES]
         builder = [e.task, *fields, e.source_seconds, e.language]
-        e.task.change(field_updates, e.task, fields, **private)
+        # A new task relabels the fields, then previews. The fields preview on a person's input only: their
+        # change events also fire mid-relabelling, sending the old task's value (Volume's "Decrease")
+        # against the new task's choices (Pitch's Raise/Lower), which Gradio refuses with a console error.
+        e.task.change(field_updates, e.task, fields, **private).then(
+            h.preview, builder, [e.built_md, e.built], **private)
         gr.on([e.audio.change, e.region_start.change, e.region_end.change], h.on_audio_change,
               [e.audio, e.region_start, e.region_end], [e.verdict, e.source_seconds], **private).then(
             h.preview, builder, [e.built_md, e.built], **private)
-        gr.on([e.task.change, e.language.change] + [f.change for f in fields], h.preview, builder,
+        gr.on([e.language.change] + [f.input for f in fields], h.preview, builder,
               [e.built_md, e.built], **private)
         e.use_built.click(h.apply_built, e.built, [e.instruction, e.seconds], **private)
         e.use_as_input.click(lambda path: path, e.output, e.audio, **private)
         demo.load(h.status, None, status, **private)
+        demo.load(h.api_page, None, api_page, **private)
 
     demo.queue(max_size=QUEUE_MAX_SIZE, default_concurrency_limit=1)
     return demo

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import gradio as gr
+from gradio.route_utils import get_root_url
 from gradio.utils import get_upload_folder
 
 from auk_app import instructions, upload_check
@@ -405,3 +406,12 @@ class Handlers:
 
     def status(self):
         return ui_text.status_line(self.studio.info())
+
+    def api_page(self, request: gr.Request):
+        """The API tab with this server's address as the browser reached it (a proxy's too), not a guess."""
+        raw = getattr(request, "request", None)
+        if raw is None:
+            return ui_text.api_page(self.studio.info()["available_models"])
+        path = raw.url.path  # this event's route, under the app's own root path when it is mounted
+        route = path[path.find("/gradio_api"):] if "/gradio_api" in path else path
+        return ui_text.api_page(self.studio.info()["available_models"], get_root_url(raw, route, None) + "/")

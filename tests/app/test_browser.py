@@ -9,6 +9,7 @@ Screenshots go to the pytest tmp dir and, when AUK_APP_SCREENSHOTS names a folde
 from __future__ import annotations
 
 import os
+import time
 import shutil
 from pathlib import Path
 
@@ -113,3 +114,19 @@ def test_text_to_audio_in_chromium(app, browser, tmp_path):
     assert "With the phase mask" in table and "Without the mask" in table
     browser.wait_for("document.querySelector('#audex-figure img')?.complete")
     _keep(browser.screenshot(tmp_path / "auk_studio_text_to_audio.png"))
+
+
+def test_switching_the_builders_task_is_clean_and_the_api_tab_names_this_server(app, browser, capfd):
+    browser.goto(app.url)
+    browser.wait_for("document.querySelector('#builder-task input') !== null")
+    browser.click("#builder-task input")
+    browser.click('li[role=option][aria-label="Acoustic editing · Pitch"]')
+    browser.wait_for("document.querySelector('#builder-preview').innerText"
+                     ".includes('Raise the pitch by 2 semitones.')", timeout=30)
+    browser.wait_for("document.querySelector('#builder-mode input').value === 'Raise'")
+    time.sleep(1)  # any late event of the switch has reached the server
+    out, err = capfd.readouterr()
+    assert "is not in the list of choices" not in out + err  # Volume's "Decrease" read against Pitch's choices
+    page = browser.click_until("button[role=tab]:nth-of-type(3)",  # "API"
+                               "document.querySelector('#api-page')?.innerText")
+    assert f'Client("{app.url}")' in page and "region_start" in page and "headroom" in page
