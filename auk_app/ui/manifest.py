@@ -50,6 +50,7 @@ def edit_manifest(
     source: dict[str, Any] | None,
     output: dict[str, Any],
     level_change: dict[str, Any],
+    region_level_change: dict[str, Any] | None,
     randomized_seed: bool,
     warnings: list[str],
 ) -> dict[str, Any]:
@@ -67,6 +68,7 @@ def edit_manifest(
         "source": source,
         "output": output,
         "level_change": level_change,
+        "region_level_change": region_level_change,  # the edited region's own; None without a region
         "warnings": warnings,
         "versions": versions(),
     }

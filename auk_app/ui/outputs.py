@@ -93,10 +93,11 @@ def render_edit(
     clipped = full_scale_samples(wav)
     output_info = {"file": audio.name, "sha256": file_sha256(audio), "format": "WAV PCM16 mono",
                    "clipped_samples": clipped, "headroom": gain, **after}
-    figure = figures.before_after(
-        folder / f"{stem}.png", wav, result.sample_rate, source=result.source,
-        caption=f"{record.instruction[:110]}\n{levels.describe(before, after)}", region=record.region,
-    )
+    region = _region_levels(result, wav)
+    headline = levels.describe(before, after) if region is None else (
+        f"region {record.region[0]:g}–{record.region[1]:g} s: {levels.describe(*region)}")
+    figure = figures.before_after(folder / f"{stem}.png", wav, result.sample_rate, source=result.source,
+                                  caption=f"{record.instruction[:110]}\n{headline}", region=record.region)
     manifest = edit_manifest(
         record,
         model={"key": entry.key, "label": entry.label, "demo": entry.demo},
@@ -104,11 +105,25 @@ def render_edit(
         source=source_info,
         output=output_info,
         level_change=levels.level_change(before, after),
+        region_level_change=None if region is None else levels.level_change(*region),
         randomized_seed=randomized_seed,
         warnings=[*warnings, *([clipping_warning(clipped, wav.shape[0])] if clipped else [])],
     )
     manifest["timings"]["render"] = round(time.perf_counter() - started, 4)
     return Deliverables(audio, figure, manifest, write_manifest(folder / f"{stem}.json", manifest))
+
+
+def _region_levels(result: EditResult, wav: np.ndarray) -> tuple[dict, dict] | None:
+    """Levels of the edited region before and after, or None without a region: outside it the file is
+    the source, so the whole file's change would dilute the region's (−10 dB on 5 s of 40 reads −1)."""
+    record = result.record
+    if record.region is None or result.source is None:
+        return None
+    rate = result.sample_rate
+    start = round(record.region[0] * rate)
+    before = result.source[start:round(record.region[1] * rate)]
+    after = wav[start:start + round(record.region_seconds * rate)]
+    return levels.levels(before, rate), levels.levels(after, rate)
 
 
 def _leveled(wav: np.ndarray, headroom: bool) -> tuple[np.ndarray, dict[str, Any] | None]:

@@ -201,3 +201,9 @@ def test_what_a_model_was_not_trained_for_is_named_only_when_certain():
 
 def test_community_verdicts_say_they_are_about_the_released_model():
     assert build("volume", {}, source_seconds=2.0).reliability.startswith("Community tests of the released AuK:")
+
+
+def test_a_region_longer_than_the_model_takes_is_warned_about_in_the_duration_note():
+    assert build("volume", {}, source_seconds=45.0).problem == (
+        "The region lasts 45.00 s, more than the 30 s the model takes: make it shorter.")
+    assert build("volume", {}, source_seconds=30.0).problem == ""
