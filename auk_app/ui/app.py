@@ -110,6 +110,7 @@ def _edit_tab(studio: Studio, handlers: Handlers) -> SimpleNamespace:
             with gr.Row():
                 c.run = gr.Button("Generate", variant="primary", elem_id="run-edit", scale=3)
                 c.stop = gr.Button("Stop", variant="stop", elem_id="stop-edit", scale=1)
+            c.stop_note = gr.Markdown(elem_id="stop-note", elem_classes=["note"])
             with gr.Accordion("Instruction builder: pick a task, fill in the fields", open=True):
                 with gr.Row():
                     c.task = gr.Dropdown(task_choices(default), value=first.key,
@@ -181,6 +182,7 @@ def _edit_tab(studio: Studio, handlers: Handlers) -> SimpleNamespace:
                 c.use_as_input = gr.Button("↩ Use the result as the source", size="sm", elem_id="use-as-input")
                 c.manifest_file = gr.DownloadButton("Manifest (JSON)", visible=False, size="sm",
                                                     elem_id="edit-manifest-file")
+            c.use_note = gr.Markdown(elem_id="use-note", elem_classes=["note"])
     gr.Markdown("#### Before / after: waveforms and log-mel spectrograms on one time axis, with the level changes")
     c.figure = gr.Image(label="Before / after", show_label=False, type="filepath", format="png", interactive=False,
                         buttons=["download", "fullscreen"], elem_id="edit-figure")
@@ -241,6 +243,7 @@ def _audex_tab(handlers: Handlers) -> SimpleNamespace:
             with gr.Row():
                 c.run = gr.Button("Generate sound", variant="primary", elem_id="run-audex", scale=3)
                 c.stop = gr.Button("Stop", variant="stop", elem_id="stop-audex", scale=1)
+            c.stop_note = gr.Markdown(elem_id="audex-stop-note", elem_classes=["note"])
             gr.Examples(_EXAMPLE_CAPTIONS, inputs=[c.caption], label="Example captions", cache_examples=False)
         with gr.Column(scale=6):
             c.output = gr.Audio(label="Result · 16 kHz WAV (XCodec1)", type="filepath",
@@ -308,8 +311,8 @@ def build_demo(studio: Studio) -> gr.Blocks:
             concurrency_id=GPU_QUEUE, concurrency_limit=1,
         )
         audex.success(h.after_audex, a.state, [a.seed, a.manifest_file, a.report_md, status], **private)
-        e.stop.click(h.stop, None, None, cancels=[edit], **private)
-        a.stop.click(h.stop, None, None, cancels=[audex], **private)
+        e.stop.click(h.stop, None, e.stop_note, cancels=[edit], **private)
+        a.stop.click(h.stop, None, a.stop_note, cancels=[audex], **private)
 
         # Public helpers without a model: /model_info outside the queue, /inspect_audio in its own.
         info_button.click(h.model_info, None, api_result, api_name="model_info", queue=False,
@@ -330,13 +333,17 @@ def build_demo(studio: Studio) -> gr.Blocks:
         # against the new task's choices (Pitch's Raise/Lower), which Gradio refuses with a console error.
         e.task.change(field_updates, e.task, fields, **private).then(
             h.preview, builder, [e.built_md, e.built], **private)
-        gr.on([e.audio.change, e.region_start.change, e.region_end.change], h.on_audio_change,
-              [e.audio, e.region_start, e.region_end], [e.verdict, e.source_seconds], **private).then(
+        # The player's own input (upload, record, clear), not its change: clearing a refused clip must not
+        # re-check the empty player and replace the refusal with "No clip".
+        clip = {"fn": h.on_audio_change, "inputs": [e.audio, e.region_start, e.region_end],
+                "outputs": [e.verdict, e.source_seconds, e.audio], **private}
+        gr.on([e.audio.input, e.region_start.change, e.region_end.change], **clip).then(
             h.preview, builder, [e.built_md, e.built], **private)
         gr.on([e.language.change] + [f.input for f in fields], h.preview, builder,
               [e.built_md, e.built], **private)
         e.use_built.click(h.apply_built, e.built, [e.instruction, e.seconds], **private)
-        e.use_as_input.click(lambda path: path, e.output, e.audio, **private)
+        e.use_as_input.click(h.use_result, e.output, [e.audio, e.use_note], **private).then(**clip).then(
+            h.preview, builder, [e.built_md, e.built], **private)
         demo.load(h.status, None, status, **private)
         demo.load(h.api_page, None, api_page, **private)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import inspect
 import logging
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -373,15 +374,29 @@ class Handlers:
         return "\n\n".join(f"⚠ {caution}" for caution in cautions)
 
     def on_audio_change(self, audio, region_start=None, region_end=None):
-        """The upload's verdict (under a region's longer limit when one is set) and the length the
-        builder estimates durations from: the region's when one is set, else the clip's."""
+        """The upload's verdict (under a region's longer limit when one is set), the length the builder
+        estimates durations from (the region's when one is set, else the clip's), and the player: a
+        refused clip is cleared from it, so nobody runs an edit that cannot start, unless it is only too
+        long and a region would make it usable (the verdict says so)."""
         findings = None if audio is None else upload_check.check_upload(audio, self.limits.for_region(region_end or None))
         usable = findings is not None and findings["verdict"] != "rejected"
         length = findings["duration_s"] if usable else None
         start = region_start or 0.0
         if usable and region_end is not None and region_end > start:
             length = region_end - start
-        return ui_text.upload_verdict(findings), length
+        keep = usable or audio is None or (not region_end and self._usable_with_a_region(audio))
+        return ui_text.upload_verdict(findings), length, gr.skip() if keep else gr.update(value=None)
+
+    def _usable_with_a_region(self, audio) -> bool:
+        """Whether a clip refused as a whole passes under a region's limits (only too long, then)."""
+        any_region = self.limits.for_region(self.limits.max_target_seconds)
+        return upload_check.check_upload(audio, any_region)["verdict"] != "rejected"
+
+    def use_result(self, path):
+        """"Use the result as the source": the result into the player, and a line saying it happened."""
+        if not path:
+            return gr.skip(), "There is no result yet to use as the source."
+        return path, f"The result ({Path(path).name}) is now the source clip."
 
     def preview(self, task_key, mode, text, original, option, amount, source_seconds, language=instructions.EN):
         fields = {"mode": mode, "text": text, "original": original, "option": option, "amount": amount}
@@ -401,8 +416,9 @@ class Handlers:
         return state["seed"], gr.update(value=state["file"], visible=True), state["table"], self.status()
 
     def stop(self, request: gr.Request):
+        """Stop this session's run; the line beside the button says what that did, and when."""
         self._runs.stop(request)
-        gr.Info("Stopped: the run ends at its next step and produces nothing.")
+        return ui_text.stopped_note(time.strftime("%H:%M:%S"))
 
     def status(self):
         return ui_text.status_line(self.studio.info())

@@ -68,6 +68,11 @@ def upload_verdict(findings: dict[str, Any] | None) -> str:
     return f"{_VERDICT_MARKS[findings['verdict']]} {findings['message']}"
 
 
+def stopped_note(clock: str) -> str:
+    return (f"Stopped at {clock}: a run in progress ends at its next step and writes nothing; "
+            "a waiting one is dropped from the queue.")
+
+
 def flash_note(label: str, steps: int, grid: str) -> str:
     return (
         f"**Locked: {label} runs a fixed recipe:** {steps} steps, no guidance (cfg 0) and its own time grid `{grid}`. "

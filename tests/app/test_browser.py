@@ -26,6 +26,7 @@ pytestmark = [
 SAMPLING = ("nfe", "cfg", "sway")
 LOCKABLE = ("nfe", "cfg")  # Flash locks these; sway, which its grid replaces, is hidden
 KNOBS_DISABLED = "[" + ", ".join(f"document.querySelector('#{k} input').disabled" for k in LOCKABLE) + "]"
+PLAYER = "#source-audio audio, #source-audio .waveform-container"  # present while a clip is loaded
 SLIDER_VALUES = "[" + ", ".join(f"document.querySelector('#{k} input[type=range]')?.value" for k in SAMPLING) + "]"
 
 
@@ -51,6 +52,7 @@ def test_upload_edit_and_flash_lock_in_chromium(flash_app, clips, browser, tmp_p
 
     browser.set_files("#source-audio input[type=file]", [clips.voice])
     browser.wait_for("document.querySelector('#upload-verdict').innerText.includes('Ready: 0.60 s')", timeout=30)
+    assert browser.evaluate(f"document.querySelector('{PLAYER}') !== null")  # a usable clip stays in the player
     browser.type_into("#instruction textarea", "Decrease the volume by 10 dB.")
     browser.click("#run-edit")
     wav_url = browser.wait_for(
@@ -62,6 +64,11 @@ def test_upload_edit_and_flash_lock_in_chromium(flash_app, clips, browser, tmp_p
     assert f"_seed{seed}.wav" in wav_url  # the used (randomised) seed is written back
     assert "loaded: AuK-Tiny (demo)" in browser.evaluate("document.querySelector('#status-line').innerText")
     _keep(browser.screenshot(tmp_path / "auk_studio_edit.png"))
+    browser.click("#use-as-input")
+    browser.wait_for("document.querySelector('#use-note').innerText.includes('is now the source clip')")
+    browser.wait_for("document.querySelector('#upload-verdict').innerText.includes('Ready: 0.60 s')", timeout=30)
+    browser.click("#stop-edit")
+    browser.wait_for("document.querySelector('#stop-note').innerText.startsWith('Stopped at ')")
 
     browser.click("#advanced .label-wrap")
     browser.wait_for("document.querySelector('#sway input') !== null")  # the accordion renders on opening
@@ -116,7 +123,7 @@ def test_text_to_audio_in_chromium(app, browser, tmp_path):
     _keep(browser.screenshot(tmp_path / "auk_studio_text_to_audio.png"))
 
 
-def test_switching_the_builders_task_is_clean_and_the_api_tab_names_this_server(app, browser, capfd):
+def test_switching_the_builders_task_is_clean_and_the_api_tab_names_this_server(app, clips, browser, capfd):
     browser.goto(app.url)
     browser.wait_for("document.querySelector('#builder-task input') !== null")
     browser.click("#builder-task input")
@@ -127,6 +134,12 @@ def test_switching_the_builders_task_is_clean_and_the_api_tab_names_this_server(
     time.sleep(1)  # any late event of the switch has reached the server
     out, err = capfd.readouterr()
     assert "is not in the list of choices" not in out + err  # Volume's "Decrease" read against Pitch's choices
+    browser.set_files("#source-audio input[type=file]", [clips.silent])
+    browser.wait_for("document.querySelector('#upload-verdict').innerText.includes('Refused')", timeout=30)
+    # The refused clip leaves the player (back to its upload prompt), and the refusal stays on screen.
+    browser.wait_for(f"document.querySelector('{PLAYER}') === null")
+    time.sleep(1)
+    assert "silent" in browser.evaluate("document.querySelector('#upload-verdict').innerText")
     page = browser.click_until("button[role=tab]:nth-of-type(3)",  # "API"
                                "document.querySelector('#api-page')?.innerText")
     assert f'Client("{app.url}")' in page and "region_start" in page and "headroom" in page

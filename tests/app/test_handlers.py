@@ -106,3 +106,18 @@ def test_the_model_list_shows_each_model_once_and_the_released_ones_not_here(fla
 
     assert model_choices(flash_app.studio) == [
         ("AuK-Tiny (demo) · auto", "auto"), ("AuK-Flash-test (flash)", "flash"), ("AuK (base) · not downloaded", "base")]
+
+
+def test_a_refused_clip_leaves_the_player_unless_a_region_would_make_it_usable(handlers, clips):
+    verdict, length, player = handlers.on_audio_change(str(clips.silent))
+    assert verdict.startswith("✗ Refused:") and length is None and player == {"__type__": "update", "value": None}
+    verdict, length, player = handlers.on_audio_change(str(clips.voice))
+    assert verdict.startswith("✓ Ready:") and length == 0.6 and "value" not in player
+    verdict, _, player = handlers.on_audio_change(str(clips.too_long))  # 31 s: a region makes it usable
+    assert "choose a region" in verdict and "value" not in player
+
+
+def test_stop_and_use_as_source_say_what_they_did(handlers, clips):
+    assert handlers.stop(None).startswith("Stopped at ") and "writes nothing" in handlers.stop(None)
+    assert handlers.use_result(None)[1] == "There is no result yet to use as the source."
+    assert handlers.use_result(str(clips.voice)) == (str(clips.voice), "The result (voice.wav) is now the source clip.")
