@@ -129,13 +129,13 @@ def test_switching_the_builders_task_is_clean_and_the_api_tab_names_this_server(
     browser.click("#builder-task input")
     browser.click('li[role=option][aria-label="Acoustic editing · Pitch"]')
     browser.wait_for("document.querySelector('#builder-preview').innerText"
-                     ".includes('Raise the pitch by 2 semitones.')", timeout=30)
+                     ".includes('Raise the pitch by 2 semitones.')", timeout=60)
     browser.wait_for("document.querySelector('#builder-mode input').value === 'Raise'")
     time.sleep(1)  # any late event of the switch has reached the server
     out, err = capfd.readouterr()
     assert "is not in the list of choices" not in out + err  # Volume's "Decrease" read against Pitch's choices
     browser.set_files("#source-audio input[type=file]", [clips.silent])
-    browser.wait_for("document.querySelector('#upload-verdict').innerText.includes('Refused')", timeout=30)
+    browser.wait_for("document.querySelector('#upload-verdict').innerText.includes('Refused')", timeout=60)
     # The refused clip leaves the player (back to its upload prompt), and the refusal stays on screen.
     browser.wait_for(f"document.querySelector('{PLAYER}') === null")
     time.sleep(1)
