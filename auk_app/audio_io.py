@@ -244,6 +244,17 @@ def _mixed(waveform: Waveform) -> MonoClip:
                     dsp.flat_tops(waveform.samples.T))
 
 
+PCM16_SCALE = 32768  # libsndfile writes float x as rint(x · 32768), clipped to −32768…32767
+
+
+def full_scale_samples(mono: np.ndarray) -> int:
+    """How many samples :func:`write_wav` puts at PCM16 full scale (32767 or −32768), counted the
+    way libsndfile converts, before the clip: what clipped, plus what only just reached the rail.
+    A count of samples above 1.0 alone misses a waveform a decoder already clamped to ±1."""
+    codes = np.rint(np.asarray(mono) * PCM16_SCALE)
+    return int(np.count_nonzero((codes >= PCM16_SCALE - 1) | (codes <= -PCM16_SCALE)))
+
+
 def write_wav(path: str | Path, mono: np.ndarray, sample_rate: int, *, subtype: str = "PCM_16") -> Path:
     """Write a mono clip at its exact level (clipped to [-1, 1], never normalised).
 

@@ -386,6 +386,50 @@ def task(key: str) -> Task:
         raise KeyError(f"unknown task {key!r}; known: {', '.join(TASKS_BY_KEY)}") from None
 
 
+# ----------------------------------------------------------------------------- what a model was trained for
+
+
+def _template_pattern(template: str) -> re.Pattern:
+    """A cookbook template as a whole-text pattern: its literal words, any text in each {field}."""
+    parts = re.split(r"\{\w+\}", template)
+    return re.compile("(?:.+?)".join(re.escape(re.sub(r"\s+", " ", part)) for part in parts), re.IGNORECASE)
+
+
+_TEMPLATE_PATTERNS = [(key, _template_pattern(text)) for key, pair in TEMPLATES.items() for text in set(pair)]
+
+
+def template_key(instruction: str) -> str | None:
+    """The TEMPLATES key (``"pitch"``, ``"enhance:Remove noise"``) whose wording, English or Chinese,
+    ``instruction`` follows with its fields filled; None for free wording, which names no task for sure."""
+    text = " ".join((instruction or "").split())
+    return next((key for key, pattern in _TEMPLATE_PATTERNS if pattern.fullmatch(text)), None)
+
+
+def supports(tasks: tuple[str, ...] | None, key: str) -> bool:
+    """Whether a model trained for ``tasks`` (None: every task) covers ``key``, a task or "task:template"."""
+    return tasks is None or key in tasks or key.split(":", 1)[0] in tasks
+
+
+def coverage(tasks: tuple[str, ...] | None, task_key: str) -> str:
+    """"all", "some" or "none" of a task's templates that ``tasks`` covers: how the builder marks it."""
+    keys = [k for k in TEMPLATES if k == task_key or k.startswith(task_key + ":")]
+    covered = sum(supports(tasks, k) for k in keys)
+    return "all" if covered == len(keys) else "some" if covered else "none"
+
+
+def untrained(instruction: str, tasks: tuple[str, ...] | None, languages: tuple[str, ...]) -> list[str]:
+    """What in ``instruction`` a model trained for ``tasks`` and ``languages`` never saw, as phrases
+    ("Pitch", "Chinese instructions"): only what is certain, a cookbook task or Chinese text."""
+    gaps = []
+    key = template_key(instruction)
+    if key is not None and not supports(tasks, key):
+        chosen, _, variant = key.partition(":")
+        gaps.append(task(chosen).name + (f" ({variant})" if variant else ""))
+    if ZH not in languages and _CJK.search(instruction or ""):
+        gaps.append("Chinese instructions (it reads English only)")
+    return gaps
+
+
 def build(
     key: str, fields: Fields, *, source_seconds: float | None, language: str = EN, limits: Limits = Limits()
 ) -> Built:
@@ -410,6 +454,10 @@ def build(
              if not slot.choices and f"{{{name}}}" in english and not filled[name].strip()]
     if empty:
         problem = f"Fill in: {', '.join(empty)}."
+    elif source_seconds is not None and source_seconds > limits.max_input_seconds:
+        # Only a region gets here (a longer whole clip is refused on upload); the edit would be refused too.
+        problem = (f"The region lasts {source_seconds:.2f} s, more than the {limits.max_input_seconds:g} s the "
+                   "model takes: make it shorter.")
     elif chosen.needs_audio and source_seconds is None:
         problem = "This task edits a clip: upload or record one."
     elif not chosen.needs_audio and source_seconds is not None:
@@ -417,9 +465,9 @@ def build(
     if chosen.reliable is None:
         reliability = ""
     elif chosen.reliable:
-        reliability = "Community tests: works reliably."
+        reliability = "Community tests of the released AuK: works reliably."
     else:
-        reliability = "Community tests: often unstable; try a few seeds."
+        reliability = "Community tests of the released AuK: often unstable; try a few seeds."
     notes = [chosen.note]
     if language == ZH and english == chinese:
         notes.append("The cookbook gives this task one template for both languages, so 中文 uses it as it is.")

@@ -23,6 +23,17 @@ def levels(mono: np.ndarray, sample_rate: int) -> dict[str, float | None]:
     }
 
 
+HEADROOM_DBFS = -1.0  # the ceiling the headroom option keeps the peak under
+
+
+def headroom_gain(mono: np.ndarray, ceiling_dbfs: float = HEADROOM_DBFS) -> float:
+    """The gain (≤ 1, linear) that brings the peak down to ``ceiling_dbfs``; 1 when it is already below.
+    Only ever attenuates: the option exists to avoid clipping, not to normalise."""
+    peak = dsp.peak(mono)
+    ceiling = 10.0 ** (ceiling_dbfs / 20.0)
+    return float(min(1.0, ceiling / peak)) if peak > 0 else 1.0
+
+
 def level_change(before: dict[str, Any] | None, after: dict[str, Any]) -> dict[str, float | None]:
     """after − before for each of :func:`levels`' numbers (None where either side is silent or absent)."""
     if before is None:

@@ -9,12 +9,12 @@ except what is reported to the user and which Audex snapshot is used.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from auk_app import resolve
+from auk_app import instructions, resolve
 from auk_app.audex.request import TRAINED_SECONDS, AudexRequest, TextToAudioResult
 from auk_app.auk.batching import DEFAULT_MAX_BATCH
 from auk_app.auk.checkpoint import AuKCheckpoint, read_auk_checkpoint
@@ -36,6 +36,10 @@ GET_WEIGHTS = (
     f"The released weights are not on this machine. Download them with `{resolve.AUK_BASE.download_command}` "
     f"and `{resolve.QWEN_OMNI.download_command}`, then restart."
 )
+
+
+# The released variants, always offered: a client that names one that is not here learns how to get it.
+RELEASED = {"base": ("AuK (base)", resolve.AUK_BASE), "flash": ("AuK-Flash (flash)", resolve.AUK_FLASH)}
 
 
 @dataclass(frozen=True)
@@ -84,6 +88,7 @@ class Studio:
         self.device = pick_device(config.device)
         self.precision = pick_precision(self.device, config.dtype)
         self._entries = self._discover()
+        self.not_downloaded = {key: label for key, (label, _) in RELEASED.items() if key not in self._entries}
         self._default = self._pick_default(config.default_model)
         self._pipelines: dict[str, AuKPipeline] = {}
         self._audex = None
@@ -136,7 +141,17 @@ class Studio:
             if name in (entry.key, entry.label):
                 return entry
         choices = ", ".join(["auto", *self._entries])
+        for key, label in self.not_downloaded.items():
+            if name in (key, label):
+                raise InputError(self._get_released(key, choices))
         raise InputError(f"Unknown model {shown(name)}. Choose one of: {choices}.")  # shown: a 100 kB name stays short
+
+    def _get_released(self, key: str, choices: str) -> str:
+        """One sentence: the released variant ``key`` is not here, the command that fetches it, the choices now."""
+        label, repo = RELEASED[key]
+        qwen = "" if resolve.find(resolve.QWEN_OMNI, self.config.qwen) else f" and `{resolve.QWEN_OMNI.download_command}`"
+        return (f"{label} is not downloaded: fetch it with `{repo.download_command}`{qwen}, then restart the app; "
+                f"until then choose one of: {choices}.")
 
     # ------------------------------------------------------------------ AuK
 
@@ -163,6 +178,19 @@ class Studio:
         if self.config.qwen is None and resolve.QWEN_OMNI.is_complete(bundled):
             return bundled
         return resolve.resolve(resolve.QWEN_OMNI, self.config.qwen, download=self.config.download)
+
+    def capability_warnings(self, model: str | None, instruction: str | None) -> list[str]:
+        """One sentence per thing in ``instruction`` that ``model`` was not trained for (a cookbook task
+        its config does not declare, Chinese on an English-only model), with where the released weights
+        are: a request it cannot serve well still runs, but nobody should mistake the result for AuK's."""
+        entry = self.entry(model)
+        capabilities = entry.checkpoint.capabilities
+        gaps = instructions.untrained(instruction or "", capabilities.tasks, capabilities.languages)
+        released = [e.key for e in self._entries.values() if not e.demo and e.checkpoint.capabilities.tasks is None]
+        where = (f"the released weights are here: choose `{released[0]}`." if released
+                 else f"the released AuK weights were. {GET_WEIGHTS}")
+        return [f"{entry.label} was not trained for {gap}, so expect a result that does not follow the "
+                f"instruction; {where}" for gap in gaps]
 
     def edit(self, request: EditRequest, model: str | None = None, **callbacks) -> tuple[EditResult, ModelEntry]:
         entry = self.entry(model)
@@ -247,6 +275,7 @@ class Studio:
         default = self._entries[self._default]
         return {
             "available_models": ["auto", *self._entries],
+            "not_downloaded": {key: RELEASED[key][1].download_command for key in self.not_downloaded},
             "default_model": default.key,
             "loaded_model": loaded,
             "device": str(self.device),
@@ -257,7 +286,8 @@ class Studio:
             "models": {
                 e.key: {"label": e.label, "variant": e.checkpoint.variant, "folder": e.checkpoint.directory.name,
                         "demo": e.demo, "defaults": e.checkpoint.defaults,
-                        "t_grid": list(e.checkpoint.t_grid) if e.checkpoint.t_grid else None}
+                        "t_grid": list(e.checkpoint.t_grid) if e.checkpoint.t_grid else None,
+                        "capabilities": asdict(e.checkpoint.capabilities)}
                 for e in self._entries.values()
             },
         }

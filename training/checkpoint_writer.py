@@ -34,6 +34,7 @@ def write_auk_checkpoint(
     variant: str = "base",
     text_encoder: dict[str, Any] | None = None,
     defaults: dict[str, Any] | None = None,
+    capabilities: dict[str, Any] | None = None,
 ) -> Path:
     """Write a checkpoint directory in the release (``layout="release"``) or assembled layout.
 
@@ -75,6 +76,8 @@ def write_auk_checkpoint(
         }
         if text_encoder:
             model["text_encoder"] = text_encoder
+        if capabilities:
+            model["capabilities"] = capabilities
         (directory / "config.yaml").write_text(yaml.safe_dump({"model": model}, sort_keys=False))
     elif layout == "assembled":
         dit_file = directory / "auk.safetensors"
@@ -95,6 +98,8 @@ def write_auk_checkpoint(
         }
         if text_encoder:
             config["text_encoder"] = text_encoder
+        if capabilities:
+            config["capabilities"] = capabilities
         (directory / "config.json").write_text(json.dumps(config, indent=1))
     else:
         raise ValueError(f"layout must be 'release' or 'assembled', not {layout!r}")

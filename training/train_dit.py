@@ -64,6 +64,8 @@ START_NOISE = 0.02  # of the flow's start in training, around the source's laten
 # +5.8 dB at 0.005 and +5.6 at 0.02 (an earlier source-start model: +6.0 and +5.9).
 DEMO_DEFAULTS = {"nfe": 16, "cfg": 0.0, "sway": -1.0, "noise_scale": 0.005, "start": "source"}
 TEXT_ENCODER = {"kind": "minilm", "name": "sentence-transformers/all-MiniLM-L6-v2"}
+# What the demo is trained for (its examples below): the app warns before any other task, or Chinese.
+CAPABILITIES = {"tasks": ["volume", "pitch", "enhance:Remove noise", "sine_tone"], "languages": ["en"]}
 # Two halves: many short clips teach the edits and the alignment cheaply, then clips as long as
 # held-out speech (up to 6 s) at half the batch, which keeps a step's cost about the same.
 SHORT_SECONDS = (0.5, 3.0)
@@ -375,6 +377,7 @@ def main(argv=None) -> None:
             args.export, layout="assembled", dit=ema["dit"], dit_config=DIT_CONFIG, vae=codec, vae_config=CODEC_CONFIG,
             layer_weights=ema["fusion"]["layer_weights"].detach(), layer_scale=ema["fusion"]["layer_scale"].detach(),
             name=DEMO_NAME, variant="base", text_encoder=TEXT_ENCODER, defaults=DEMO_DEFAULTS,
+            capabilities=CAPABILITIES,
         )
         print(f"exported {args.export}", flush=True)
 

@@ -52,6 +52,20 @@ BIGVGAN_FLOW = "bigvgan_flow"  # the released VAE; a config's vae.codec may name
 CODECS = {BIGVGAN_FLOW: AuKVAE, HARMONIC_NOISE: HarmonicNoiseCodec}
 
 
+LANGUAGES = ("en", "zh")  # the cookbook's two instruction languages, which the releases were trained on
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a checkpoint was trained for, from its config's optional ``capabilities`` section, so the
+    app can warn before it runs an instruction the weights never saw instead of returning noise."""
+
+    # Instruction-builder task keys ("volume"), one template of a task ("enhance:Remove noise") or a
+    # task outside the cookbook ("sine_tone"); None: every cookbook task, as the releases declare.
+    tasks: tuple[str, ...] | None = None
+    languages: tuple[str, ...] = LANGUAGES
+
+
 @dataclass(frozen=True)
 class AuKCheckpoint:
     """What a checkpoint directory declares, read without touching the weights."""
@@ -68,6 +82,7 @@ class AuKCheckpoint:
     text_encoder: dict[str, Any]
     defaults: dict[str, Any]  # nfe, cfg, sway, noise_scale, start
     t_grid: tuple[float, ...] | None  # Flash's fixed grid, overriding nfe/cfg/sway
+    capabilities: Capabilities = Capabilities()  # the releases: every task, English and Chinese
 
     @property
     def is_flash(self) -> bool:
@@ -196,6 +211,7 @@ def _read_release(directory: Path) -> AuKCheckpoint:
         vae_config = dict(vae["model_init_kwargs"])
         vae_config.setdefault("sample_rate", int(vae.get("target_sample_rate", 24000)))
         text_encoder = dict(model.get("text_encoder") or {})
+        capabilities = _capabilities(model.get("capabilities") or {})
     except (KeyError, TypeError, ValueError, yaml.YAMLError) as exc:
         raise CheckpointError(f"{config_file} is not a readable AuK config ({exc!r}).") from exc
 
@@ -217,6 +233,7 @@ def _read_release(directory: Path) -> AuKCheckpoint:
         text_encoder=_text_encoder(text_encoder),
         defaults=dict(FLASH_DEFAULTS if variant == "flash" else BASE_DEFAULTS),
         t_grid=FLASH_T_GRID if variant == "flash" else None,
+        capabilities=capabilities,
     )
 
 
@@ -255,6 +272,7 @@ def _read_assembled(directory: Path) -> AuKCheckpoint:
             raise ValueError(f"defaults.start must be one of {STARTS}, not {defaults['start']!r}")
         t_grid = tuple(float(t) for t in config.get("flash_t_grid") or FLASH_T_GRID) if variant == "flash" else None
         name = str(config.get("name") or ("AuK-Flash" if variant == "flash" else "AuK"))
+        capabilities = _capabilities(config.get("capabilities") or {})
     except (KeyError, TypeError, ValueError) as exc:
         raise CheckpointError(f"{config_file} is not a readable AuK config ({exc!r}).") from exc
     return AuKCheckpoint(
@@ -270,7 +288,19 @@ def _read_assembled(directory: Path) -> AuKCheckpoint:
         text_encoder=_text_encoder(config.get("text_encoder") or {}),
         defaults=defaults,
         t_grid=t_grid,
+        capabilities=capabilities,
     )
+
+
+def _capabilities(section: dict[str, Any]) -> Capabilities:
+    """A config's ``capabilities`` (``tasks``, ``languages``); what it leaves out is the releases' own."""
+    tasks = section.get("tasks")
+    languages = tuple(str(code) for code in section.get("languages", LANGUAGES))
+    if not languages or set(languages) - set(LANGUAGES):
+        raise ValueError(f"capabilities.languages must be some of {LANGUAGES}, not {list(languages)}")
+    if tasks is not None and (isinstance(tasks, str) or not all(isinstance(t, str) and t for t in tasks)):
+        raise ValueError(f"capabilities.tasks must be a list of task names, not {tasks!r}")
+    return Capabilities(None if tasks is None else tuple(tasks), languages)
 
 
 def _text_encoder(section: dict[str, Any]) -> dict[str, Any]:

@@ -170,11 +170,13 @@ class HarmonicNoiseCodec(nn.Module):
     def encode(self, wav: torch.Tensor, *, sample: bool = False, generator: torch.Generator | None = None) -> torch.Tensor:
         return self.latents(*self.posterior(wav), sample=sample, generator=generator)
 
-    def decode(self, latents: torch.Tensor) -> torch.Tensor:
-        """Normalised [b, n, L] → waveform [b, n·hop] in [-1, 1]."""
+    def decode(self, latents: torch.Tensor, *, clamp: bool = True) -> torch.Tensor:
+        """Normalised [b, n, L] → waveform [b, n·hop], in [-1, 1] unless ``clamp=False`` (the level as
+        synthesised, which the app needs to count and avoid clipping)."""
         raw = (latents.float() * self.latent_std.to(latents.device) + self.latent_mean.to(latents.device)).cpu()
         wav = torch.stack([self.synthesise(row.numpy().astype(np.float64)) for row in raw])
-        return wav.to(latents.device).clamp(-1.0, 1.0)
+        wav = wav.to(latents.device)
+        return wav.clamp(-1.0, 1.0) if clamp else wav
 
     def shift_pitch(self, latents: torch.Tensor, semitones: float) -> torch.Tensor:
         """Normalised latents [..., L] with F0 moved by ``semitones``: log F0 plus the interval,

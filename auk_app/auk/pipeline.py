@@ -225,7 +225,8 @@ class AuKPipeline:
                 tick = time.perf_counter()
                 report("decode", 0, 1)
                 with self._placed(model.vae), torch.inference_mode():
-                    wav = fast_decode(model.vae, latents.float(), compile=self.compile)[0]
+                    # Unclamped: the app counts what reaches full scale and may keep headroom; writing clamps.
+                    wav = fast_decode(model.vae, latents.float(), compile=self.compile, clamp=False)[0]
                     wav = wav.cpu().numpy().astype(np.float32)
                 if fit:
                     wav = wav[: clip.wav_24k.shape[0]]

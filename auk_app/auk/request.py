@@ -145,6 +145,7 @@ class EditRecord:
 @dataclass(frozen=True)
 class EditResult:
     wav: np.ndarray  # float32 mono at 24 kHz: gen_frames·480 samples, or the source's length with fit_to_source
+    # (not clamped: peaks past full scale are the model's, and write_wav clips them)
     sample_rate: int
     record: EditRecord
     source: np.ndarray | None = None  # the clip as the model read it (mono, 24 kHz, whole length), for display

@@ -457,8 +457,9 @@ class AuKVAE(nn.Module):
         """Mono waveform [b, T] → normalised latents [b, n, L]: :meth:`posterior`, then :meth:`latents`."""
         return self.latents(*self.posterior(wav), sample=sample, generator=generator)
 
-    def decode(self, latents: torch.Tensor) -> torch.Tensor:
-        """Normalised latents [b, n, L] → waveform [b, n·hop] clamped to [-1, 1]."""
+    def decode(self, latents: torch.Tensor, *, clamp: bool = True) -> torch.Tensor:
+        """Normalised latents [b, n, L] → waveform [b, n·hop], clamped to [-1, 1] as upstream does;
+        ``clamp=False`` keeps the level the model made, so the app can count and avoid clipping."""
         with torch.autocast(latents.device.type, enabled=False):
             shift, scale = self._stats()
             x = self.conv_pre((latents.float() * scale + shift).transpose(1, 2))
@@ -466,5 +467,5 @@ class AuKVAE(nn.Module):
                 x = up[0](x)
                 blocks = self.resblocks[i * self.num_kernels : (i + 1) * self.num_kernels]
                 x = sum(block(x) for block in blocks) / self.num_kernels
-            x = self.conv_post(self.activation_post(x))
-            return x.clamp(-1.0, 1.0)[:, 0]
+            x = self.conv_post(self.activation_post(x))[:, 0]
+            return x.clamp(-1.0, 1.0) if clamp else x

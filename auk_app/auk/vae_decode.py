@@ -124,7 +124,8 @@ def decode_padded(
     vae: AuKVAE, latents: torch.Tensor, frames: torch.Tensor, activation: Activation = alias_free_snake
 ) -> torch.Tensor:
     """Float32 latents [b, n, L] whose first ``frames`` (0-d int64 tensor) are valid → waveform
-    [b, n·hop] whose first ``frames``·hop samples are ``vae.decode(latents[:, :frames])``."""
+    [b, n·hop] whose first ``frames``·hop samples are ``vae.decode(latents[:, :frames], clamp=False)``:
+    unclamped, so one captured graph serves callers that clamp and callers that count clipping."""
     shift, scale = vae._stats()
     x = latents * scale + shift
     x = torch.where((torch.arange(x.shape[1], device=x.device) < frames)[:, None], x, 0.0)
@@ -136,7 +137,7 @@ def decode_padded(
         blocks = vae.resblocks[i * vae.num_kernels : (i + 1) * vae.num_kernels]
         x = sum(_amp_block(activation, block, x, valid) for block in blocks) / vae.num_kernels
     x = vae.conv_post(_activation(activation, vae.activation_post, x, valid))
-    return x.clamp(-1.0, 1.0)[:, 0]
+    return x[:, 0]
 
 
 @dataclass
@@ -172,8 +173,12 @@ class FastDecoder:
     def __len__(self) -> int:
         return len(self._graphs)
 
-    def __call__(self, latents: torch.Tensor, *, static: bool | None = None) -> torch.Tensor:
-        """Normalised latents [b, n, L] → waveform [b, n·hop], as :meth:`AuKVAE.decode`."""
+    def __call__(self, latents: torch.Tensor, *, static: bool | None = None, clamp: bool = True) -> torch.Tensor:
+        """Normalised latents [b, n, L] → waveform [b, n·hop], as :meth:`AuKVAE.decode` (``clamp`` too)."""
+        wav = self._decode(latents, static)
+        return wav.clamp(-1.0, 1.0) if clamp else wav
+
+    def _decode(self, latents: torch.Tensor, static: bool | None) -> torch.Tensor:
         vae = self._vae()
         n = latents.shape[1]
         with torch.inference_mode(), torch.autocast(latents.device.type, enabled=False):
@@ -260,11 +265,11 @@ def decoder(vae: AuKVAE, *, compile: bool = True) -> FastDecoder:
     return fast
 
 
-def fast_decode(vae: AuKVAE, latents: torch.Tensor, *, compile: bool = True) -> torch.Tensor:
+def fast_decode(vae: AuKVAE, latents: torch.Tensor, *, compile: bool = True, clamp: bool = True) -> torch.Tensor:
     """:meth:`AuKVAE.decode` (normalised latents [b, n, L] → [b, n·hop]), graphed on CUDA and with
     compiled activations unless ``compile`` is False; elsewhere, and for a decoder that looks ahead
     further than the padding can undo (``vae.causal`` False), the eager decode itself."""
     if latents.device.type != "cuda" or not vae.causal:
         with torch.inference_mode():
-            return vae.decode(latents)
-    return decoder(vae, compile=compile)(latents)
+            return vae.decode(latents, clamp=clamp)
+    return decoder(vae, compile=compile)(latents, clamp=clamp)

@@ -5,13 +5,15 @@ Tabs: "Edit & generate (AuK)", "Text to audio (Audex)", "API", "About". The even
 in :mod:`auk_app.ui.handlers`; the generated wording in :mod:`auk_app.ui.text`.
 
 Public API (named; everything else is ``api_visibility="private"``): ``/edit_audio``,
-``/text_to_audio``, ``/inspect_audio`` and ``/model_info``. At most ``QUEUE_MAX_SIZE`` model
-requests wait, held by the validators however many arrive at once (``runs.Admission``).
-``/edit_audio`` runs up to ``StudioConfig.auk_batch`` edits at once (``concurrency_id="auk"``), so
-concurrent edits reach the pipeline together and share DiT steps; ``/text_to_audio`` runs one at a
-time (``concurrency_id="gpu"``), and so do edits with ``--offload`` or ``--auk-batch 1``, sharing
-that one slot. The cheap ``/model_info`` bypasses the queue (``queue=False``); ``/inspect_audio``
-and the upload's verdict decode uploads, so they share a small queue of their own.
+``/text_to_audio``, ``/inspect_audio`` and ``/model_info``. ``/edit_audio`` is declared on hidden
+inputs of its own, where an empty knob means the checkpoint's default; the page's Generate is a
+private event over its sliders. At most ``QUEUE_MAX_SIZE`` model requests wait, held by the
+validators however many arrive at once (``runs.Admission``). ``/edit_audio`` runs up to
+``StudioConfig.auk_batch`` edits at once (``concurrency_id="auk"``), so concurrent edits reach the
+pipeline together and share DiT steps; ``/text_to_audio`` runs one at a time
+(``concurrency_id="gpu"``), and so do edits with ``--offload`` or ``--auk-batch 1``, sharing that one
+slot. The cheap ``/model_info`` bypasses the queue (``queue=False``); ``/inspect_audio`` and the
+upload's verdict decode uploads, so they share a small queue of their own.
 """
 
 from __future__ import annotations
@@ -26,13 +28,16 @@ from auk_app.ui import outputs
 from auk_app.ui import text as ui_text
 from auk_app.audex.request import DECODED_SECONDS, MAX_SECONDS
 from auk_app.audex.request import DEFAULTS as AUDEX_DEFAULTS
-from auk_app.service import Studio
-from auk_app.ui.handlers import KNOBS, Handlers, field_updates, inputs_of, knob_updates
+from auk_app.config import Limits
+from auk_app.service import ModelEntry, Studio
+from auk_app.ui.handlers import (KNOBS, Handlers, field_updates, inputs_of, knob_updates, model_choices,
+                                 task_choices)
 
 GPU_QUEUE = "gpu"  # text to audio: one at a time
 AUK_QUEUE = "auk"  # edits: up to StudioConfig.auk_batch at once, sharing DiT steps in the pipeline
 INTAKE_QUEUE = "intake"  # /inspect_audio decodes uploads: queued, a few at a time, like the model runs
 INTAKE_CONCURRENCY = 2
+PRIVATE = {"queue": False, "api_visibility": "private"}  # UI plumbing: no queue, no API entry
 QUEUE_MAX_SIZE = 16  # model requests waiting; beyond this one is refused at once instead of waiting for minutes
 BACKSTOP_MAX_SIZE = 256  # all queued events: only cheap ones can fill what the model requests leave
 # 30 s at 48 kHz, 8 channels, 32-bit float is 46 MB: the largest clip the limits accept, with room.
@@ -76,11 +81,6 @@ def _props(update: dict) -> dict:
 def _edit_tab(studio: Studio, handlers: Handlers) -> SimpleNamespace:
     limits = studio.config.limits
     default = studio.entry("auto")
-    knobs = dict(zip(KNOBS, map(_props, knob_updates(default))))
-    # Open the builder on a task the default model can do: the demo makes tones and moves levels.
-    first = instructions.task("volume") if default.demo else instructions.TASKS[0]
-    fields = dict(zip(instructions.FIELD_NAMES, map(_props, field_updates(first.key))))
-    preview_md, preview_state = handlers.preview(first.key, *(f.get("value") for f in fields.values()), None)
     c = SimpleNamespace()
     # Rendered in the right column; created first so the examples on the left can fill it.
     c.seconds = gr.Number(
@@ -90,85 +90,13 @@ def _edit_tab(studio: Studio, handlers: Handlers) -> SimpleNamespace:
     )
     with gr.Row(equal_height=False):
         with gr.Column(scale=6):
-            c.audio = gr.Audio(
-                label="Source clip (optional)",
-                sources=["upload", "microphone"], type="filepath", elem_id="source-audio",
-                waveform_options=gr.WaveformOptions(sample_rate=default.checkpoint.sample_rate),
-            )
-            c.verdict = gr.Markdown(ui_text.upload_verdict(None), elem_id="upload-verdict")
-            gr.Markdown(f"Up to {limits.max_input_seconds:g} s and {limits.max_channels} channels, any common format; "
-                        "mixed to mono and resampled to 24 kHz. The result is written as PCM16 WAV at exactly the "
-                        "level the model produced (no normalisation).", elem_classes=["note"])
-            c.source_seconds = gr.State(None)
-            c.instruction = gr.Textbox(
-                label="Instruction", lines=3, elem_id="instruction",
-                placeholder="e.g. Decrease the volume by 10 dB. The builder below writes the exact wording.",
-                info=f"The wording picks the task. Up to {limits.max_instruction_chars} characters.",
-            )
-            # Right under the instruction, so on a phone the action is not a screen away from the input.
-            with gr.Row():
-                c.run = gr.Button("Generate", variant="primary", elem_id="run-edit", scale=3)
-                c.stop = gr.Button("Stop", variant="stop", elem_id="stop-edit", scale=1)
-            with gr.Accordion("Instruction builder: pick a task, fill in the fields", open=True):
-                with gr.Row():
-                    c.task = gr.Dropdown([(t.label, t.key) for t in instructions.TASKS], value=first.key,
-                                         label="Task", scale=3, elem_id="builder-task")
-                    c.mode = gr.Dropdown(scale=2, elem_id="builder-mode", **fields["mode"])
-                    c.language = gr.Radio(list(instructions.LANGUAGE_CHOICES), value=instructions.EN,
-                                          label="Language", scale=1, elem_id="builder-language",
-                                          info="The cookbook's English or Chinese wording")
-                with gr.Row():
-                    c.original = gr.Textbox(elem_id="builder-original", **fields["original"])
-                    c.text = gr.Textbox(elem_id="builder-text", **fields["text"])
-                with gr.Row():
-                    c.option = gr.Dropdown(elem_id="builder-option", **fields["option"])
-                    c.amount = gr.Dropdown(elem_id="builder-amount", **fields["amount"])
-                c.built_md = gr.Markdown(preview_md, elem_id="builder-preview")
-                c.built = gr.State(preview_state)
-                c.use_built = gr.Button("Use this instruction and duration", size="sm", elem_id="use-built")
+            _source_and_instruction(c, limits, default)
+            _builder(c, handlers, default)
             gr.Examples(_EXAMPLE_INSTRUCTIONS, inputs=[c.instruction, c.seconds], label="Example instructions",
                         cache_examples=False)
         with gr.Column(scale=5):
-            c.model = gr.Dropdown(
-                [(f"auto: {default.label}", "auto")] + [(e.label, e.key) for e in studio.models()],
-                value="auto", label="Model", elem_id="model",
-                # Custom values stay allowed so an API client's unknown name gets the validator's sentence
-                # (Gradio's own check answers a bare HTTP 400); in the browser on_model_change refuses them.
-                allow_custom_value=True,
-                info="auto = the released weights when found, else the embedded demo model.",
-            )
-            c.seconds.render()
-            with gr.Row():
-                c.region_start = gr.Number(label="Region start (s)", elem_id="region-start",
-                                           info="Edit only a part of a clip of up to "
-                                                f"{limits.max_region_source_seconds / 60:g} minutes.")
-                c.region_end = gr.Number(label="Region end (s)", elem_id="region-end",
-                                         info=f"0: no region. At most {limits.max_target_seconds:g} s after the "
-                                              "start; the rest of the clip comes back unchanged.")
-            with gr.Row():
-                c.seed = gr.Number(0, label="Seed", step=1, elem_id="seed",
-                                   info="0 to 2^63−1; the seed used is written back here.")
-                c.randomize_seed = gr.Checkbox(True, label="Randomise seed", elem_id="randomize")
-            with gr.Accordion("Advanced sampling", open=False, elem_id="advanced"):
-                c.knob_note = gr.Markdown(elem_id="knob-note", **knobs["knob_note"])
-                with gr.Row():
-                    c.nfe = gr.Number(label="nfe (Euler steps)", elem_id="nfe",
-                                      info=f"{limits.min_nfe}–{limits.max_nfe}", **knobs["nfe"])
-                    c.cfg = gr.Number(label="cfg (guidance)", step=0.1, elem_id="cfg",
-                                      info=f"0–{limits.max_cfg:g}; 0 = no guidance", **knobs["cfg"])
-                    c.sway = gr.Number(label="sway", step=0.1, elem_id="sway",
-                                       info=f"{limits.min_sway:g} to {limits.max_sway:g}",
-                                       **knobs["sway"])
-                c.t_grid = gr.Textbox(
-                    label="Time grid (t_grid)", elem_id="t-grid",
-                    info=f"Comma-separated, strictly increasing, within [0, 1], 2–{limits.max_grid_points} points.",
-                    **knobs["t_grid"],
-                )
-                c.vae_sample = gr.Checkbox(
-                    True, label="Sample the clip's latent (vae_sample)", elem_id="vae-sample",
-                    info="On: a draw from the VAE posterior, seeded by the seed, as upstream AuK does. "
-                         "Off: the posterior mean, as vLLM-Omni does.",
-                )
+            _settings(c, studio)
+            _advanced(c, limits, default)
             c.output = gr.Audio(
                 label="Result · 24 kHz WAV, level as generated",
                 type="filepath", interactive=False, buttons=["download"], elem_id="edit-output",
@@ -177,12 +105,137 @@ def _edit_tab(studio: Studio, handlers: Handlers) -> SimpleNamespace:
                 c.use_as_input = gr.Button("↩ Use the result as the source", size="sm", elem_id="use-as-input")
                 c.manifest_file = gr.DownloadButton("Manifest (JSON)", visible=False, size="sm",
                                                     elem_id="edit-manifest-file")
+            c.use_note = gr.Markdown(elem_id="use-note", elem_classes=["note"])
     gr.Markdown("#### Before / after: waveforms and log-mel spectrograms on one time axis, with the level changes")
     c.figure = gr.Image(label="Before / after", show_label=False, type="filepath", format="png", interactive=False,
                         buttons=["download", "fullscreen"], elem_id="edit-figure")
     with gr.Accordion("Manifest: every knob, the seed, model, versions, timings", open=False):
         c.manifest = gr.JSON(label="Manifest", elem_id="edit-manifest")
     c.state = gr.State(None)
+    return c
+
+
+def _source_and_instruction(c: SimpleNamespace, limits: Limits, default: ModelEntry) -> None:
+    """The source player with its verdict, the instruction, and the action right under it."""
+    c.audio = gr.Audio(
+        label="Source clip (optional)",
+        sources=["upload", "microphone"], type="filepath", elem_id="source-audio",
+        waveform_options=gr.WaveformOptions(sample_rate=default.checkpoint.sample_rate),
+    )
+    c.verdict = gr.Markdown(ui_text.upload_verdict(None), elem_id="upload-verdict")
+    gr.Markdown(f"Up to {limits.max_input_seconds:g} s and {limits.max_channels} channels, any common format; "
+                "mixed to mono and resampled to 24 kHz. The result is written as PCM16 WAV at exactly the "
+                "level the model produced (no normalisation; clipping is reported, and Advanced "
+                "offers headroom).", elem_classes=["note"])
+    c.source_seconds = gr.State(None)
+    c.instruction = gr.Textbox(
+        label="Instruction", lines=3, elem_id="instruction",
+        placeholder="e.g. Decrease the volume by 10 dB. The builder below writes the exact wording.",
+        info=f"The wording picks the task. Up to {limits.max_instruction_chars} characters.",
+    )
+    c.capability_note = gr.Markdown(elem_id="capability-note")
+    # Right under the instruction, so on a phone the action is not a screen away from the input.
+    with gr.Row():
+        c.run = gr.Button("Generate", variant="primary", elem_id="run-edit", scale=3)
+        c.stop = gr.Button("Stop", variant="stop", elem_id="stop-edit", scale=1)
+    c.stop_note = gr.Markdown(elem_id="stop-note", elem_classes=["note"])
+
+
+def _builder(c: SimpleNamespace, handlers: Handlers, default: ModelEntry) -> None:
+    """The instruction builder, opened on a task the default model can do (the demo moves levels)."""
+    first = instructions.task("volume") if default.demo else instructions.TASKS[0]
+    fields = dict(zip(instructions.FIELD_NAMES, map(_props, field_updates(first.key))))
+    preview_md, preview_state = handlers.preview(first.key, *(f.get("value") for f in fields.values()), None)
+    with gr.Accordion("Instruction builder: pick a task, fill in the fields", open=True):
+        with gr.Row():
+            c.task = gr.Dropdown(task_choices(default), value=first.key,
+                                 label="Task", scale=3, elem_id="builder-task")
+            c.mode = gr.Dropdown(scale=2, elem_id="builder-mode", **fields["mode"])
+            c.language = gr.Radio(list(instructions.LANGUAGE_CHOICES), value=instructions.EN,
+                                  label="Language", scale=1, elem_id="builder-language",
+                                  info="The cookbook's English or Chinese wording")
+        with gr.Row():
+            c.original = gr.Textbox(elem_id="builder-original", **fields["original"])
+            c.text = gr.Textbox(elem_id="builder-text", **fields["text"])
+        with gr.Row():
+            c.option = gr.Dropdown(elem_id="builder-option", **fields["option"])
+            c.amount = gr.Dropdown(elem_id="builder-amount", **fields["amount"])
+        c.built_md = gr.Markdown(preview_md, elem_id="builder-preview")
+        c.built = gr.State(preview_state)
+        c.use_built = gr.Button("Use this instruction and duration", size="sm", elem_id="use-built")
+
+
+def _settings(c: SimpleNamespace, studio: Studio) -> None:
+    """Model, duration, region and seed."""
+    limits = studio.config.limits
+    c.model = gr.Dropdown(
+        model_choices(studio), value="auto", label="Model", elem_id="model",
+        # Custom values stay allowed so an API client's unknown name gets the validator's sentence
+        # (Gradio's own check answers a bare HTTP 400); in the browser on_model_change refuses them.
+        allow_custom_value=True,
+        info="Starts on the released weights when found, else on the embedded demo model (auto).",
+    )
+    c.seconds.render()
+    with gr.Row():
+        c.region_start = gr.Number(label="Region start (s)", elem_id="region-start",
+                                   info="Edit only a part of a clip of up to "
+                                        f"{limits.max_region_source_seconds / 60:g} minutes.")
+        c.region_end = gr.Number(label="Region end (s)", elem_id="region-end",
+                                 info=f"0: no region. At most {limits.max_target_seconds:g} s after the "
+                                      "start; the rest of the clip comes back unchanged.")
+    with gr.Row():
+        c.seed = gr.Number(0, label="Seed", step=1, elem_id="seed",
+                           info="0 to 2^63−1; the seed used is written back here.")
+        c.randomize_seed = gr.Checkbox(True, label="Randomise seed", elem_id="randomize")
+
+
+def _advanced(c: SimpleNamespace, limits: Limits, default: ModelEntry) -> None:
+    """The sampling knobs as sliders at the default model's own values, the grid, vae_sample, headroom."""
+    knobs = dict(zip(KNOBS, map(_props, knob_updates(default))))
+    with gr.Accordion("Advanced sampling", open=False, elem_id="advanced"):
+        c.knob_note = gr.Markdown(elem_id="knob-note", **knobs["knob_note"])
+        with gr.Row():
+            c.nfe = gr.Slider(limits.min_nfe, limits.max_nfe, step=1, elem_id="nfe",
+                              info=f"{limits.min_nfe}–{limits.max_nfe}", **knobs["nfe"])
+            c.cfg = gr.Slider(0, limits.max_cfg, step=0.1, elem_id="cfg",
+                              info=f"0–{limits.max_cfg:g}; 0 = no guidance", **knobs["cfg"])
+            c.sway = gr.Slider(limits.min_sway, limits.max_sway, step=0.1, elem_id="sway",
+                               info=f"{limits.min_sway:g} to {limits.max_sway:g}", **knobs["sway"])
+        c.t_grid = gr.Textbox(
+            elem_id="t-grid",
+            info=f"Comma-separated, strictly increasing, within [0, 1], 2–{limits.max_grid_points} points.",
+            **knobs["t_grid"],
+        )
+        c.vae_sample = gr.Checkbox(
+            True, label="Sample the clip's latent (vae_sample)", elem_id="vae-sample",
+            info="On: a draw from the VAE posterior, seeded by the seed, as upstream AuK does. "
+                 "Off: the posterior mean, as vLLM-Omni does.",
+        )
+        c.headroom = gr.Checkbox(
+            False, label="Keep headroom (peak under −1 dBFS)", elem_id="headroom",
+            info="Off: the result is written at the level the model produced, and clipping is reported. "
+                 "On: a gain (recorded in the manifest) keeps the peak under −1 dBFS.",
+        )
+
+
+def _edit_endpoint(studio: Studio) -> SimpleNamespace:
+    """The named /edit_audio endpoint's inputs, never shown: its knobs stay empty by default, meaning
+    the chosen checkpoint's defaults, which the page's sliders cannot (they always hold a number)."""
+    models = ["auto", *(e.key for e in studio.models()), *studio.not_downloaded]
+    c = SimpleNamespace(trigger=gr.Button(visible=False))
+    c.audio = gr.Audio(label="Source clip", type="filepath", visible=False)
+    c.instruction = gr.Textbox(label="Instruction", visible=False)
+    # Custom values allowed: an unknown name gets the validator's sentence, not Gradio's bare HTTP 400.
+    c.model = gr.Dropdown(models, value="auto", label="Model", allow_custom_value=True, visible=False)
+    c.seconds = gr.Number(0, label="Duration (s)", visible=False)
+    c.nfe, c.cfg, c.sway = (gr.Number(label=name, visible=False) for name in ("nfe", "cfg", "sway"))
+    c.t_grid = gr.Textbox(label="Time grid (t_grid)", visible=False)
+    c.seed = gr.Number(0, label="Seed", visible=False)
+    c.randomize_seed = gr.Checkbox(True, label="Randomise seed", visible=False)
+    c.vae_sample = gr.Checkbox(True, label="Sample the clip's latent (vae_sample)", visible=False)
+    c.region_start = gr.Number(label="Region start (s)", visible=False)
+    c.region_end = gr.Number(label="Region end (s)", visible=False)
+    c.headroom = gr.Checkbox(False, label="Keep headroom", visible=False)
     return c
 
 
@@ -216,6 +269,7 @@ def _audex_tab(handlers: Handlers) -> SimpleNamespace:
             with gr.Row():
                 c.run = gr.Button("Generate sound", variant="primary", elem_id="run-audex", scale=3)
                 c.stop = gr.Button("Stop", variant="stop", elem_id="stop-audex", scale=1)
+            c.stop_note = gr.Markdown(elem_id="audex-stop-note", elem_classes=["note"])
             gr.Examples(_EXAMPLE_CAPTIONS, inputs=[c.caption], label="Example captions", cache_examples=False)
         with gr.Column(scale=6):
             c.output = gr.Audio(label="Result · 16 kHz WAV (XCodec1)", type="filepath",
@@ -244,11 +298,52 @@ def _edit_queue(config) -> dict[str, Any]:
     return {"concurrency_id": GPU_QUEUE, "concurrency_limit": 1}
 
 
+def _wire_edit(e: SimpleNamespace, endpoint: SimpleNamespace, h: Handlers, config) -> Any:
+    """The page's Generate, a private event over its sliders, and /edit_audio, declared on its own hidden
+    inputs, sharing one edit queue (:func:`_edit_queue`). Returns the page's event (Stop cancels it)."""
+    queue = _edit_queue(config)
+    results = [e.output, e.figure, e.manifest, e.state]
+    endpoint.trigger.click(
+        h.edit_audio, inputs=[getattr(endpoint, name) for name in inputs_of(h.edit_audio)], outputs=results,
+        validator=h.check_edit, api_name="edit_audio", api_description=h.edit_audio.__doc__, **queue,
+    )
+    return e.run.click(h.edit_from_ui, inputs=[getattr(e, name) for name in inputs_of(h.edit_audio)],
+                       outputs=results, validator=h.check_edit, api_visibility="private", **queue)
+
+
+def _wire_edit_plumbing(e: SimpleNamespace, h: Handlers) -> None:
+    """The edit tab's private events: model knobs and task marks, the capability note, the builder,
+    the upload verdict and the result-as-source swap."""
+    e.model.change(h.on_model_change, e.model, [e.model, *(getattr(e, name) for name in KNOBS), e.task],
+                   **PRIVATE)
+    gr.on([e.model.change, e.instruction.change], h.capability_note, [e.model, e.instruction], e.capability_note,
+          **PRIVATE)
+    fields = [getattr(e, name) for name in instructions.FIELD_NAMES]
+    builder = [e.task, *fields, e.source_seconds, e.language]
+    # A new task relabels the fields, then previews. The fields preview on a person's input only: their
+    # change events also fire mid-relabelling, sending the old task's value (Volume's "Decrease")
+    # against the new task's choices (Pitch's Raise/Lower), which Gradio refuses with a console error.
+    e.task.change(field_updates, e.task, fields, **PRIVATE).then(
+        h.preview, builder, [e.built_md, e.built], **PRIVATE)
+    # The player's own input (upload, record, clear), not its change: clearing a refused clip must not
+    # re-check the empty player and replace the refusal with "No clip".
+    # The verdict decodes the upload, and the raw API reaches private events too: queued with /inspect_audio.
+    clip = {"fn": h.on_audio_change, "inputs": [e.audio, e.region_start, e.region_end],
+            "outputs": [e.verdict, e.source_seconds, e.audio], "api_visibility": "private",
+            "concurrency_id": INTAKE_QUEUE, "concurrency_limit": INTAKE_CONCURRENCY}
+    gr.on([e.audio.input, e.region_start.change, e.region_end.change], **clip).then(
+        h.preview, builder, [e.built_md, e.built], **PRIVATE)
+    gr.on([e.language.change] + [f.input for f in fields], h.preview, builder,
+          [e.built_md, e.built], **PRIVATE)
+    e.use_built.click(h.apply_built, e.built, [e.instruction, e.seconds], **PRIVATE)
+    e.use_as_input.click(h.use_result, e.output, [e.audio, e.use_note], **PRIVATE).then(**clip).then(
+        h.preview, builder, [e.built_md, e.built], **PRIVATE)
+
+
 def build_demo(studio: Studio) -> gr.Blocks:
     """The whole app over ``studio``; launch it with ``.launch(**launch_options(), ...)``."""
     h = Handlers(studio)
     default = studio.entry("auto")
-    private = {"queue": False, "api_visibility": "private"}
     with gr.Blocks(title="AuK Studio", delete_cache=(outputs.MAX_AGE_SECONDS, outputs.MAX_AGE_SECONDS)) as demo:
         gr.Markdown("# AuK Studio\nEdit speech and audio by instruction with **AuK**, or make sounds from text "
                     "with **Audex**. Everything runs in this process; nothing is sent elsewhere.")
@@ -257,10 +352,11 @@ def build_demo(studio: Studio) -> gr.Blocks:
         with gr.Tabs():
             with gr.Tab("Edit & generate (AuK)", id="edit"):
                 e = _edit_tab(studio, h)
+                endpoint = _edit_endpoint(studio)
             with gr.Tab("Text to audio (Audex)", id="audex"):
                 a = _audex_tab(h)
             with gr.Tab("API", id="api"):
-                gr.Markdown(ui_text.api_page(studio.info()["available_models"]))
+                api_page = gr.Markdown(ui_text.api_page(studio.info()["available_models"]), elem_id="api-page")
                 with gr.Row():
                     info_button = gr.Button("Call /model_info", size="sm")
                     inspect_button = gr.Button("Call /inspect_audio on the source clip", size="sm")
@@ -269,14 +365,8 @@ def build_demo(studio: Studio) -> gr.Blocks:
                 gr.Markdown(ui_text.about_page(studio.config.limits, MAX_FILE_SIZE, MAX_SECONDS, DECODED_SECONDS))
 
         # Model endpoints: validated before the queue; edits batch in the pipeline, text to audio runs alone.
-        edit = e.run.click(
-            h.edit_audio,
-            inputs=[getattr(e, name) for name in inputs_of(h.edit_audio)],
-            outputs=[e.output, e.figure, e.manifest, e.state],
-            validator=h.check_edit, api_name="edit_audio", api_description=h.edit_audio.__doc__,
-            **_edit_queue(studio.config),
-        )
-        edit.success(h.after_edit, e.state, [e.seed, e.manifest_file, status], **private)
+        edit = _wire_edit(e, endpoint, h, studio.config)
+        edit.success(h.after_edit, e.state, [e.seed, e.manifest_file, status], **PRIVATE)
         audex = a.run.click(
             h.text_to_audio,
             inputs=[getattr(a, name) for name in inputs_of(h.text_to_audio)],
@@ -284,9 +374,9 @@ def build_demo(studio: Studio) -> gr.Blocks:
             validator=h.check_audex, api_name="text_to_audio", api_description=h.text_to_audio.__doc__,
             concurrency_id=GPU_QUEUE, concurrency_limit=1,
         )
-        audex.success(h.after_audex, a.state, [a.seed, a.manifest_file, a.report_md, status], **private)
-        e.stop.click(h.stop, None, None, cancels=[edit], **private)
-        a.stop.click(h.stop, None, None, cancels=[audex], **private)
+        audex.success(h.after_audex, a.state, [a.seed, a.manifest_file, a.report_md, status], **PRIVATE)
+        e.stop.click(h.stop, None, e.stop_note, cancels=[edit], **PRIVATE)
+        a.stop.click(h.stop, None, a.stop_note, cancels=[audex], **PRIVATE)
 
         # Public helpers without a model: /model_info outside the queue, /inspect_audio in its own.
         info_button.click(h.model_info, None, api_result, api_name="model_info", queue=False,
@@ -295,21 +385,9 @@ def build_demo(studio: Studio) -> gr.Blocks:
                              api_description=h.inspect_audio.__doc__, concurrency_id=INTAKE_QUEUE,
                              concurrency_limit=INTAKE_CONCURRENCY)
 
-        # UI plumbing.
-        e.model.change(h.on_model_change, e.model, [e.model, *(getattr(e, name) for name in KNOBS)], **private)
-        fields = [getattr(e, name) for name in instructions.FIELD_NAMES]
-        builder = [e.task, *fields, e.source_seconds, e.language]
-        e.task.change(field_updates, e.task, fields, **private)
-        # The upload's verdict decodes it, and the raw API reaches private events too: queued with /inspect_audio.
-        gr.on([e.audio.change, e.region_start.change, e.region_end.change], h.on_audio_change,
-              [e.audio, e.region_start, e.region_end], [e.verdict, e.source_seconds], api_visibility="private",
-              concurrency_id=INTAKE_QUEUE, concurrency_limit=INTAKE_CONCURRENCY).then(
-            h.preview, builder, [e.built_md, e.built], **private)
-        gr.on([e.task.change, e.language.change] + [f.change for f in fields], h.preview, builder,
-              [e.built_md, e.built], **private)
-        e.use_built.click(h.apply_built, e.built, [e.instruction, e.seconds], **private)
-        e.use_as_input.click(lambda path: path, e.output, e.audio, **private)
-        demo.load(h.status, None, status, **private)
+        _wire_edit_plumbing(e, h)
+        demo.load(h.status, None, status, **PRIVATE)
+        demo.load(h.api_page, None, api_page, **PRIVATE)
 
     # The model requests' cap is the validators' (Admission): Gradio's own max_size is checked before
     # validation, so it gave way to simultaneous arrivals, and it counts every event, cheap ones too.

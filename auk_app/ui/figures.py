@@ -9,12 +9,17 @@ axis, so a volume or length change is visible as such.
 
 from __future__ import annotations
 
+import functools
+import logging
+import re
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.text import Text
 
 from auk_app.ui.token_plot import draw_token_stream
 
@@ -29,6 +34,13 @@ _INPUT, _OUTPUT = "0.55", "tab:blue"  # mid-grey and blue read on a light and on
 # Text, ticks and frames in a mid-grey on a transparent background: the figure follows the page's
 # light or dark theme instead of staying a white panel.
 _INK = "#8c8c8c"
+# Families that cover Chinese, in preference order: Debian's fonts-noto-cjk and fonts-wqy-microhei
+# (installed by .ci/run), or whichever the system has. Found by file name when matplotlib's font
+# cache predates their installation.
+CJK_FAMILIES = ("Noto Sans CJK SC", "Noto Sans CJK JP", "WenQuanYi Micro Hei", "WenQuanYi Zen Hei",
+                "Droid Sans Fallback", "Source Han Sans SC")
+_CJK_FILE = re.compile(r"noto\w*cjk|wqy|droidsansfallback|sourcehansans", re.IGNORECASE)
+log = logging.getLogger(__name__)
 
 
 def log_mel(mono: np.ndarray, sample_rate: int) -> np.ndarray:
@@ -153,8 +165,35 @@ def _draw_mel(ax, mel: np.ndarray, seconds: float, *, vmax: float):
     )
 
 
+@functools.cache
+def font_family() -> tuple[str, ...]:
+    """DejaVu Sans (every Latin glyph and the minus sign) and then an installed CJK family, which
+    matplotlib falls back to glyph by glyph, so a Chinese instruction in a caption is drawn, not boxes.
+    Without one, figures keep DejaVu Sans and matplotlib's per-glyph warnings are silenced: one log
+    line says what to install instead of eight console warnings per run."""
+    from matplotlib import font_manager
+
+    manager = font_manager.fontManager
+    if not {f.name for f in manager.ttflist} & set(CJK_FAMILIES):
+        for path in font_manager.findSystemFonts():
+            if _CJK_FILE.search(Path(path).name):
+                try:
+                    manager.addfont(path)
+                except (OSError, RuntimeError, ValueError):  # a font file matplotlib cannot read: skip it
+                    pass
+    known = {f.name for f in manager.ttflist}
+    cjk = next((name for name in CJK_FAMILIES if name in known), None)
+    if cjk is None:
+        warnings.filterwarnings("ignore", message=r"Glyph \d+ .* missing from font", category=UserWarning)
+        log.info("No CJK font found: Chinese text in figures shows as boxes (apt-get install fonts-noto-cjk).")
+        return ("DejaVu Sans",)
+    return ("DejaVu Sans", cjk)
+
+
 def _save(fig: Figure, path: str | Path) -> Path:
     _follow_the_theme(fig)
+    for text in fig.findobj(Text):  # per artist: rcParams are process-global and requests run concurrently
+        text.set_fontfamily(list(font_family()))
     path = Path(path)
     fig.savefig(path, format="png", transparent=True)
     return path

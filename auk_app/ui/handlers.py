@@ -14,10 +14,12 @@ from __future__ import annotations
 import inspect
 import logging
 import re
+import time
 from pathlib import Path
 from typing import Any
 
 import gradio as gr
+from gradio.route_utils import get_root_url
 from gradio.utils import get_upload_folder
 
 from auk_app import instructions, upload_check
@@ -135,30 +137,57 @@ KNOBS = ("nfe", "cfg", "sway", "t_grid", "knob_note")  # what knob_updates retur
 
 
 def knob_updates(entry: ModelEntry) -> tuple[dict, dict, dict, dict, dict]:
-    """The updates of KNOBS for ``entry``: locked, with the reason, on Flash."""
+    """The updates of KNOBS for ``entry``: sliders at its real defaults; on Flash locked at its fixed
+    recipe (sway, which its grid replaces, hidden), with the grid shown and the reason."""
     checkpoint = entry.checkpoint
     if checkpoint.is_flash:
         steps = len(checkpoint.t_grid) - 1
         grid = ", ".join(f"{t:.4g}" for t in checkpoint.t_grid)
         return (
-            gr.update(value=None, interactive=False, placeholder=f"fixed: {steps}"),
-            gr.update(value=None, interactive=False, placeholder="fixed: 0"),
-            gr.update(value=None, interactive=False, placeholder="fixed: none"),
-            gr.update(value="", interactive=False, placeholder=f"fixed by {checkpoint.name}: {grid}"),
+            gr.update(value=steps, interactive=False, label=f"nfe (Euler steps): fixed at {steps}"),
+            gr.update(value=0, interactive=False, label="cfg (guidance): fixed at 0, none"),
+            gr.update(visible=False),
+            gr.update(value=grid, interactive=False, label=f"Time grid (t_grid): fixed by {checkpoint.name}"),
             gr.update(value=ui_text.flash_note(entry.label, steps, grid), elem_classes=["flash-note"]),
         )
-    # Only the knobs: noise_scale and start are the checkpoint's own, with no box to show them in.
-    defaults = {key: "none" if value is None else f"{value:g}"
-                for key, value in checkpoint.defaults.items() if key in ("nfe", "cfg", "sway")}
-    # Empty (None) means the default, which the placeholder names. Gradio 6.31's number box draws
-    # None as 0 (its front end sets value ??= 0) but sends None while untouched.
+    defaults = checkpoint.defaults  # noise_scale and start are the checkpoint's own, with no slider
     return (
-        gr.update(value=None, interactive=True, placeholder=f"default: {defaults['nfe']}"),
-        gr.update(value=None, interactive=True, placeholder=f"default: {defaults['cfg']}"),
-        gr.update(value=None, interactive=True, placeholder=f"default: {defaults['sway']}"),
-        gr.update(interactive=True, placeholder="empty: built from nfe and sway, e.g. 0, 0.1, 0.4, 1"),
+        gr.update(value=defaults["nfe"], interactive=True, label=f"nfe (Euler steps), default {defaults['nfe']}"),
+        gr.update(value=defaults["cfg"], interactive=True, label=f"cfg (guidance), default {defaults['cfg']:g}"),
+        gr.update(value=defaults["sway"], interactive=True, visible=defaults["sway"] is not None,
+                  label=f"sway, default {defaults['sway']:g}" if defaults["sway"] is not None else "sway"),
+        gr.update(value="", interactive=True, label="Time grid (t_grid)",
+                  placeholder="empty: built from nfe and sway, e.g. 0, 0.1, 0.4, 1"),
         gr.update(value=ui_text.base_note(entry.label), elem_classes=["note"]),
     )
+
+
+def slider_knobs(entry: ModelEntry, nfe, cfg, sway, t_grid) -> tuple:
+    """The page's knobs as /edit_audio's: a slider left at the model's default sends nothing, as an
+    empty API knob, and Flash's locked ones send nothing at all, so the manifest's ``requested`` and
+    ``ignored`` name only what the person changed."""
+    if entry.checkpoint.is_flash:
+        return None, None, None, None
+    defaults = entry.checkpoint.defaults
+    moved = [None if value == defaults[name] else value for name, value in (("nfe", nfe), ("cfg", cfg), ("sway", sway))]
+    return (*moved, t_grid)
+
+
+def model_choices(studio: Studio) -> list[tuple[str, str]]:
+    """The model list: the default once (as auto), the other checkpoints, then the released variants
+    that are not on this machine, marked, so that choosing one says how to get it."""
+    default = studio.entry("auto")
+    return ([(f"{default.label} · auto", "auto")]
+            + [(e.label, e.key) for e in studio.models() if e is not default]
+            + [(f"{label} · not downloaded", key) for key, label in studio.not_downloaded.items()])
+
+
+def task_choices(entry: ModelEntry) -> list[tuple[str, str]]:
+    """The builder's task list, each task the model was not trained for (or only in part) marked, so a
+    person sees before writing an instruction which tasks this model can do."""
+    tasks = entry.checkpoint.capabilities.tasks
+    marks = {"all": "", "some": f" (only partly in {entry.label})", "none": f" (not in {entry.label})"}
+    return [(t.label + marks[instructions.coverage(tasks, t.key)], t.key) for t in instructions.TASKS]
 
 
 def field_updates(task_key: str) -> list[dict]:
@@ -191,6 +220,7 @@ class Handlers:
         self.admission = Admission(api_names=("edit_audio", "text_to_audio"))  # ui/app.py binds it
         # On a ZeroGPU Space the GPU is attached per call, for a budget computed from the request.
         self.edit_audio = self._runs.stoppable(gpu(self.edit_gpu_seconds)(self._edit_audio))
+        self.edit_from_ui = self._runs.stoppable(gpu(self.edit_gpu_seconds)(self._edit_from_ui))
         self.text_to_audio = self._runs.stoppable(gpu(self.audex_gpu_seconds)(self._text_to_audio))
 
     # ------------------------------------------------------------------ ZeroGPU budgets (same arguments as the handlers)
@@ -241,7 +271,7 @@ class Handlers:
 
     def _edit_audio(self, audio=None, instruction=None, model="auto", seconds=0, nfe=None, cfg=None, sway=None,
                     t_grid=None, seed=0, randomize_seed=True, vae_sample=True, region_start=None, region_end=None,
-                    progress=gr.Progress(), request: gr.Request = None):
+                    headroom=False, progress=gr.Progress(), request: gr.Request = None):
         """Edit a clip, or generate speech/audio from the instruction alone, with AuK.
 
         Returns the 24 kHz WAV (PCM16, at the level the model produced), the before/after PNG and the
@@ -249,10 +279,15 @@ class Handlers:
         use the chosen model's defaults (Flash always runs its fixed recipe). vae_sample True draws the
         clip's latent from the VAE posterior with the seed, as upstream AuK does; False takes its mean.
         region_start/region_end (seconds) edit only that part of a clip of up to 10 minutes and return
-        the whole clip; seconds then sets the region's new length (0: unchanged).
+        the whole clip; seconds then sets the region's new length (0: unchanged). headroom True scales
+        the result down so its peak stays under −1 dBFS; False (default) writes the level the model
+        produced, and the manifest's output.clipped_samples and warnings say when it clips.
         """
         stop = self._runs.flag(request)
         try:
+            cautions = self.studio.capability_warnings(model, instruction)
+            for caution in cautions:  # before the run, which may take a while
+                gr.Warning(caution)
             edit = EditRequest(
                 instruction=instruction, audio=audio, seconds=seconds, nfe=nfe, cfg=cfg, sway=sway, t_grid=t_grid,
                 seed=None if randomize_seed else seed, vae_sample=vae_sample, fit_to_source=True,
@@ -263,12 +298,25 @@ class Handlers:
             made = outputs.render_edit(
                 result, entry, source_path=audio, randomized_seed=bool(randomize_seed), root=_output_root(),
                 requested={"seconds": seconds, "nfe": nfe, "cfg": cfg, "sway": sway, "t_grid": t_grid or None,
-                           "vae_sample": vae_sample, "region_start": region_start, "region_end": region_end},
+                           "vae_sample": vae_sample, "region_start": region_start, "region_end": region_end,
+                           "headroom": bool(headroom)},
+                headroom=bool(headroom), warnings=tuple(cautions),
             )
         except Exception as exc:
             raise _gr_error(exc) from exc
+        for warning in made.manifest["warnings"][len(cautions):]:  # what the run itself found: clipping
+            gr.Warning(warning)
         state = {"seed": made.manifest["seed"], "file": str(made.manifest_file)}
         return str(made.audio), str(made.figure), made.manifest, state
+
+    def _edit_from_ui(self, audio=None, instruction=None, model="auto", seconds=0, nfe=None, cfg=None, sway=None,
+                      t_grid=None, seed=0, randomize_seed=True, vae_sample=True, region_start=None, region_end=None,
+                      headroom=False, progress=gr.Progress(), request: gr.Request = None):
+        """The Generate button: ``_edit_audio`` with the sliders read by :func:`slider_knobs`. A private
+        event, so the named endpoint keeps "empty means the checkpoint's default"."""
+        nfe, cfg, sway, t_grid = slider_knobs(self.studio.entry(model), nfe, cfg, sway, t_grid)
+        return self._edit_audio(audio, instruction, model, seconds, nfe, cfg, sway, t_grid, seed, randomize_seed,
+                                vae_sample, region_start, region_end, headroom, progress=progress, request=request)
 
     # ------------------------------------------------------------------ Audex
 
@@ -326,23 +374,47 @@ class Handlers:
     # ------------------------------------------------------------------ private UI plumbing
 
     def on_model_change(self, model):
-        """The knobs of the chosen model; a typed name that is no model is refused at once and undone."""
+        """The knobs and the builder's task marks of the chosen model; a typed name that is no model is
+        refused at once and undone."""
         try:
-            return gr.skip(), *knob_updates(self.studio.entry(model))
+            entry, name = self.studio.entry(model), gr.skip()
         except AppError as exc:
             gr.Warning(str(exc))
-            return gr.update(value="auto"), *knob_updates(self.studio.entry("auto"))
+            entry, name = self.studio.entry("auto"), gr.update(value="auto")
+        return name, *knob_updates(entry), gr.update(choices=task_choices(entry))
+
+    def capability_note(self, model, instruction):
+        """Under the instruction, before anything runs: what in it the chosen model was not trained for."""
+        try:
+            cautions = self.studio.capability_warnings(model, instruction)
+        except AppError:  # an unknown model name: on_model_change says so
+            return ""
+        return "\n\n".join(f"⚠ {caution}" for caution in cautions)
 
     def on_audio_change(self, audio, region_start=None, region_end=None):
-        """The upload's verdict (under a region's longer limit when one is set) and the length the
-        builder estimates durations from: the region's when one is set, else the clip's."""
+        """The upload's verdict (under a region's longer limit when one is set), the length the builder
+        estimates durations from (the region's when one is set, else the clip's), and the player: a
+        refused clip is cleared from it, so nobody runs an edit that cannot start, unless it is only too
+        long and a region would make it usable (the verdict says so)."""
         findings = None if audio is None else upload_check.check_upload(audio, self.limits.for_region(region_end or None))
         usable = findings is not None and findings["verdict"] != "rejected"
         length = findings["duration_s"] if usable else None
         start = region_start or 0.0
         if usable and region_end is not None and region_end > start:
             length = region_end - start
-        return ui_text.upload_verdict(findings), length
+        keep = usable or audio is None or (not region_end and self._usable_with_a_region(audio))
+        return ui_text.upload_verdict(findings), length, gr.skip() if keep else gr.update(value=None)
+
+    def _usable_with_a_region(self, audio) -> bool:
+        """Whether a clip refused as a whole passes under a region's limits (only too long, then)."""
+        any_region = self.limits.for_region(self.limits.max_target_seconds)
+        return upload_check.check_upload(audio, any_region)["verdict"] != "rejected"
+
+    def use_result(self, path):
+        """"Use the result as the source": the result into the player, and a line saying it happened."""
+        if not path:
+            return gr.skip(), "There is no result yet to use as the source."
+        return path, f"The result ({Path(path).name}) is now the source clip."
 
     def preview(self, task_key, mode, text, original, option, amount, source_seconds, language=instructions.EN):
         fields = {"mode": mode, "text": text, "original": original, "option": option, "amount": amount}
@@ -362,8 +434,18 @@ class Handlers:
         return state["seed"], gr.update(value=state["file"], visible=True), state["table"], self.status()
 
     def stop(self, request: gr.Request):
+        """Stop this session's run; the line beside the button says what that did, and when."""
         self._runs.stop(request)
-        gr.Info("Stopped: the run ends at its next step and produces nothing.")
+        return ui_text.stopped_note(time.strftime("%H:%M:%S"))
 
     def status(self):
         return ui_text.status_line(self.studio.info())
+
+    def api_page(self, request: gr.Request):
+        """The API tab with this server's address as the browser reached it (a proxy's too), not a guess."""
+        raw = getattr(request, "request", None)
+        if raw is None:
+            return ui_text.api_page(self.studio.info()["available_models"])
+        path = raw.url.path  # this event's route, under the app's own root path when it is mounted
+        route = path[path.find("/gradio_api"):] if "/gradio_api" in path else path
+        return ui_text.api_page(self.studio.info()["available_models"], get_root_url(raw, route, None) + "/")

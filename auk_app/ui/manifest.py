@@ -50,9 +50,12 @@ def edit_manifest(
     source: dict[str, Any] | None,
     output: dict[str, Any],
     level_change: dict[str, Any],
+    region_level_change: dict[str, Any] | None,
     randomized_seed: bool,
+    warnings: list[str],
 ) -> dict[str, Any]:
-    """An AuK manifest: every field of the pipeline's record plus what only the app knows."""
+    """An AuK manifest: every field of the pipeline's record plus what only the app knows, and the
+    warnings a reader of the file alone must see (clipping, a task the model was not trained for)."""
     return {
         "kind": "auk_edit",
         "created": _now(),
@@ -65,6 +68,8 @@ def edit_manifest(
         "source": source,
         "output": output,
         "level_change": level_change,
+        "region_level_change": region_level_change,  # the edited region's own; None without a region
+        "warnings": warnings,
         "versions": versions(),
     }
 

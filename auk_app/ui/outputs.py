@@ -23,7 +23,7 @@ import numpy as np
 
 from auk_app import levels
 from auk_app.ui import figures
-from auk_app.audio_io import write_wav
+from auk_app.audio_io import full_scale_samples, write_wav
 from auk_app.audex.request import TextToAudioResult
 from auk_app.auk.request import EditResult
 from auk_app.ui.manifest import audex_manifest, edit_manifest, file_sha256, write_manifest
@@ -36,7 +36,6 @@ MAX_AGE_SECONDS = 3600  # Gradio's own cache copies expire on the same schedule 
 # request folders together keep to 1 GiB (the newest result can take it over by its own size).
 MAX_RESULT_BYTES = 1 << 30
 MIN_AGE_SECONDS = 300  # a result this young may still be downloading: kept even over the size budget
-FULL_SCALE = 1.0  # write_wav clips here; the manifest counts what was clipped
 
 
 @dataclass(frozen=True)
@@ -95,13 +94,16 @@ def render_edit(
     requested: dict[str, Any],
     randomized_seed: bool,
     root: str | Path,
+    headroom: bool = False,
+    warnings: tuple[str, ...] = (),
 ) -> Deliverables:
-    """Files for an AuK result produced by model ``entry``."""
+    """Files for an AuK result produced by model ``entry``; ``headroom`` scales it down to keep the
+    peak under −1 dBFS, and ``warnings`` (the caller's) go into the manifest with the clipping one."""
     started = time.perf_counter()
     folder = new_request_dir(root)
     record = result.record
     stem = f"auk_{entry.key}_{slug(record.instruction)}_seed{record.seed}"
-    wav = result.wav
+    wav, gain = _leveled(result.wav, headroom)
     audio = write_wav(folder / f"{stem}.wav", wav, result.sample_rate)
     source_info = None
     if source_path is not None:
@@ -112,19 +114,16 @@ def render_edit(
             "channels": record.source_channels,
             **levels.levels(result.source, result.sample_rate),
         }
-    after = levels.levels(wav, result.sample_rate)
+    after = levels.levels(wav, result.sample_rate)  # before the writer's clip: a peak above 0 dBFS shows by how much
     before = None if source_info is None else {k: source_info[k] for k in after}
-    output_info = {
-        "file": audio.name,
-        "sha256": file_sha256(audio),
-        "format": "WAV PCM16 mono",
-        "clipped_samples": int(np.count_nonzero(np.abs(wav) > FULL_SCALE)),
-        **after,
-    }
-    figure = figures.before_after(
-        folder / f"{stem}.png", wav, result.sample_rate, source=result.source,
-        caption=f"{record.instruction[:110]}\n{levels.describe(before, after)}", region=record.region,
-    )
+    clipped = full_scale_samples(wav)
+    output_info = {"file": audio.name, "sha256": file_sha256(audio), "format": "WAV PCM16 mono",
+                   "clipped_samples": clipped, "headroom": gain, **after}
+    region = _region_levels(result, wav)
+    headline = levels.describe(before, after) if region is None else (
+        f"region {record.region[0]:g}–{record.region[1]:g} s: {levels.describe(*region)}")
+    figure = figures.before_after(folder / f"{stem}.png", wav, result.sample_rate, source=result.source,
+                                  caption=f"{record.instruction[:110]}\n{headline}", region=record.region)
     manifest = edit_manifest(
         record,
         model={"key": entry.key, "label": entry.label, "demo": entry.demo},
@@ -132,10 +131,41 @@ def render_edit(
         source=source_info,
         output=output_info,
         level_change=levels.level_change(before, after),
+        region_level_change=None if region is None else levels.level_change(*region),
         randomized_seed=randomized_seed,
+        warnings=[*warnings, *([clipping_warning(clipped, wav.shape[0])] if clipped else [])],
     )
     manifest["timings"]["render"] = round(time.perf_counter() - started, 4)
     return Deliverables(audio, figure, manifest, write_manifest(folder / f"{stem}.json", manifest))
+
+
+def _region_levels(result: EditResult, wav: np.ndarray) -> tuple[dict, dict] | None:
+    """Levels of the edited region before and after, or None without a region: outside it the file is
+    the source, so the whole file's change would dilute the region's (−10 dB on 5 s of 40 reads −1)."""
+    record = result.record
+    if record.region is None or result.source is None:
+        return None
+    rate = result.sample_rate
+    start = round(record.region[0] * rate)
+    before = result.source[start:round(record.region[1] * rate)]
+    after = wav[start:start + round(record.region_seconds * rate)]
+    return levels.levels(before, rate), levels.levels(after, rate)
+
+
+def _leveled(wav: np.ndarray, headroom: bool) -> tuple[np.ndarray, dict[str, Any] | None]:
+    """The clip to write and, with ``headroom``, the gain that keeps its peak under the ceiling. Off by
+    default: the app writes the level the model produced, so a volume edit stays measurable."""
+    if not headroom:
+        return wav, None
+    gain = levels.headroom_gain(wav)
+    return (wav * np.float32(gain)).astype(np.float32), {
+        "ceiling_dbfs": levels.HEADROOM_DBFS, "gain_db": round(20 * np.log10(gain), 2)}
+
+
+def clipping_warning(clipped: int, total: int) -> str:
+    """The sentence for a result that reaches full scale, with the fix."""
+    return (f"The result clips: {clipped} of {total} samples ({100 * clipped / total:.2g} %) are at full scale in "
+            "the WAV. Run again with headroom on (Advanced) to keep the peak under −1 dBFS.")
 
 
 def render_audex(made: TextToAudioResult, *, randomized_seed: bool, root: str | Path) -> Deliverables:

@@ -68,6 +68,11 @@ def upload_verdict(findings: dict[str, Any] | None) -> str:
     return f"{_VERDICT_MARKS[findings['verdict']]} {findings['message']}"
 
 
+def stopped_note(clock: str) -> str:
+    return (f"Stopped at {clock}: a run in progress ends at its next step and writes nothing; "
+            "a waiting one is dropped from the queue.")
+
+
 def flash_note(label: str, steps: int, grid: str) -> str:
     return (
         f"**Locked: {label} runs a fixed recipe:** {steps} steps, no guidance (cfg 0) and its own time grid `{grid}`. "
@@ -77,7 +82,8 @@ def flash_note(label: str, steps: int, grid: str) -> str:
 
 
 def base_note(label: str) -> str:
-    return f"Empty fields use {label}'s defaults (shown in grey). A custom time grid replaces nfe and sway."
+    return (f"The sliders start at {label}'s own defaults; left there, the run uses the default. "
+            "A custom time grid replaces nfe and sway.")
 
 
 def builder_preview(built: instructions.Built) -> str:
@@ -91,7 +97,11 @@ def builder_preview(built: instructions.Built) -> str:
     return "\n\n".join(lines)
 
 
-def api_page(available_models: list[str]) -> str:
+SERVER_PLACEHOLDER = "http://<this server's address>/"  # until the page has loaded and knows it
+
+
+def api_page(available_models: list[str], url: str = SERVER_PLACEHOLDER) -> str:
+    """The API tab; ``url`` is this server's address as the browser reached it (see Handlers.api_page)."""
     models = ", ".join(f"`{key}`" for key in available_models)
     return f"""
 ### Calling AuK Studio from Python
@@ -102,7 +112,7 @@ back as local paths; `Client(..., download_files=False)` returns URLs instead.
 ```python
 from gradio_client import Client, handle_file
 
-client = Client("http://127.0.0.1:7860/")
+client = Client("{url}")
 wav, figure, manifest = client.predict(
     audio=handle_file("speech.wav"), instruction="Decrease the volume by 10 dB.",
     seed=42, randomize_seed=False, api_name="/edit_audio")
@@ -111,7 +121,7 @@ print(manifest["seed"], manifest["gen_frames"], manifest["timings"])
 
 | Endpoint | Parameters (defaults) | Returns |
 |---|---|---|
-| `/edit_audio` | `audio` (None), `instruction`, `model` ("auto"; or {models}), `seconds` (0 = exactly the source's length), `nfe`, `cfg`, `sway` (None = the model's defaults), `t_grid` (None = default; comma-separated), `seed` (0), `randomize_seed` (True), `vae_sample` (True = a seeded draw from the VAE posterior as upstream; False = its mean) | WAV (24 kHz, PCM16), before/after PNG, manifest |
+| `/edit_audio` | `audio` (None), `instruction`, `model` ("auto"; or {models}), `seconds` (0 = exactly the source's length), `nfe`, `cfg`, `sway` (None = the model's defaults), `t_grid` (None = default; comma-separated), `seed` (0), `randomize_seed` (True), `vae_sample` (True = a seeded draw from the VAE posterior as upstream; False = its mean), `region_start`, `region_end` (None = the whole clip; seconds of a part to edit in a clip of up to 10 minutes), `headroom` (False = the level the model produced; True = a gain keeping the peak under −1 dBFS) | WAV (24 kHz, PCM16), before/after PNG, manifest (with `warnings`) |
 | `/text_to_audio` | `caption`, `cfg` (3.0), `max_seconds`, `temperature` (1.0), `top_k` (80), `seed` (0), `randomize_seed` (True), `compare_unmasked` (False) | WAV (16 kHz, PCM16), PNG, validity report, manifest |
 | `/inspect_audio` | `audio` | `sample_rate`, `channels`, `duration_s`, `peak`, `rms`, `silent`, `clipping`, `verdict`, `message` |
 | `/model_info` | none | `available_models`, `loaded_model`, `device`, `dtype`, `demo`, … |
@@ -155,7 +165,7 @@ Or start the app with `--download`. `python app.py --help` lists every option.
 ### Tasks AuK understands
 The task is chosen by the wording alone; the builder on the first tab writes these templates for you.
 
-| Category | Task | Example wording | Without the prompt enhancer |
+| Category | Task | Example wording | Released AuK in community tests (no prompt enhancer) |
 |---|---|---|---|
 {tasks}
 """

@@ -15,6 +15,7 @@ from gradio_client import handle_file
 from gradio_client.exceptions import AppError, ValidationError
 
 from auk_app.auk.checkpoint import FLASH_T_GRID, read_auk_checkpoint
+from auk_app.service import GET_WEIGHTS
 
 # gradio's queue uses pandas options that pandas 3 deprecates; not ours to fix.
 pytestmark = pytest.mark.filterwarnings("ignore:.*(no_silent_downcasting|copy keyword)")
@@ -22,7 +23,7 @@ FAST = {"nfe": 4, "randomize_seed": False}  # a few Euler steps keep every edit 
 
 CONTRACT = {
     "/edit_audio": (["audio", "instruction", "model", "seconds", "nfe", "cfg", "sway", "t_grid", "seed",
-                     "randomize_seed", "vae_sample", "region_start", "region_end"], 3),
+                     "randomize_seed", "vae_sample", "region_start", "region_end", "headroom"], 3),
     "/text_to_audio": (["caption", "cfg", "max_seconds", "temperature", "top_k", "seed", "randomize_seed",
                         "compare_unmasked"], 4),
     "/inspect_audio": (["audio"], 1),
@@ -55,7 +56,7 @@ def test_view_api_is_the_documented_contract(client):
     defaults = {p["parameter_name"]: p["parameter_default"] for p in endpoints["/edit_audio"]["parameters"]}
     assert defaults == {"audio": None, "instruction": None, "model": "auto", "seconds": 0, "nfe": None, "cfg": None,
                         "sway": None, "t_grid": None, "seed": 0, "randomize_seed": True, "vae_sample": True,
-                        "region_start": None, "region_end": None}
+                        "region_start": None, "region_end": None, "headroom": False}
 
 
 def test_model_info(client, demo_dir):
@@ -66,6 +67,18 @@ def test_model_info(client, demo_dir):
 
 
 # ----------------------------------------------------------------------------- /edit_audio
+
+
+@pytest.mark.parametrize(("model", "repo"), [("flash", "tencent/AuK-Flash"), ("base", "tencent/AuK")])
+def test_released_variants_not_on_disk_are_listed_and_refused_with_the_download_command(client, model, repo):
+    info = client.predict(api_name="/model_info")
+    assert info["not_downloaded"][model] == f"hf download {repo} --local-dir ckpts/{repo.split('/')[1]}"
+    with pytest.raises(ValidationError) as refused:
+        _edit(client, None, seconds=1.0, model=model)
+    sentence = str(refused.value).split("- model: ")[1].strip()
+    assert sentence.startswith(f"AuK{'-Flash (flash)' if model == 'flash' else ' (base)'} is not downloaded: "
+                               f"fetch it with `hf download {repo} --local-dir ckpts/")
+    assert sentence.endswith("until then choose one of: auto, demo.") and sentence.count(". ") == 0
 
 
 def test_edit_with_automatic_duration_returns_exactly_the_source_length(client, clips, demo_dir):
@@ -90,6 +103,38 @@ def test_empty_knobs_mean_the_checkpoints_defaults(client, clips, demo_dir):
     assert (manifest["nfe"], manifest["cfg"], manifest["sway"]) == (defaults["nfe"], defaults["cfg"], defaults["sway"])
     assert manifest["noise_scale"] == defaults["noise_scale"] < 1  # the demo samples at its declared temperature
     assert manifest["start"] == defaults["start"] == "source"  # from the source's latents, as it was trained
+
+
+def test_clipping_is_counted_as_the_wav_holds_it_and_headroom_avoids_it(client, clips):
+    # +15 dB on a clip peaking at −6 dBFS: the model's result goes past full scale.
+    loud = dict(instruction="Increase the volume by 15 dB.", seed=3)
+    wav, _, manifest = _edit(client, clips.voice, **loud)
+    data = _pcm(wav)
+    at_full_scale = int(np.count_nonzero((data == 32767) | (data == -32768)))
+    assert at_full_scale > 100
+    assert manifest["output"]["clipped_samples"] == at_full_scale
+    assert manifest["output"]["headroom"] is None and manifest["requested"]["headroom"] is False
+    assert [w for w in manifest["warnings"] if w.startswith(f"The result clips: {at_full_scale} of")]
+    wav, _, kept = _edit(client, clips.voice, headroom=True, **loud)
+    data = _pcm(wav)
+    assert 20 * np.log10(np.abs(data).max() / 32768) <= -0.99
+    assert kept["output"]["clipped_samples"] == 0 and kept["output"]["headroom"]["gain_db"] < -1
+    assert not any("clips" in w for w in kept["warnings"])
+
+
+def test_what_the_demo_was_not_trained_for_is_warned_about_with_the_released_weights(client, clips):
+    info = client.predict(api_name="/model_info")
+    assert info["models"]["demo"]["capabilities"] == {
+        "tasks": ["volume", "pitch", "enhance:Remove noise", "sine_tone"], "languages": ["en"]}
+    for instruction, gap in (("Change the emotion to happy.", "Emotion"),
+                             ("将音量升高6分贝。", "Chinese instructions (it reads English only)")):
+        _, _, manifest = _edit(client, clips.voice, instruction=instruction, seed=5)
+        assert manifest["warnings"] == [
+            f"AuK-Tiny (demo) was not trained for {gap}, so expect a result that does not follow the instruction; "
+            f"the released AuK weights were. {GET_WEIGHTS}"]
+        assert "hf download tencent/AuK --local-dir ckpts/AuK" in GET_WEIGHTS
+    _, _, manifest = _edit(client, clips.voice, instruction="Raise the pitch by 2 semitones.", seed=5)
+    assert manifest["warnings"] == []
 
 
 def test_text_only_generation_with_a_custom_grid_and_a_randomised_seed(client):
@@ -135,7 +180,7 @@ def test_bad_uploads_are_refused_before_the_queue_with_their_own_message(client,
 
 BAD_VALUES = [
     ({"instruction": "  "}, "instruction", "The instruction is empty"),
-    ({"model": "base"}, "model", "Unknown model 'base'. Choose one of: auto, demo."),
+    ({"model": "AuK-Huge"}, "model", "Unknown model 'AuK-Huge'. Choose one of: auto, demo."),
     ({"model": "x" * 100_000}, "model", "… (100002 characters). Choose one of: auto, demo."),
     ({"seconds": -1}, "seconds", "positive number of seconds, at most 30; got -1"),
     ({"seconds": 45}, "seconds", "the limit is 30 s"),
@@ -188,8 +233,9 @@ def _strings(value):
 def test_no_server_path_reaches_a_client(client, clips):
     _, _, edit_manifest = _edit(client, clips.voice, seed=1)
     _, _, _, audex_manifest = client.predict("rain", max_seconds=0.2, api_name="/text_to_audio")
+    # A download command names a Hub repository and the relative ckpts/ folder, not the server's disk.
     for shown in (client.predict(api_name="/model_info"), edit_manifest, audex_manifest):
-        assert not [s for s in _strings(shown) if "/" in s and not s.startswith(("http", "<"))], shown
+        assert not [s for s in _strings(shown) if "/" in s and not s.startswith(("http", "<", "hf download "))], shown
 
 
 def test_text_only_without_a_duration_is_refused(client):

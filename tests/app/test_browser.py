@@ -9,6 +9,7 @@ Screenshots go to the pytest tmp dir and, when AUK_APP_SCREENSHOTS names a folde
 from __future__ import annotations
 
 import os
+import time
 import shutil
 from pathlib import Path
 
@@ -23,7 +24,10 @@ pytestmark = [
 ]
 
 SAMPLING = ("nfe", "cfg", "sway")
-KNOBS_DISABLED = "[" + ", ".join(f"document.querySelector('#{k} input').disabled" for k in SAMPLING) + "]"
+LOCKABLE = ("nfe", "cfg")  # Flash locks these; sway, which its grid replaces, is hidden
+KNOBS_DISABLED = "[" + ", ".join(f"document.querySelector('#{k} input').disabled" for k in LOCKABLE) + "]"
+PLAYER = "#source-audio audio, #source-audio .waveform-container"  # present while a clip is loaded
+SLIDER_VALUES = "[" + ", ".join(f"document.querySelector('#{k} input[type=range]')?.value" for k in SAMPLING) + "]"
 
 
 @pytest.fixture
@@ -48,6 +52,7 @@ def test_upload_edit_and_flash_lock_in_chromium(flash_app, clips, browser, tmp_p
 
     browser.set_files("#source-audio input[type=file]", [clips.voice])
     browser.wait_for("document.querySelector('#upload-verdict').innerText.includes('Ready: 0.60 s')", timeout=30)
+    assert browser.evaluate(f"document.querySelector('{PLAYER}') !== null")  # a usable clip stays in the player
     browser.type_into("#instruction textarea", "Decrease the volume by 10 dB.")
     browser.click("#run-edit")
     wav_url = browser.wait_for(
@@ -59,24 +64,31 @@ def test_upload_edit_and_flash_lock_in_chromium(flash_app, clips, browser, tmp_p
     assert f"_seed{seed}.wav" in wav_url  # the used (randomised) seed is written back
     assert "loaded: AuK-Tiny (demo)" in browser.evaluate("document.querySelector('#status-line').innerText")
     _keep(browser.screenshot(tmp_path / "auk_studio_edit.png"))
+    browser.click("#use-as-input")
+    browser.wait_for("document.querySelector('#use-note').innerText.includes('is now the source clip')")
+    browser.wait_for("document.querySelector('#upload-verdict').innerText.includes('Ready: 0.60 s')", timeout=30)
+    browser.click("#stop-edit")
+    browser.wait_for("document.querySelector('#stop-note').innerText.startsWith('Stopped at ')")
 
     browser.click("#advanced .label-wrap")
     browser.wait_for("document.querySelector('#sway input') !== null")  # the accordion renders on opening
-    assert browser.evaluate(KNOBS_DISABLED) == [False, False, False]
-    # Each box names the checkpoint's default (Gradio 6.31's number box still draws an empty value as 0).
-    placeholders = browser.evaluate("[" + ", ".join(f"document.querySelector('#{k} input').placeholder"
-                                                    for k in SAMPLING) + "]")
-    assert all(p.startswith("default: ") for p in placeholders), placeholders
+    assert browser.evaluate(KNOBS_DISABLED) == [False, False]
+    # Sliders at the demo checkpoint's own defaults (nfe 16, cfg 0, sway −1), not boxes that draw empty as 0.
+    assert browser.evaluate(SLIDER_VALUES) == ["16", "0", "-1"]
     browser.click("#model input")
     browser.click('li[role=option][aria-label^="AuK-Flash-test"]')
     browser.wait_for(f"{KNOBS_DISABLED}.every(Boolean)", timeout=20)
+    assert browser.evaluate(SLIDER_VALUES)[:2] == ["4", "0"]
+    assert browser.evaluate("document.querySelector('#sway')?.offsetParent ?? null") is None  # hidden
     assert browser.evaluate("document.querySelector('#t-grid textarea, #t-grid input').disabled")
+    assert browser.evaluate("document.querySelector('#t-grid textarea, #t-grid input').value").startswith("0, 0.07612")
     assert "fixed recipe" in browser.evaluate("document.querySelector('#knob-note').innerText")
     _keep(browser.screenshot(tmp_path / "auk_studio_flash_locked.png"))
 
     browser.click("#model input")
-    browser.click('li[role=option][aria-label="AuK-Tiny (demo)"]')
+    browser.click('li[role=option][aria-label="AuK-Tiny (demo) · auto"]')
     browser.wait_for(f"!{KNOBS_DISABLED}.some(Boolean)", timeout=20)
+    assert browser.evaluate(SLIDER_VALUES) == ["16", "0", "-1"]
 
 
 def test_on_a_phone_the_action_sits_by_the_input_and_the_builder_opens_on_what_the_model_does(app, tmp_path):
@@ -109,3 +121,25 @@ def test_text_to_audio_in_chromium(app, browser, tmp_path):
     assert "With the phase mask" in table and "Without the mask" in table
     browser.wait_for("document.querySelector('#audex-figure img')?.complete")
     _keep(browser.screenshot(tmp_path / "auk_studio_text_to_audio.png"))
+
+
+def test_switching_the_builders_task_is_clean_and_the_api_tab_names_this_server(app, clips, browser, capfd):
+    browser.goto(app.url)
+    browser.wait_for("document.querySelector('#builder-task input') !== null")
+    browser.click("#builder-task input")
+    browser.click('li[role=option][aria-label="Acoustic editing · Pitch"]')
+    browser.wait_for("document.querySelector('#builder-preview').innerText"
+                     ".includes('Raise the pitch by 2 semitones.')", timeout=60)
+    browser.wait_for("document.querySelector('#builder-mode input').value === 'Raise'")
+    time.sleep(1)  # any late event of the switch has reached the server
+    out, err = capfd.readouterr()
+    assert "is not in the list of choices" not in out + err  # Volume's "Decrease" read against Pitch's choices
+    browser.set_files("#source-audio input[type=file]", [clips.silent])
+    browser.wait_for("document.querySelector('#upload-verdict').innerText.includes('Refused')", timeout=60)
+    # The refused clip leaves the player (back to its upload prompt), and the refusal stays on screen.
+    browser.wait_for(f"document.querySelector('{PLAYER}') === null")
+    time.sleep(1)
+    assert "silent" in browser.evaluate("document.querySelector('#upload-verdict').innerText")
+    page = browser.click_until("button[role=tab]:nth-of-type(3)",  # "API"
+                               "document.querySelector('#api-page')?.innerText")
+    assert f'Client("{app.url}")' in page and "region_start" in page and "headroom" in page

@@ -46,15 +46,22 @@ def test_unexpected_failures_are_named_not_hidden(handlers, monkeypatch):
 
 
 def test_flash_locks_the_sampling_knobs_with_the_reason(flash_app):
-    from auk_app.ui.handlers import knob_updates
+    from auk_app.ui.handlers import knob_updates, slider_knobs
 
     flash, demo = (flash_app.studio.entry(name) for name in ("flash", "demo"))
-    locked = knob_updates(flash)
-    assert [u["interactive"] for u in locked[:4]] == [False] * 4
-    assert "fixed recipe" in locked[4]["value"] and "0.07612" in locked[4]["value"]
+    nfe, cfg, sway, t_grid, note = knob_updates(flash)
+    assert [nfe["interactive"], cfg["interactive"], t_grid["interactive"], sway["visible"]] == [False] * 4
+    assert (nfe["value"], cfg["value"]) == (4, 0) and t_grid["value"].startswith("0, 0.07612")
+    assert "fixed recipe" in note["value"] and "0.07612" in note["value"]
     unlocked = knob_updates(demo)
     assert [u["interactive"] for u in unlocked[:4]] == [True] * 4
-    assert unlocked[0]["placeholder"] == f"default: {demo.checkpoint.defaults['nfe']}"
+    defaults = demo.checkpoint.defaults
+    # The sliders hold the checkpoint's real defaults (the demo's 16 steps, not the releases' 32).
+    assert [u["value"] for u in unlocked[:3]] == [defaults["nfe"], defaults["cfg"], defaults["sway"]] == [16, 0.0, -1.0]
+    # A slider left at its default sends nothing, as an empty API knob; Flash's locked ones never send.
+    assert slider_knobs(demo, 16.0, 0.0, -1.0, "") == (None, None, None, "")
+    assert slider_knobs(demo, 8.0, 0.0, 0.5, "") == (8.0, None, 0.5, "")
+    assert slider_knobs(flash, 4.0, 0.0, -1.0, "0, 0.5, 1") == (None, None, None, None)
 
 
 def test_builder_fields_follow_the_task(handlers):
@@ -86,7 +93,7 @@ def test_the_uploads_verdict_is_queued_and_budgeted_like_inspect_audio(app, hand
     verdicts = [fn for fn in app.demo.fns.values() if getattr(fn.fn, "__name__", "") == "on_audio_change"]
     assert verdicts and all(fn.queue and fn.concurrency_id == INTAKE_QUEUE for fn in verdicts)
     bomb = _flac_header(tmp_path / "bomb.flac", rate=192_000, channels=8, frames=int(599.9 * 192_000))
-    verdict, length = handlers.on_audio_change(str(bomb), 0, 20.0)
+    verdict, length, _ = handlers.on_audio_change(str(bomb), 0, 20.0)
     assert "921.4 million samples" in verdict and "Export it at 48 kHz or less" in verdict and length is None
 
 
@@ -123,3 +130,42 @@ def test_a_full_model_queue_refuses_before_the_upload_is_decoded(app, handlers, 
     with pytest.raises(gr.Error, match="the most it queues is 0"):
         handlers.check_edit(clips.voice, "Raise the volume by 3 dB.")
     assert decoded == []
+
+
+def test_the_builder_marks_and_the_note_names_what_the_model_was_not_trained_for(flash_app):
+    from auk_app.ui.handlers import Handlers, task_choices
+
+    studio = flash_app.studio
+    labels = dict((key, label) for label, key in task_choices(studio.entry("demo")))
+    assert labels["volume"] == "Acoustic editing · Volume"
+    assert labels["enhance"].endswith("(only partly in AuK-Tiny (demo))")
+    assert labels["emotion"].endswith("(not in AuK-Tiny (demo))")
+    # The test's Flash is built from the demo's weights but declares no capabilities: a release's full set.
+    assert all("(" not in label.split("·")[1].replace("(clone", "").replace("(voice", "").replace("(a cappella", "")
+               for label, _ in task_choices(studio.entry("flash")))
+    note = Handlers(studio).capability_note("demo", "Change the emotion to happy.")
+    assert note.startswith("⚠ AuK-Tiny (demo) was not trained for Emotion") and "choose `flash`" in note
+    assert Handlers(studio).capability_note("demo", "Increase the volume by 5 dB.") == ""
+    assert Handlers(studio).capability_note("no-such-model", "Change the emotion to happy.") == ""
+
+
+def test_the_model_list_shows_each_model_once_and_the_released_ones_not_here(flash_app):
+    from auk_app.ui.handlers import model_choices
+
+    assert model_choices(flash_app.studio) == [
+        ("AuK-Tiny (demo) · auto", "auto"), ("AuK-Flash-test (flash)", "flash"), ("AuK (base) · not downloaded", "base")]
+
+
+def test_a_refused_clip_leaves_the_player_unless_a_region_would_make_it_usable(handlers, clips):
+    verdict, length, player = handlers.on_audio_change(str(clips.silent))
+    assert verdict.startswith("✗ Refused:") and length is None and player == {"__type__": "update", "value": None}
+    verdict, length, player = handlers.on_audio_change(str(clips.voice))
+    assert verdict.startswith("✓ Ready:") and length == 0.6 and "value" not in player
+    verdict, _, player = handlers.on_audio_change(str(clips.too_long))  # 31 s: a region makes it usable
+    assert "choose a region" in verdict and "value" not in player
+
+
+def test_stop_and_use_as_source_say_what_they_did(handlers, clips):
+    assert handlers.stop(None).startswith("Stopped at ") and "writes nothing" in handlers.stop(None)
+    assert handlers.use_result(None)[1] == "There is no result yet to use as the source."
+    assert handlers.use_result(str(clips.voice)) == (str(clips.voice), "The result (voice.wav) is now the source clip.")

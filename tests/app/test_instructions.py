@@ -171,3 +171,39 @@ def test_problems_name_what_is_missing():
     assert "Fill in: Words to replace" in build("content_edit", {"mode": "Add after", "text": "um"}, source_seconds=2.0).problem
     assert "upload or record" in build("volume", {}, source_seconds=None).problem
     assert "remove the clip" in build("instruct_tts", {"original": "a", "text": "b"}, source_seconds=2.0).problem
+
+
+@pytest.mark.parametrize("language", instructions.LANGUAGES)
+@pytest.mark.parametrize("key", list(instructions.TEMPLATES))
+def test_every_cookbook_template_is_recognised_as_its_own_task(key, language):
+    chosen = instructions.task(key.split(":")[0])
+    fields = {name: slot.default or "some words" for name, slot in chosen.slots.items()}
+    if chosen.variant:
+        fields[chosen.variant] = key.split(":", 1)[1]
+    recognised = instructions.template_key(chosen.render(fields, language))
+    # §1.1 has one template for both languages; Remove '{text}' before/after is also a plain Remove.
+    assert recognised == key or recognised.split(":")[0] == chosen.key
+
+
+DEMO_TASKS = ("volume", "pitch", "enhance:Remove noise", "sine_tone")
+
+
+def test_what_a_model_was_not_trained_for_is_named_only_when_certain():
+    assert instructions.untrained("Raise the pitch by 2 semitones.", DEMO_TASKS, ("en",)) == []
+    assert instructions.untrained("Make it louder by 6 dB, please.", DEMO_TASKS, ("en",)) == []  # free wording
+    assert instructions.untrained("Change the emotion to sad.", DEMO_TASKS, ("en",)) == ["Emotion"]
+    reverb = "Remove only the room reverberation, preserve everything else, and output audio of the same length."
+    assert instructions.untrained(reverb, DEMO_TASKS, ("en",)) == ["Speech enhancement (Remove reverberation)"]
+    assert instructions.untrained("将音量升高6分贝。", DEMO_TASKS, ("en",)) == ["Chinese instructions (it reads English only)"]
+    assert instructions.untrained("将情感转变为开心。", None, ("en", "zh")) == []
+    assert [instructions.coverage(DEMO_TASKS, k) for k in ("volume", "enhance", "emotion")] == ["all", "some", "none"]
+
+
+def test_community_verdicts_say_they_are_about_the_released_model():
+    assert build("volume", {}, source_seconds=2.0).reliability.startswith("Community tests of the released AuK:")
+
+
+def test_a_region_longer_than_the_model_takes_is_warned_about_in_the_duration_note():
+    assert build("volume", {}, source_seconds=45.0).problem == (
+        "The region lasts 45.00 s, more than the 30 s the model takes: make it shorter.")
+    assert build("volume", {}, source_seconds=30.0).problem == ""

@@ -163,3 +163,37 @@ def test_zerogpu_hook_is_the_identity_without_spaces_and_spaces_gpu_with_it(monk
     budget = lambda *a: 60  # noqa: E731
     assert zerogpu.gpu(budget)(handler) == ("wrapped", handler)
     assert calls == [budget]
+
+
+def _draw_chinese(path) -> list[str]:
+    """The warnings matplotlib gives while drawing a figure captioned in Chinese."""
+    import warnings
+
+    from auk_app.ui import figures
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        figures.font_family()  # after the filter above, as in the app (the fallback's own filter goes in front)
+        figures.before_after(path, _sine(0.2, 0.3), SR, caption="将音量升高6分贝。\nduration 0.20 s")
+    return [str(w.message) for w in caught if "missing from font" in str(w.message)]
+
+
+def test_chinese_captions_are_drawn_with_a_cjk_font(tmp_path):
+    from auk_app.ui import figures
+
+    figures.font_family.cache_clear()
+    if len(figures.font_family()) == 1:
+        pytest.skip("no CJK font installed (apt-get install fonts-wqy-microhei)")
+    assert figures.font_family()[1] in figures.CJK_FAMILIES
+    assert _draw_chinese(tmp_path / "zh.png") == []
+
+
+def test_without_a_cjk_font_figures_fall_back_silently(tmp_path, monkeypatch):
+    from auk_app.ui import figures
+
+    monkeypatch.setattr(figures, "CJK_FAMILIES", ("No Such CJK Family",))
+    figures.font_family.cache_clear()
+    try:
+        assert _draw_chinese(tmp_path / "zh.png") == [] and figures.font_family() == ("DejaVu Sans",) and (tmp_path / "zh.png").stat().st_size > 0
+    finally:
+        figures.font_family.cache_clear()

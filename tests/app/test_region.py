@@ -57,6 +57,17 @@ def test_a_region_edit_returns_the_whole_file_unchanged_outside_the_region(clien
         assert steps.max() <= 1.5 * local.max(), (seam, steps.max(), local.max())
 
 
+def test_a_region_edit_reports_the_regions_own_level_change(client, long_clip):
+    wav, _, manifest = client.predict(audio=handle_file(str(long_clip)), instruction="Decrease the volume by 10 dB.",
+                                      region_start=20.0, region_end=24.0, **FAST)
+    source, out = (_pcm(path).astype(np.float64) for path in (long_clip, wav))
+    part = slice(20 * SR, 24 * SR)
+    measured = 20 * np.log10(np.sqrt(np.mean(out[part] ** 2)) / np.sqrt(np.mean(source[part] ** 2)))
+    assert manifest["region_level_change"]["rms_dbfs"] == pytest.approx(measured, abs=0.05)
+    assert manifest["region_level_change"]["rms_dbfs"] < -6  # the whole file's change is diluted by 36 s
+    assert manifest["level_change"]["rms_dbfs"] > -2
+
+
 def test_a_longer_region_shifts_the_rest_of_the_file(client, long_clip):
     wav, _, manifest = client.predict(audio=handle_file(str(long_clip)), instruction="Decrease the volume by 6 dB.",
                                       region_start=12.0, region_end=17.0, seconds=7.0, **FAST)

@@ -8,7 +8,7 @@ import yaml
 from safetensors.torch import load_file, save_file
 
 from auk_app import FLASH_T_GRID, AuKTransformer, AuKVAE, load_auk_checkpoint
-from auk_app.auk.checkpoint import read_auk_checkpoint
+from auk_app.auk.checkpoint import Capabilities, read_auk_checkpoint
 from training.checkpoint_writer import write_auk_checkpoint
 from auk_app.errors import CheckpointError
 from tests.conftest import fixture_config
@@ -78,6 +78,21 @@ def test_an_assembled_config_may_declare_the_flow_starts_at_the_source(tmp_path,
     else:
         with pytest.raises(CheckpointError, match="start must be one of"):
             read_auk_checkpoint(tmp_path)
+
+
+@pytest.mark.parametrize("layout", ["release", "assembled"])
+def test_capabilities_default_to_the_releases_and_a_config_may_narrow_them(tmp_path, layout):
+    _write(tmp_path / "plain", layout=layout)
+    assert read_auk_checkpoint(tmp_path / "plain").capabilities == Capabilities(None, ("en", "zh"))
+    _write(tmp_path, layout="assembled")
+    config = json.loads((tmp_path / "config.json").read_text())
+    config["capabilities"] = {"tasks": ["volume", "enhance:Remove noise"], "languages": ["en"]}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    assert read_auk_checkpoint(tmp_path).capabilities == Capabilities(("volume", "enhance:Remove noise"), ("en",))
+    config["capabilities"] = {"languages": ["fr"]}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    with pytest.raises(CheckpointError, match="capabilities.languages"):
+        read_auk_checkpoint(tmp_path)
 
 
 def test_release_config_references_are_resolved(tmp_path):
