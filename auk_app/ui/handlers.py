@@ -217,7 +217,8 @@ class Handlers:
         self.audex_demo = studio.audex_demo
         self.audex_seconds = studio.audex_seconds
         self._runs = Runs()
-        self.admission = Admission(api_names=("edit_audio", "text_to_audio"))  # ui/app.py binds it
+        # The page's Generate (_edit_from_ui, a private event) waits for the model like /edit_audio.
+        self.admission = Admission(api_names=("edit_audio", "_edit_from_ui", "text_to_audio"))  # ui/app.py binds it
         # On a ZeroGPU Space the GPU is attached per call, for a budget computed from the request.
         self.edit_audio = self._runs.stoppable(gpu(self.edit_gpu_seconds)(self._edit_audio))
         self.edit_from_ui = self._runs.stoppable(gpu(self.edit_gpu_seconds)(self._edit_from_ui))

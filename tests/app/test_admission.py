@@ -19,7 +19,7 @@ def _edit_fn_index(demo) -> int:
 
 def _join(url: str, fn_index: int) -> httpx.Response:
     """One raw arrival at the queue, as any client can make it: a text-only edit of 1 s."""
-    data = [None, "Say hi.", "auto", 1, None, None, None, "", 0, True, True, None, None]
+    data = [None, "Say hi.", "auto", 1, None, None, None, "", 0, True, True, None, None, False]
     body = {"data": data, "fn_index": fn_index, "session_hash": uuid.uuid4().hex, "event_data": None,
             "trigger_id": None}
     return httpx.post(f"{url.rstrip('/')}/gradio_api/queue/join", json=body, timeout=60)
@@ -63,3 +63,13 @@ def test_simultaneous_arrivals_cannot_pass_the_cap_and_model_info_still_answers(
         deadline = time.monotonic() + 60  # let the admitted ones end before the next test
         while (len(app.demo._queue) or any(app.demo._queue.active_jobs)) and time.monotonic() < deadline:
             time.sleep(0.1)
+
+
+def test_the_pages_generate_counts_against_the_cap_like_the_api(app):
+    """The page's Generate is a private event of its own name; its waiting edits must count too."""
+    from auk_app.ui.app import GPU_QUEUE
+
+    model_events = {fn.api_name for fn in app.demo.fns.values() if fn.concurrency_id in ("auk", GPU_QUEUE) and fn.queue}
+    from auk_app.ui.handlers import Handlers
+
+    assert model_events == set(Handlers(app.studio).admission.api_names) == {"edit_audio", "_edit_from_ui", "text_to_audio"}
