@@ -119,7 +119,7 @@ class RemoteEngine:
                 card = json.loads(fetched.reply)["data"][0]
                 card = {"id": str(card["id"]), "max_model_len": int(card["max_model_len"])}
             except (ValueError, KeyError, IndexError, TypeError) as exc:
-                raise self._sentence(exc, 0) from exc
+                raise self._unreadable(0, fetched.reply) from exc
             with self._lock:
                 self._model = self._model or card
         return self._model
@@ -252,24 +252,46 @@ class RemoteEngine:
             stream.response = self._call(lambda: client.send(request, stream=True), done=0)
             self._check(stream.response)
             for line in stream.response.iter_lines():
-                if not line.startswith("data: ") or line == "data: [DONE]":
-                    continue
-                event = json.loads(line[len("data: "):])
-                if "error" in event:  # vLLM reports a failure inside an open stream this way
-                    raise EngineError(f"The Audex server at {self.host} failed the run after {len(stream.tokens)} "
-                                      f"tokens: {str(event['error'].get('message', event['error']))[:300]}.")
-                choice = event["choices"][0]
-                if choice.get("token_ids"):
-                    stream.last_token_at = perf_counter()
-                    stream.first_token_at = stream.first_token_at or stream.last_token_at
-                stream.tokens.extend(choice.get("token_ids") or ())
-                stream.finish_reason = choice.get("finish_reason") or stream.finish_reason
+                if line.startswith("data: ") and line != "data: [DONE]":
+                    self._read_event(line, stream)
             if stream.finish_reason is None:
                 raise EngineError(self._dropped(len(stream.tokens)))
         except EngineError as exc:
             stream.error = exc
-        except (httpx.HTTPError, OSError, ValueError, KeyError) as exc:  # also what closing it on a stop raises
+        except (httpx.HTTPError, OSError) as exc:  # also what closing it on a stop raises
             stream.error = self._sentence(exc, len(stream.tokens))
+
+    def _read_event(self, line: str, stream: _Stream) -> None:
+        """One ``data:`` line into ``stream``. Any shape but vLLM's (``choices: []``, a string
+        ``error``, a JSON list) becomes a sentence naming what came: raised in the reader thread as
+        anything else, it left the run without an error and the user with "ended the run … (None)"."""
+        done = len(stream.tokens)
+        try:
+            event = json.loads(line[len("data: "):])
+        except ValueError as exc:
+            raise self._unreadable(done, line) from exc
+        if isinstance(event, dict) and event.get("error") is not None:  # how vLLM fails an open stream
+            error = event["error"]
+            message = error.get("message", error) if isinstance(error, dict) else error
+            raise EngineError(f"The Audex server at {self.host} failed the run after {done} tokens: "
+                              f"{str(message)[:300]}.")
+        choices = event.get("choices") if isinstance(event, dict) else None
+        choice = choices[0] if isinstance(choices, list) and choices else None
+        ids = (choice.get("token_ids") or []) if isinstance(choice, dict) else None
+        if not isinstance(ids, list) or not all(isinstance(t, int) and not isinstance(t, bool) for t in ids):
+            raise self._unreadable(done, line)
+        if ids:
+            stream.last_token_at = perf_counter()
+            stream.first_token_at = stream.first_token_at or stream.last_token_at
+        stream.tokens.extend(ids)
+        stream.finish_reason = choice.get("finish_reason") or stream.finish_reason
+
+    def _unreadable(self, done: int, sent: str | bytes | None) -> EngineError:
+        """The sentence for a reply of a shape this app cannot read, quoting its start."""
+        shown = sent.decode("utf-8", "replace") if isinstance(sent, bytes) else str(sent)
+        shown = shown if len(shown) <= 120 else f"{shown[:120]}…"
+        return EngineError(f"The Audex server at {self.host} sent a reply this app cannot read after {done} tokens "
+                           f"({shown!r}); point --audex-server at a vLLM server running the Audex plugin.")
 
     def _call(self, call: Any, *, done: int) -> Any:
         try:
@@ -284,9 +306,6 @@ class RemoteEngine:
         if isinstance(exc, httpx.ReadTimeout):
             return EngineError(f"The Audex server at {self.host} sent nothing for {self._timeout.read:g} s after "
                                f"{done} tokens, so the run was given up; the server is overloaded or stuck.")
-        if isinstance(exc, ValueError | KeyError):
-            return EngineError(f"The Audex server at {self.host} sent a reply this app cannot read after {done} tokens; "
-                               "point --audex-server at a vLLM server running the Audex plugin.")
         return EngineError(self._dropped(done))
 
     def _dropped(self, done: int) -> str:
@@ -294,15 +313,19 @@ class RemoteEngine:
                 "it may have stopped. Check the server and try again.")
 
     def _check(self, response: httpx.Response) -> None:
+        """Nothing for HTTP 200; else the refusal, with the server's message when its body has one
+        (``{"error": {"message": …}}``, ``{"error": "…"}``), else its text (a list, HTML)."""
         if response.status_code == 200:
             return
         response.read()
         try:
-            message = response.json().get("error", {}).get("message") or response.text
+            body = response.json()
         except ValueError:
-            message = response.text
+            body = None
+        error = body.get("error") if isinstance(body, dict) else None
+        message = error.get("message") if isinstance(error, dict) else error
         raise EngineError(f"The Audex server at {self.host} refused the request (HTTP {response.status_code}: "
-                          f"{message.strip()[:300]}).")
+                          f"{str(message or response.text).strip()[:300]}).")
 
     @staticmethod
     def _report(progress: Progress | None, tokens: list[int], reported: int, total: int) -> int:

@@ -126,3 +126,36 @@ def test_a_run_that_never_ends_meets_the_run_deadline(server):
     engine = RemoteEngine(server("ok", "endless_run"), read_timeout=5.0, run_deadline=1.0)
     message, took = _timed(lambda: engine.sample_stream([1, 2, 3], None, VOCAB, TTASampling(cfg_scale=1.0)))
     assert "did not complete the run within 1 s (" in message and "tokens came)" in message and took < 3
+
+
+def _stream_of(line: bytes):
+    return lambda conn: conn.sendall(SSE_HEAD + _chunk(line) + _chunk(b""))
+
+
+def _refusal(body: bytes):
+    return lambda conn: conn.sendall(
+        b"HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+
+
+ANSWERS.update({
+    "empty_choices": _stream_of(b'data: {"choices": []}\n\n'),
+    "string_error": _stream_of(b'data: {"error": "the model crashed"}\n\n'),
+    "list_event": _stream_of(b"data: [1, 2]\n\n"),
+    "list_refusal": _refusal(b'["bad", "request"]'),
+    "string_refusal": _refusal(b'{"error": "no such model"}'),
+})
+
+
+@pytest.mark.parametrize("answer, words", [
+    ("empty_choices", "sent a reply this app cannot read after 0 tokens ('data: {\"choices\": []}')"),
+    ("string_error", "failed the run after 0 tokens: the model crashed."),
+    ("list_event", "sent a reply this app cannot read after 0 tokens ('data: [1, 2]')"),
+    ("list_refusal", 'refused the request (HTTP 400: ["bad", "request"])'),
+    ("string_refusal", "refused the request (HTTP 400: no such model)"),
+])
+def test_unexpected_replies_get_our_sentence_naming_what_came(server, answer, words):
+    """Issue 44 review: each of these raised IndexError, AttributeError or TypeError in the reader
+    thread, and the user read "ended the run after 0 of at most … tokens (None)"."""
+    engine = RemoteEngine(server("ok", answer), read_timeout=5.0)
+    message, _ = _timed(lambda: engine.sample_stream([1, 2, 3], None, VOCAB, TTASampling(cfg_scale=1.0)))
+    assert words in message, message
