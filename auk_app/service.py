@@ -241,9 +241,14 @@ class Studio:
 
     def text_to_audio(self, request: AudexRequest, *, progress: Progress | None = None,
                       should_stop: Callable[[], bool] | None = None) -> TextToAudioResult:
-        """The masked run and, when asked for, the same seed without the mask (not decoded)."""
+        """The masked run and, when asked for, the same seed without the mask (not decoded).
+
+        On an Audex server both runs share one deadline, sized from the tokens the request asks for:
+        each run with its own let a request with a comparison hold the one model slot twice as long."""
         pipeline = self.audex()
         stop = dict(should_stop=should_stop)
+        if pipeline.engine is not None:
+            stop["deadline"] = pipeline.engine.request_deadline(request.tokens_asked())
         result = pipeline.generate(request.caption, progress=progress and progress("Sampling"),
                                    **request.sampling(), **stop)
         unmasked = None

@@ -29,7 +29,7 @@ from auk_app.audex.params import MAX_NEW_TOKENS, TTASampling
 from auk_app.audex.prompt import build_tta_cond_prompt, build_tta_null_prompt
 from auk_app.audex.report import build_report
 from auk_app.audex.rvq import stream_to_frames
-from auk_app.audex.sampler import Progress, ShouldStop, sample_stream, token_limit
+from auk_app.audex.sampler import Progress, SampledStream, ShouldStop, sample_stream, token_limit
 from auk_app.audex.thinker import AudexThinker, load_thinker, load_tokenizer
 from auk_app.audex.vocab import AudexVocab
 from auk_app.audex.xcodec import SAMPLE_RATE, decode_frames, load_xcodec
@@ -146,6 +146,28 @@ class AudexPipeline:
             ) from exc
         return tokenizer.encode(cond_prompt), tokenizer.encode(null_prompt)
 
+    def _sample(self, caption: str, params: TTASampling, *, progress: Progress | None,
+                should_stop: ShouldStop | None, deadline: Any) -> SampledStream:
+        """Steps 2 and 3 of :meth:`generate`: the prompts (for CFG also the null prompt of the same
+        token length), the check that they fit the model's positions, and the sampled stream."""
+        vocab = self.text[1]
+        cond_ids, null_ids = self.prompt_ids(caption, guided=params.guided)
+        if self.engine is None:
+            max_positions = self.thinker.model.config.max_position_embeddings
+        else:
+            max_positions = self.engine.max_model_len(should_stop, deadline)
+        if len(cond_ids) + token_limit(params) > max_positions:
+            raise InputError(
+                f"The caption makes a {len(cond_ids)}-token prompt; with up to {token_limit(params)} generated "
+                f"tokens that exceeds the model's {max_positions} positions. Shorten the caption or generate fewer seconds."
+            )
+        if self.engine is None:
+            return sample_stream(
+                self.thinker.model, cond_ids, null_ids, vocab, params, progress=progress, should_stop=should_stop
+            )
+        return self.engine.sample_stream(cond_ids, null_ids, vocab, params, progress=progress,
+                                         should_stop=should_stop, deadline=deadline)
+
     def generate(
         self,
         caption: str,
@@ -161,12 +183,15 @@ class AudexPipeline:
         decode: bool = True,
         progress: Progress | None = None,
         should_stop: ShouldStop | None = None,
+        deadline: Any = None,
     ) -> AudexResult:
         """Generate one clip for ``caption``.
 
         Raises InputError for bad values (before any model work), CheckpointError when weights
         cannot be loaded, Cancelled when ``should_stop()`` turns True between tokens.
-        ``progress(done, total)`` is called after every generated token.
+        ``progress(done, total)`` is called after every generated token. ``deadline`` (a
+        :class:`auk_app.audex.remote.Deadline`) bounds the engine's calls, shared with the request's
+        other runs; the in-process sampler has no server to wait for and ignores it.
         """
         # 1. Check the request.
         caption = check_caption(caption, Limits())
@@ -180,28 +205,13 @@ class AudexPipeline:
             seed=seed,
             use_mask=use_mask,
         )
-        vocab = self.text[1]
-        # 2. Prompts: conditional, and for CFG the null prompt of the same token length.
-        cond_ids, null_ids = self.prompt_ids(caption, guided=params.guided)
-        if self.engine is None:
-            max_positions = self.thinker.model.config.max_position_embeddings
-        else:
-            max_positions = self.engine.max_model_len(should_stop)
-        if len(cond_ids) + token_limit(params) > max_positions:
-            raise InputError(
-                f"The caption makes a {len(cond_ids)}-token prompt; with up to {token_limit(params)} generated "
-                f"tokens that exceeds the model's {max_positions} positions. Shorten the caption or generate fewer seconds."
-            )
-        # 3. Sample the stream.
-        if self.engine is None:
-            stream = sample_stream(
-                self.thinker.model, cond_ids, null_ids, vocab, params, progress=progress, should_stop=should_stop
-            )
-        else:
-            stream = self.engine.sample_stream(
-                cond_ids, null_ids, vocab, params, progress=progress, should_stop=should_stop
-            )
+        # 2. Prompts and 3. the sampled stream.
+        stream = self._sample(caption, params, progress=progress, should_stop=should_stop, deadline=deadline)
         # 4. Report, then keep whole frames and decode.
+        return self._result(stream, self.text[1], params, decode=decode)
+
+    def _result(self, stream: SampledStream, vocab: AudexVocab, params: TTASampling, *, decode: bool) -> AudexResult:
+        """Step 4 of :meth:`generate`: the validity report, then whole frames decoded (when asked)."""
         codec_ids = vocab.codec_ids(stream.token_ids)
         report = build_report(stream.token_ids, stream.end_reason, vocab)
         waveform = None

@@ -10,8 +10,10 @@ server's plugin keeps the pair step-locked and token-identical, and this client 
 Failures become one sentence (:class:`EngineError`): a server that cannot be reached, one that
 sends nothing for ``read_timeout`` seconds, one that refuses the request, and one that drops the
 connection mid-stream. Per-read timeouts alone let a server that drips (a keep-alive every 30 s
-and no tokens, or a model list a byte at a time) hold a run for ever, so every call also has an
-overall deadline, a run gives up after ``read_timeout`` seconds without a new token, and the
+and no tokens, or a model list a byte at a time) hold a run for ever, so the model list has a
+deadline of its own, a run gives up after ``no_token_timeout`` seconds without a new token, and
+each request has one overall :class:`Deadline`, sized from the tokens it asks for and shared by
+all its calls (a comparison run is a second run of the same request, not a second allowance). The
 caller's thread does all its waiting where Stop reaches it, holding no lock over the network.
 """
 
@@ -40,11 +42,37 @@ _POLL_SECONDS = 0.05  # how often the caller's thread looks at should_stop and p
 # process's parsing the bottleneck at 8 users on 2 cores; 16 tokens is a tenth of a second of audio.
 _STREAM_INTERVAL = 16
 CALL_DEADLINE_SECONDS = 15.0  # the whole /v1/models exchange, however the bytes arrive
-RUN_DEADLINE_SECONDS = 600.0  # one run's streams, start to end: 4000 tokens take well under a minute
+# A request's deadline: a start-up allowance (the model list, the server's queue, the prompt) plus
+# 1 s per TOKEN_RATE_FLOOR tokens asked, at most MAX_REQUEST_SECONDS. One user gets well over 100
+# tokens/s (4000 tokens in well under a minute); a server averaging under 20 is overloaded or stuck.
+DEADLINE_ALLOWANCE_SECONDS = 30.0
+TOKEN_RATE_FLOOR = 20.0
+MAX_REQUEST_SECONDS = 600.0
 
 
 class EngineError(AppError):
     """The Audex server could not serve a run; the message says what happened and what to do."""
+
+
+@dataclass(frozen=True)
+class Deadline:
+    """When a request's time on the server ends, shared by every call it makes: with a per-call
+    limit, a request with a comparison run could hold the one model slot for two full allowances."""
+
+    seconds: float
+    basis: str  # how it was sized, for the sentence
+    ends_at: float  # perf_counter() time
+
+    @classmethod
+    def after(cls, seconds: float, basis: str) -> Deadline:
+        return cls(seconds, basis, perf_counter() + seconds)
+
+    @classmethod
+    def for_tokens(cls, tokens: int) -> Deadline:
+        """Sized from the tokens a request may generate over all its runs."""
+        seconds = min(MAX_REQUEST_SECONDS, DEADLINE_ALLOWANCE_SECONDS + tokens / TOKEN_RATE_FLOOR)
+        return cls.after(seconds, f"{DEADLINE_ALLOWANCE_SECONDS:g} s plus 1 s per {TOKEN_RATE_FLOOR:g} of the "
+                                  f"{tokens} tokens asked, at most {MAX_REQUEST_SECONDS:g} s")
 
 
 def check_server_url(url: str) -> str:
@@ -91,41 +119,50 @@ class RemoteEngine:
     """A vLLM server running the Audex plugin, addressed by its base URL (``http://host:8000``)."""
 
     def __init__(self, url: str, *, connect_timeout: float = 5.0, read_timeout: float = 60.0,
-                 call_deadline: float = CALL_DEADLINE_SECONDS, run_deadline: float = RUN_DEADLINE_SECONDS) -> None:
+                 no_token_timeout: float | None = None, call_deadline: float = CALL_DEADLINE_SECONDS) -> None:
+        """``read_timeout`` bounds each read of the socket, ``no_token_timeout`` (default: the same)
+        the time between tokens, whatever else arrives; ``call_deadline`` the model list's whole exchange."""
         self.url = check_server_url(url)
         self.host = server_host(url)
         self._timeout = httpx.Timeout(read_timeout, connect=connect_timeout)
-        self.call_deadline, self.run_deadline = call_deadline, run_deadline
+        self.no_token_timeout = read_timeout if no_token_timeout is None else no_token_timeout
+        self.call_deadline = call_deadline
         self._model: dict[str, Any] | None = None
         self._lock = threading.Lock()  # guards _model only; never held while the network is waited on
+
+    @staticmethod
+    def request_deadline(tokens: int) -> Deadline:
+        """The deadline of a request that may generate ``tokens`` over all its runs, starting now."""
+        return Deadline.for_tokens(tokens)
 
     def _client(self) -> httpx.Client:
         return httpx.Client(base_url=self.url, timeout=self._timeout)
 
-    def model(self, should_stop: ShouldStop | None = None) -> dict[str, Any]:
+    def model(self, should_stop: ShouldStop | None = None, deadline: Deadline | None = None) -> dict[str, Any]:
         """The served model's card from ``/v1/models`` (``id``, ``max_model_len``), read once,
-        within ``call_deadline`` seconds however the server drips it; Stop ends the wait."""
+        within ``call_deadline`` seconds (and the request's ``deadline``) however the server drips
+        it; Stop ends the wait."""
         if self._model is None:
             fetched = _Stream({})
             with self._client() as client:
                 request = client.build_request("GET", "/v1/models")
                 thread = threading.Thread(target=self._fetch, args=(client, request, fetched), daemon=True)
                 thread.start()
-                self._wait([thread], [fetched], should_stop, started=perf_counter(), deadline=self.call_deadline,
-                           what="the model list (/v1/models)")
+                self._wait([thread], [fetched], should_stop, started=perf_counter(), call_limit=self.call_deadline,
+                           deadline=deadline, what="the model list (/v1/models)")
             if fetched.error is not None:
                 raise fetched.error
             try:
                 card = json.loads(fetched.reply)["data"][0]
                 card = {"id": str(card["id"]), "max_model_len": int(card["max_model_len"])}
             except (ValueError, KeyError, IndexError, TypeError) as exc:
-                raise self._sentence(exc, 0) from exc
+                raise self._unreadable(0, fetched.reply) from exc
             with self._lock:
                 self._model = self._model or card
         return self._model
 
-    def max_model_len(self, should_stop: ShouldStop | None = None) -> int:
-        return self.model(should_stop)["max_model_len"]
+    def max_model_len(self, should_stop: ShouldStop | None = None, deadline: Deadline | None = None) -> int:
+        return self.model(should_stop, deadline)["max_model_len"]
 
     def sample_stream(
         self,
@@ -136,10 +173,13 @@ class RemoteEngine:
         *,
         progress: Progress | None = None,
         should_stop: ShouldStop | None = None,
+        deadline: Deadline | None = None,
     ) -> SampledStream:
-        """What :func:`auk_app.audex.sampler.sample_stream` returns, sampled on the server."""
+        """What :func:`auk_app.audex.sampler.sample_stream` returns, sampled on the server before
+        ``deadline`` (the request's; without one, a deadline sized for this run alone)."""
         total = token_limit(params)
-        model_id = self.model(should_stop)["id"]
+        deadline = deadline or Deadline.for_tokens(total)
+        model_id = self.model(should_stop, deadline)["id"]
         streams = [_Stream(self._body(model_id, cond_ids, vocab, params, total))]
         if params.guided:
             if null_ids is None or len(null_ids) != len(cond_ids):
@@ -159,7 +199,7 @@ class RemoteEngine:
             threads = [threading.Thread(target=self._run, args=(client, s), daemon=True) for s in streams]
             for thread in threads:
                 thread.start()
-            self._wait(threads, streams, should_stop, started=started, deadline=self.run_deadline,
+            self._wait(threads, streams, should_stop, started=started, deadline=deadline,
                        what="the run", progress=progress, total=total)
         for stream in streams:
             if stream.error is not None:
@@ -185,10 +225,12 @@ class RemoteEngine:
         )
 
     def _wait(self, threads: list[threading.Thread], streams: list[_Stream], should_stop: ShouldStop | None, *,
-              started: float, deadline: float, what: str, progress: Progress | None = None, total: int = 0) -> None:
+              started: float, deadline: Deadline | None, what: str, call_limit: float | None = None,
+              progress: Progress | None = None, total: int = 0) -> None:
         """Wait in the caller's thread for ``threads`` (one per stream), reporting progress, until they end,
-        one fails, Stop is pressed (Cancelled), ``deadline`` seconds pass or no token came for the read
-        timeout (EngineError); then hang up every connection, which ends the threads and vLLM's requests."""
+        one fails, Stop is pressed (Cancelled), ``call_limit`` seconds pass, the request's ``deadline`` comes
+        or no token came for ``no_token_timeout`` (EngineError); then hang up every connection, which ends
+        the threads and vLLM's requests."""
         reported = 0
         try:
             while alive := [t for t in threads if t.is_alive()]:
@@ -196,7 +238,7 @@ class RemoteEngine:
                 if any(s.error is not None for s in streams):
                     break
                 reported = self._report(progress, streams[0].tokens, reported, total)
-                self._check_clock(streams, started, deadline, what)
+                self._check_clock(streams, started, call_limit, deadline, what)
                 alive[0].join(_POLL_SECONDS)
             self._check_stop(should_stop, streams[0], total)  # a Stop pressed as the streams ended still stops
         finally:
@@ -211,16 +253,22 @@ class RemoteEngine:
             done = f"after {len(stream.tokens)} of at most {total} tokens" if total else "before it started"
             raise Cancelled(f"Generation was stopped {done}, so no audio was made. Press Generate to start again.")
 
-    def _check_clock(self, streams: list[_Stream], started: float, deadline: float, what: str) -> None:
-        """The overall deadline; for a run, also the read timeout counted between tokens, not bytes."""
+    def _check_clock(self, streams: list[_Stream], started: float, call_limit: float | None,
+                     deadline: Deadline | None, what: str) -> None:
+        """The call's own limit, the request's deadline and, for a run, the time since the last token
+        (keep-alives do not count); the sentence names the one that was hit."""
         now, done = perf_counter(), len(streams[0].tokens)
         run = what == "the run"
-        if now - started > deadline:
-            raise EngineError(f"The Audex server at {self.host} did not complete {what} within {deadline:g} s"
-                              f"{f' ({done} tokens came)' if run else ''}, so the run was given up; the server is "
-                              "overloaded or stuck.")
-        if run and now - min(s.last_token_at for s in streams) > self._timeout.read:
-            raise EngineError(f"The Audex server at {self.host} sent no tokens for {self._timeout.read:g} s after "
+        came = f" ({done} tokens came)" if run else ""
+        if call_limit is not None and now - started > call_limit:
+            raise EngineError(f"The Audex server at {self.host} did not complete {what} within {call_limit:g} s"
+                              f"{came}, so the run was given up; the server is overloaded or stuck.")
+        if deadline is not None and now > deadline.ends_at:
+            raise EngineError(f"The Audex server at {self.host} did not complete the request within its "
+                              f"{deadline.seconds:g} s deadline ({deadline.basis}; hit during {what}{came}), so "
+                              "the run was given up; the server is overloaded or stuck.")
+        if run and now - min(s.last_token_at for s in streams) > self.no_token_timeout:
+            raise EngineError(f"The Audex server at {self.host} sent no tokens for {self.no_token_timeout:g} s after "
                               f"{done} tokens, so the run was given up; the server is overloaded or stuck.")
 
     def _fetch(self, client: httpx.Client, request: httpx.Request, into: _Stream) -> None:
@@ -252,24 +300,46 @@ class RemoteEngine:
             stream.response = self._call(lambda: client.send(request, stream=True), done=0)
             self._check(stream.response)
             for line in stream.response.iter_lines():
-                if not line.startswith("data: ") or line == "data: [DONE]":
-                    continue
-                event = json.loads(line[len("data: "):])
-                if "error" in event:  # vLLM reports a failure inside an open stream this way
-                    raise EngineError(f"The Audex server at {self.host} failed the run after {len(stream.tokens)} "
-                                      f"tokens: {str(event['error'].get('message', event['error']))[:300]}.")
-                choice = event["choices"][0]
-                if choice.get("token_ids"):
-                    stream.last_token_at = perf_counter()
-                    stream.first_token_at = stream.first_token_at or stream.last_token_at
-                stream.tokens.extend(choice.get("token_ids") or ())
-                stream.finish_reason = choice.get("finish_reason") or stream.finish_reason
+                if line.startswith("data: ") and line != "data: [DONE]":
+                    self._read_event(line, stream)
             if stream.finish_reason is None:
                 raise EngineError(self._dropped(len(stream.tokens)))
         except EngineError as exc:
             stream.error = exc
-        except (httpx.HTTPError, OSError, ValueError, KeyError) as exc:  # also what closing it on a stop raises
+        except (httpx.HTTPError, OSError) as exc:  # also what closing it on a stop raises
             stream.error = self._sentence(exc, len(stream.tokens))
+
+    def _read_event(self, line: str, stream: _Stream) -> None:
+        """One ``data:`` line into ``stream``. Any shape but vLLM's (``choices: []``, a string
+        ``error``, a JSON list) becomes a sentence naming what came: raised in the reader thread as
+        anything else, it left the run without an error and the user with "ended the run … (None)"."""
+        done = len(stream.tokens)
+        try:
+            event = json.loads(line[len("data: "):])
+        except ValueError as exc:
+            raise self._unreadable(done, line) from exc
+        if isinstance(event, dict) and event.get("error") is not None:  # how vLLM fails an open stream
+            error = event["error"]
+            message = error.get("message", error) if isinstance(error, dict) else error
+            raise EngineError(f"The Audex server at {self.host} failed the run after {done} tokens: "
+                              f"{str(message)[:300]}.")
+        choices = event.get("choices") if isinstance(event, dict) else None
+        choice = choices[0] if isinstance(choices, list) and choices else None
+        ids = (choice.get("token_ids") or []) if isinstance(choice, dict) else None
+        if not isinstance(ids, list) or not all(isinstance(t, int) and not isinstance(t, bool) for t in ids):
+            raise self._unreadable(done, line)
+        if ids:
+            stream.last_token_at = perf_counter()
+            stream.first_token_at = stream.first_token_at or stream.last_token_at
+        stream.tokens.extend(ids)
+        stream.finish_reason = choice.get("finish_reason") or stream.finish_reason
+
+    def _unreadable(self, done: int, sent: str | bytes | None) -> EngineError:
+        """The sentence for a reply of a shape this app cannot read, quoting its start."""
+        shown = sent.decode("utf-8", "replace") if isinstance(sent, bytes) else str(sent)
+        shown = shown if len(shown) <= 120 else f"{shown[:120]}…"
+        return EngineError(f"The Audex server at {self.host} sent a reply this app cannot read after {done} tokens "
+                           f"({shown!r}); point --audex-server at a vLLM server running the Audex plugin.")
 
     def _call(self, call: Any, *, done: int) -> Any:
         try:
@@ -284,9 +354,6 @@ class RemoteEngine:
         if isinstance(exc, httpx.ReadTimeout):
             return EngineError(f"The Audex server at {self.host} sent nothing for {self._timeout.read:g} s after "
                                f"{done} tokens, so the run was given up; the server is overloaded or stuck.")
-        if isinstance(exc, ValueError | KeyError):
-            return EngineError(f"The Audex server at {self.host} sent a reply this app cannot read after {done} tokens; "
-                               "point --audex-server at a vLLM server running the Audex plugin.")
         return EngineError(self._dropped(done))
 
     def _dropped(self, done: int) -> str:
@@ -294,15 +361,19 @@ class RemoteEngine:
                 "it may have stopped. Check the server and try again.")
 
     def _check(self, response: httpx.Response) -> None:
+        """Nothing for HTTP 200; else the refusal, with the server's message when its body has one
+        (``{"error": {"message": …}}``, ``{"error": "…"}``), else its text (a list, HTML)."""
         if response.status_code == 200:
             return
         response.read()
         try:
-            message = response.json().get("error", {}).get("message") or response.text
+            body = response.json()
         except ValueError:
-            message = response.text
+            body = None
+        error = body.get("error") if isinstance(body, dict) else None
+        message = error.get("message") if isinstance(error, dict) else error
         raise EngineError(f"The Audex server at {self.host} refused the request (HTTP {response.status_code}: "
-                          f"{message.strip()[:300]}).")
+                          f"{str(message or response.text).strip()[:300]}).")
 
     @staticmethod
     def _report(progress: Progress | None, tokens: list[int], reported: int, total: int) -> int:

@@ -83,6 +83,11 @@ class AudexRequest:
     def codec_cap(self) -> int:
         return codec_cap(self.max_seconds)
 
+    def tokens_asked(self) -> int:
+        """Most tokens the request's runs may generate together: the masked run's cap and its end
+        token, plus the comparison run's cap."""
+        return self.codec_cap + 1 + (self.codec_cap if self.compare_unmasked else 0)
+
     def sampling(self, *, use_mask: bool = True) -> dict[str, Any]:
         """The keyword arguments of ``AudexPipeline.generate`` for this request."""
         return dict(cfg_scale=self.cfg, codec_cap=self.codec_cap, temperature=self.temperature, top_k=self.top_k,

@@ -11,6 +11,7 @@ type, never as Gradio's generic error text.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
 import re
@@ -18,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import anyio
 import gradio as gr
 from gradio.route_utils import get_root_url
 from gradio.utils import get_upload_folder
@@ -31,7 +33,7 @@ from auk_app.auk.request import EditRequest, edit_problems
 from auk_app.errors import AppError, Cancelled
 from auk_app.service import ModelEntry, Studio
 from auk_app.validate import check_flag
-from auk_app.ui.runs import Admission, Runs
+from auk_app.ui.runs import Admission, Busy, Runs, client_gone
 from auk_app.ui.zerogpu import gpu
 
 log = logging.getLogger(__name__)
@@ -223,6 +225,39 @@ class Handlers:
         self.edit_audio = self._runs.stoppable(gpu(self.edit_gpu_seconds)(self._edit_audio))
         self.edit_from_ui = self._runs.stoppable(gpu(self.edit_gpu_seconds)(self._edit_from_ui))
         self.text_to_audio = self._runs.stoppable(gpu(self.audex_gpu_seconds)(self._text_to_audio))
+        # Validators: Gradio runs them inside the client's join request, before the request is queued.
+        self.check_edit = self._validator(self._edit_audio, self._edit_problems, room_first=True)
+        self.check_audex = self._validator(self._text_to_audio, self._audex_problems)
+
+    def _validator(self, handler, problems_of, *, room_first: bool = False):
+        """A validator for ``handler``: ``problems_of(values)`` in a worker thread, then a place in the
+        model queue (Admission). ``room_first`` refuses a full queue before the (decoding) checks.
+
+        It takes ``handler``'s signature so that Gradio passes it the join's gr.Request: a client that
+        gave up while the upload check ran (gradio_client's join times out after 5 s) never opens its
+        stream, so nothing else would stop its event from running for nobody; here it is not queued.
+        A full queue is a failed verdict, not gr.Error: Gradio answers that with HTTP 422 and its
+        text, which gradio_client raises as ValidationError, where a gr.Error was a bare HTTP 400.
+        """
+        names = inputs_of(handler)
+
+        @functools.wraps(handler)
+        async def validate(*args, **kwargs):
+            values = _named(handler, args, kwargs)
+            try:
+                if room_first:
+                    self.admission.check_room()  # before the upload check decodes anything
+                problems = await anyio.to_thread.run_sync(problems_of, values)
+                if not problems:
+                    if await client_gone(values.get("request")):
+                        problems = {names[0]: "The client went away during the checks, so the request was not queued."}
+                    else:
+                        self.admission.reserve()
+            except Busy as exc:
+                problems = {names[0]: str(exc)}
+            return _verdicts(names, problems)
+
+        return validate
 
     # ------------------------------------------------------------------ ZeroGPU budgets (same arguments as the handlers)
 
@@ -247,11 +282,8 @@ class Handlers:
 
     # ------------------------------------------------------------------ AuK
 
-    def check_edit(self, *args, **kwargs):
-        """Validator: the upload check, the model name and every knob, then a place in the model queue
-        (Admission), before the request is queued."""
-        self.admission.check_room()  # before the upload check decodes anything
-        values = _named(self._edit_audio, args, kwargs)
+    def _edit_problems(self, values: dict[str, Any]) -> dict[str, str]:
+        """Every input's problem (the upload check, the model name, every knob), by input name."""
         problems = _drop_random_seed(values)
         problems.update(edit_problems(values, self.limits))
         if values["audio"] is not None:
@@ -266,9 +298,7 @@ class Handlers:
             self.studio.entry(values["model"])
         except AppError as exc:
             problems["model"] = str(exc)
-        if not problems:
-            self.admission.reserve()
-        return _verdicts(inputs_of(self._edit_audio), problems)
+        return problems
 
     def _edit_audio(self, audio=None, instruction=None, model="auto", seconds=0, nfe=None, cfg=None, sway=None,
                     t_grid=None, seed=0, randomize_seed=True, vae_sample=True, region_start=None, region_end=None,
@@ -321,16 +351,13 @@ class Handlers:
 
     # ------------------------------------------------------------------ Audex
 
-    def check_audex(self, *args, **kwargs):
-        """Validator for text-to-audio: each knob through AudexRequest's own checks."""
-        values = _named(self._text_to_audio, args, kwargs)
+    def _audex_problems(self, values: dict[str, Any]) -> dict[str, str]:
+        """Every knob's problem, through AudexRequest's own checks, by input name."""
         problems = _drop_random_seed(values)
         if values["max_seconds"] is None:
             values["max_seconds"] = self.audex_seconds
         problems.update(audex_problems(values, self.limits))
-        if not problems:
-            self.admission.reserve()
-        return _verdicts(inputs_of(self._text_to_audio), problems)
+        return problems
 
     def _text_to_audio(self, caption=None, cfg=AUDEX_DEFAULTS.cfg_scale, max_seconds=None,
                        temperature=AUDEX_DEFAULTS.temperature, top_k=AUDEX_DEFAULTS.top_k, seed=0,

@@ -9,10 +9,14 @@ pipelines check between steps (and Audex between tokens):
   coroutine ends at once and raises the flag on its way out, so the thread ends within one step
   and the next request waits at most that long for the pipeline's lock.
 * A client that disconnects (a closed tab, a killed script) is not cancelled by Gradio 6: its
-  SSE stream only marks the session's queued events dead (``Event.alive``). A watcher polls that
-  mark and raises the flag; a request already marked dead when its turn comes is not started at
-  all (the flag would only be seen after loading and conditioning, at the first step). This reads the queue's internals, pinned with the gradio version and
-  held by tests/app/test_cancel.py.
+  SSE stream only marks the session's queued events dead (``Event.alive``), and a browser whose
+  heartbeat drops marks them closed (``Event.closed``), which Gradio itself runs anyway. A watcher
+  polls both marks and raises the flag; a request already marked when its turn comes is not started
+  at all (the flag would only be seen after loading and conditioning, at the first step). This reads
+  the queue's internals, pinned with the gradio version and held by tests/app/test_cancel.py.
+* A client that gives up during its join (the validator's upload check can take seconds) never
+  opens its stream, so nothing marks its event: the validators ask the join's own HTTP request
+  (:func:`client_gone`) after the check and queue nothing for a client that has hung up.
 """
 
 from __future__ import annotations
@@ -29,10 +33,17 @@ from typing import Any
 import anyio
 import gradio as gr
 
+from auk_app.errors import AppError
+
 DISCONNECT_POLL_SECONDS = 0.2
 # A validated request is in Gradio's queue within milliseconds; a reservation never matched to
 # an event (its push failed after validation) stops counting after this.
 ADMISSION_GRACE_SECONDS = 5.0
+
+
+class Busy(AppError):
+    """The model queue is full; the message names the cap. Validators return it as a failed verdict,
+    the one refusal Gradio answers with its text (HTTP 422) and gradio_client raises with it."""
 
 
 class Admission:
@@ -59,14 +70,14 @@ class Admission:
         self._blocks, self.cap = blocks, cap
 
     def check_room(self) -> None:
-        """Raise gr.Error naming the limit if the model queue is full, reserving nothing: a cheap
+        """Raise Busy naming the limit if the model queue is full, reserving nothing: a cheap
         check before the upload check decodes, so a burst of refused requests decodes nothing."""
         if self.cap is not None:
             with self._lock:
                 self._refuse_if_full(time.monotonic())
 
     def reserve(self) -> None:
-        """Take a place in the model queue, or raise gr.Error naming the limit."""
+        """Take a place in the model queue, or raise Busy naming the limit."""
         if self.cap is None:
             return
         now = time.monotonic()
@@ -81,9 +92,8 @@ class Admission:
         self._seen = present
         self._reserved = [t for t in self._reserved if now - t < ADMISSION_GRACE_SECONDS]
         if waiting + len(self._reserved) >= self.cap:
-            raise gr.Error(f"The server is busy: {waiting + len(self._reserved)} requests are already waiting "
-                           f"for the model, the most it queues is {self.cap}. Try again in a minute.",
-                           print_exception=False)
+            raise Busy(f"The server is busy: {waiting + len(self._reserved)} requests are already waiting "
+                       f"for the model, the most it queues is {self.cap}. Try again in a minute.")
 
     def _model_events(self) -> tuple[int, set[str]]:
         """(model events waiting, ids of those waiting or running) in Gradio's queue, read from its
@@ -153,13 +163,23 @@ async def _watch_disconnect(request: gr.Request | None, flag: threading.Event) -
 
 
 def _disconnected(request: gr.Request | None) -> bool:
-    """Whether Gradio has marked a running event of the caller's session dead (its client went away)."""
+    """Whether Gradio has marked a running event of the caller's session dead (its stream went away)
+    or closed (its browser's heartbeat stopped): either way nobody will read the result."""
     session = _session(request)
     app = getattr(getattr(request, "request", None), "app", None)
     if session is None or app is None:
         return False
     queue = app.get_blocks()._queue
-    return any(not event.alive for job in queue.active_jobs if job for event in job if event.session_hash == session)
+    return any(not event.alive or getattr(event, "closed", False)
+               for job in queue.active_jobs if job for event in job if event.session_hash == session)
+
+
+async def client_gone(request: gr.Request | None) -> bool:
+    """Whether the client of ``request``'s HTTP request has hung up. Meaningful in a validator, whose
+    request is the queue join still waiting for its reply; once a reply is sent, uvicorn reports
+    every request as disconnected."""
+    is_disconnected = getattr(getattr(request, "request", None), "is_disconnected", None)
+    return is_disconnected is not None and bool(await is_disconnected())
 
 
 def _session(request: gr.Request | None) -> str | None:

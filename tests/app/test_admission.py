@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import inspect
 import threading
 import time
 import uuid
 
 import httpx
+import pytest
 
 from auk_app.errors import Cancelled
 
@@ -15,6 +17,12 @@ ARRIVALS = 40
 
 def _edit_fn_index(demo) -> int:
     return next(fn_id for fn_id, fn in demo.fns.items() if fn.api_name == "edit_audio")
+
+
+def _handlers(demo):
+    """The Handlers behind ``demo``'s event functions."""
+    edit = next(fn for fn in demo.fns.values() if fn.api_name == "edit_audio")
+    return inspect.unwrap(edit.fn).__self__
 
 
 def _join(url: str, fn_index: int) -> httpx.Response:
@@ -53,16 +61,98 @@ def test_simultaneous_arrivals_cannot_pass_the_cap_and_model_info_still_answers(
         assert len(replies) == ARRIVALS
         running = app.studio.config.auk_batch  # the edit queue runs this many at once (batched steps)
         assert QUEUE_MAX_SIZE <= len(admitted) <= QUEUE_MAX_SIZE + running  # the cap, plus those already running
-        assert all(f"the most it queues is {QUEUE_MAX_SIZE}. Try again in a minute." in r.json()["detail"]
-                   for r in refused)
+        assert all(r.status_code == 422 and f"the most it queues is {QUEUE_MAX_SIZE}. Try again in a minute."
+                   in _refusal(r) for r in refused)
         started = time.monotonic()
         info = client_for(app.url).predict(api_name="/model_info")
         assert info["default_model"] == "demo" and time.monotonic() - started < 30
     finally:
         release.set()
-        deadline = time.monotonic() + 60  # let the admitted ones end before the next test
-        while (len(app.demo._queue) or any(app.demo._queue.active_jobs)) and time.monotonic() < deadline:
-            time.sleep(0.1)
+        _drain(app.demo)  # let the admitted ones end before the next test
+
+
+def _refusal(reply: httpx.Response) -> str:
+    """The sentences of a refused join: a validator's verdicts (HTTP 422) or Gradio's own detail."""
+    detail = reply.json()["detail"]
+    return detail if isinstance(detail, str) else " ".join(v["message"] for v in detail if not v["is_valid"])
+
+
+def _drain(demo) -> None:
+    """Wait (up to a minute) until nothing is queued or running."""
+    deadline = time.monotonic() + 60
+    while (len(demo._queue) or any(demo._queue.active_jobs)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
+def _upload(url: str, path) -> dict:
+    """``path`` uploaded as a client does, as the FileData a raw join sends for it."""
+    with open(path, "rb") as handle:
+        reply = httpx.post(f"{url.rstrip('/')}/gradio_api/upload", files={"files": (path.name, handle)}, timeout=30)
+    reply.raise_for_status()
+    return {"path": reply.json()[0], "orig_name": path.name, "meta": {"_type": "gradio.FileData"}}
+
+
+def test_a_client_that_gives_up_during_the_upload_check_costs_no_run(app, clips, client_for, monkeypatch):
+    """Issue 44 item 4: gradio_client timed out in its join while the upload check ran, never opened
+    its stream, so Gradio kept the event alive and ran it for nobody. The validator looks again after
+    the check: the abandoned request is never queued, and the next one still runs."""
+    from gradio_client.exceptions import AppError
+
+    from auk_app.ui import handlers as handlers_module
+
+    real_check = handlers_module.upload_check.check_upload
+    checking, gave_up, checked = threading.Event(), threading.Event(), threading.Event()
+
+    def slow_check(*args):  # the client's patience runs out while this waits
+        checking.set()
+        assert gave_up.wait(30), "the client never gave up"
+        time.sleep(0.5)  # the server's loop reads the client's FIN within milliseconds; give it that
+        try:
+            return real_check(*args)
+        finally:
+            checked.set()
+
+    edits = []
+
+    def recorded(edit, *args, **kwargs):
+        edits.append(edit.instruction)
+        raise AppError("recorded, not run")
+
+    monkeypatch.setattr(handlers_module.upload_check, "check_upload", slow_check)
+    monkeypatch.setattr(app.studio, "edit", recorded)
+    data = [_upload(app.url, clips.voice), "Abandoned.", "auto", 1, None, None, None, "", 0, True, True, None, None]
+    body = {"data": data, "fn_index": _edit_fn_index(app.demo), "session_hash": uuid.uuid4().hex,
+            "event_data": None, "trigger_id": None}
+    try:
+        httpx.post(f"{app.url.rstrip('/')}/gradio_api/queue/join", json=body, timeout=1.0)
+        raise AssertionError("the join answered before the client gave up")
+    except httpx.ReadTimeout:
+        gave_up.set()
+    assert checking.is_set() and checked.wait(30)
+    monkeypatch.setattr(handlers_module.upload_check, "check_upload", real_check)
+    # The next request is validated after the abandoned one's check (its client takes longer to set
+    # up than the validator's last steps) and queued behind it; once the queue has drained, anything
+    # queued has started.
+    try:
+        client_for(app.url).predict(instruction="Say hi.", seconds=1, api_name="/edit_audio")
+    except AppError:
+        pass
+    _drain(app.demo)
+    assert edits == ["Say hi."]
+
+
+def test_a_full_queue_refuses_gradio_client_with_our_sentence(app, monkeypatch):
+    """Issue 44 item 3's refusal reaches gradio_client as our sentence, not a bare HTTP 400."""
+    from gradio_client import Client
+    from gradio_client.exceptions import ValidationError
+
+    monkeypatch.setattr(_handlers(app.demo).admission, "cap", 0)
+    client = Client(app.url, verbose=False)
+    with pytest.raises(ValidationError, match=r"The server is busy: \d+ requests are already waiting for the model, "
+                                              r"the most it queues is 0\. Try again in a minute\."):
+        client.predict(instruction="Say hi.", seconds=1, api_name="/edit_audio")
+    with pytest.raises(ValidationError, match="the most it queues is 0"):
+        client.predict(caption="rain", api_name="/text_to_audio")
 
 
 def test_the_pages_generate_counts_against_the_cap_like_the_api(app):
@@ -70,6 +160,4 @@ def test_the_pages_generate_counts_against_the_cap_like_the_api(app):
     from auk_app.ui.app import GPU_QUEUE
 
     model_events = {fn.api_name for fn in app.demo.fns.values() if fn.concurrency_id in ("auk", GPU_QUEUE) and fn.queue}
-    from auk_app.ui.handlers import Handlers
-
-    assert model_events == set(Handlers(app.studio).admission.api_names) == {"edit_audio", "_edit_from_ui", "text_to_audio"}
+    assert model_events == set(_handlers(app.demo).admission.api_names) == {"edit_audio", "_edit_from_ui", "text_to_audio"}

@@ -97,11 +97,14 @@ def test_the_uploads_verdict_is_queued_and_budgeted_like_inspect_audio(app, hand
     assert "921.4 million samples" in verdict and "Export it at 48 kHz or less" in verdict and length is None
 
 
-def test_a_request_whose_client_is_gone_is_not_started(handlers, monkeypatch):
-    """Gradio marks a gone client's events dead; a run whose turn comes after that costs nothing."""
+@pytest.mark.parametrize("mark", [{"alive": False, "closed": False}, {"alive": True, "closed": True}],
+                         ids=["stream-gone", "heartbeat-gone"])
+def test_a_request_whose_client_is_gone_is_not_started(handlers, monkeypatch, mark):
+    """Gradio marks a gone client's events dead (its stream dropped) or closed (its browser's heartbeat
+    stopped; Gradio still runs those); a run whose turn comes after either costs nothing."""
     import gradio as gr
 
-    queue = SimpleNamespace(active_jobs=[[SimpleNamespace(session_hash="gone", alive=False)]])
+    queue = SimpleNamespace(active_jobs=[[SimpleNamespace(session_hash="gone", **mark)]])
     app = SimpleNamespace(get_blocks=lambda: SimpleNamespace(_queue=queue))
     gone = SimpleNamespace(session_hash="gone", request=SimpleNamespace(app=app))
     started = []
@@ -127,8 +130,8 @@ def test_a_full_model_queue_refuses_before_the_upload_is_decoded(app, handlers, 
     queue = SimpleNamespace(event_queue_per_concurrency_id={}, active_jobs=[])
     full.bind(SimpleNamespace(_queue=queue), cap=0)
     monkeypatch.setattr(handlers, "admission", full)
-    with pytest.raises(gr.Error, match="the most it queues is 0"):
-        handlers.check_edit(clips.voice, "Raise the volume by 3 dB.")
+    verdicts = asyncio.run(handlers.check_edit(clips.voice, "Raise the volume by 3 dB."))
+    assert "the most it queues is 0" in verdicts[0]["message"] and not verdicts[0]["is_valid"]
     assert decoded == []
 
 
