@@ -120,7 +120,7 @@ def test_a_client_that_gives_up_during_the_upload_check_costs_no_run(app, clips,
 
     monkeypatch.setattr(handlers_module.upload_check, "check_upload", slow_check)
     monkeypatch.setattr(app.studio, "edit", recorded)
-    data = [_upload(app.url, clips.voice), "Abandoned.", "auto", 1, None, None, None, "", 0, True, True, None, None]
+    data = [_upload(app.url, clips.voice), "Abandoned.", "auto", 1, None, None, None, "", 0, True, True, None, None, False]
     body = {"data": data, "fn_index": _edit_fn_index(app.demo), "session_hash": uuid.uuid4().hex,
             "event_data": None, "trigger_id": None}
     try:
