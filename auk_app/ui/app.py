@@ -24,7 +24,7 @@ from typing import Any
 import gradio as gr
 
 from auk_app import instructions
-from auk_app.ui import outputs
+from auk_app.ui import figures, outputs
 from auk_app.ui import text as ui_text
 from auk_app.audex.request import DECODED_SECONDS, MAX_SECONDS
 from auk_app.audex.request import DEFAULTS as AUDEX_DEFAULTS
@@ -37,6 +37,8 @@ GPU_QUEUE = "gpu"  # text to audio: one at a time
 AUK_QUEUE = "auk"  # edits: up to StudioConfig.auk_batch at once, sharing DiT steps in the pipeline
 INTAKE_QUEUE = "intake"  # /inspect_audio decodes uploads: queued, a few at a time, like the model runs
 INTAKE_CONCURRENCY = 2
+FIGURE_QUEUE = "figure"  # the page's before/after figures, drawn after the audio is shown
+FIGURE_CONCURRENCY = 2
 PRIVATE = {"queue": False, "api_visibility": "private"}  # UI plumbing: no queue, no API entry
 QUEUE_MAX_SIZE = 16  # model requests waiting; beyond this one is refused at once instead of waiting for minutes
 BACKSTOP_MAX_SIZE = 256  # all queued events: only cheap ones can fill what the model requests leave
@@ -307,6 +309,8 @@ def _wire_edit(e: SimpleNamespace, endpoint: SimpleNamespace, h: Handlers, confi
         h.edit_audio, inputs=[getattr(endpoint, name) for name in inputs_of(h.edit_audio)], outputs=results,
         validator=h.check_edit, api_name="edit_audio", api_description=h.edit_audio.__doc__, **queue,
     )
+    # The page's edit returns the audio and manifest with the figure cleared; the figure is drawn by
+    # the event chained on it, queued apart so a slow drawing holds no model slot.
     return e.run.click(h.edit_from_ui, inputs=[getattr(e, name) for name in inputs_of(h.edit_audio)],
                        outputs=results, validator=h.check_edit, api_visibility="private", **queue)
 
@@ -344,6 +348,7 @@ def build_demo(studio: Studio) -> gr.Blocks:
     """The whole app over ``studio``; launch it with ``.launch(**launch_options(), ...)``."""
     h = Handlers(studio)
     default = studio.entry("auto")
+    figures.warm_up()  # the first figure's one-time costs, here rather than in the first edit
     with gr.Blocks(title="AuK Studio", delete_cache=(outputs.MAX_AGE_SECONDS, outputs.MAX_AGE_SECONDS)) as demo:
         gr.Markdown("# AuK Studio\nEdit speech and audio by instruction with **AuK**, or make sounds from text "
                     "with **Audex**. Everything runs in this process; nothing is sent elsewhere.")
@@ -367,6 +372,8 @@ def build_demo(studio: Studio) -> gr.Blocks:
         # Model endpoints: validated before the queue; edits batch in the pipeline, text to audio runs alone.
         edit = _wire_edit(e, endpoint, h, studio.config)
         edit.success(h.after_edit, e.state, [e.seed, e.manifest_file, status], **PRIVATE)
+        figure = edit.success(h.edit_figure, e.state, [e.figure, e.state], api_visibility="private",
+                              concurrency_id=FIGURE_QUEUE, concurrency_limit=FIGURE_CONCURRENCY)
         audex = a.run.click(
             h.text_to_audio,
             inputs=[getattr(a, name) for name in inputs_of(h.text_to_audio)],
@@ -375,7 +382,7 @@ def build_demo(studio: Studio) -> gr.Blocks:
             concurrency_id=GPU_QUEUE, concurrency_limit=1,
         )
         audex.success(h.after_audex, a.state, [a.seed, a.manifest_file, a.report_md, status], **PRIVATE)
-        e.stop.click(h.stop, None, e.stop_note, cancels=[edit], **PRIVATE)
+        e.stop.click(h.stop, None, e.stop_note, cancels=[edit, figure], **PRIVATE)
         a.stop.click(h.stop, None, a.stop_note, cancels=[audex], **PRIVATE)
 
         # Public helpers without a model: /model_info outside the queue, /inspect_audio in its own.

@@ -283,6 +283,42 @@ class Handlers:
         the result down so its peak stays under −1 dBFS; False (default) writes the level the model
         produced, and the manifest's output.clipped_samples and warnings say when it clips.
         """
+        made, state = self._edit(audio, instruction, model, seconds, nfe, cfg, sway, t_grid, seed, randomize_seed,
+                                 vae_sample, region_start, region_end, headroom, progress, request)
+        return str(made.audio), self._draw(made.figure), made.manifest, state
+
+    def _edit_from_ui(self, audio=None, instruction=None, model="auto", seconds=0, nfe=None, cfg=None, sway=None,
+                      t_grid=None, seed=0, randomize_seed=True, vae_sample=True, region_start=None, region_end=None,
+                      headroom=False, progress=gr.Progress(), request: gr.Request = None):
+        """The Generate button: the edit with the sliders read by :func:`slider_knobs` (a private event,
+        so the named endpoint keeps "empty means the checkpoint's default"). It returns the audio and
+        the manifest as soon as they are written, the figure cleared; the event chained on it
+        (:meth:`edit_figure`) draws the figure, which took 30 s of a 40 s first edit."""
+        nfe, cfg, sway, t_grid = slider_knobs(self.studio.entry(model), nfe, cfg, sway, t_grid)
+        made, state = self._edit(audio, instruction, model, seconds, nfe, cfg, sway, t_grid, seed, randomize_seed,
+                                 vae_sample, region_start, region_end, headroom, progress, request)
+        # In the session's state, not in this object: on ZeroGPU this runs in a worker process.
+        return str(made.audio), None, made.manifest, {**state, "figure": made.figure}
+
+    def edit_figure(self, state):
+        """The figure of the page's last edit, drawn after its audio was shown; the state then lets go
+        of the clips the figure needed (a 10-minute region's are 100 MB)."""
+        pending = (state or {}).get("figure")
+        if pending is None:
+            return gr.skip(), gr.skip()
+        return self._draw(pending), {**state, "figure": None}
+
+    @staticmethod
+    def _draw(pending: outputs.PendingFigure) -> str:
+        try:
+            return str(pending.draw())
+        except Exception as exc:
+            raise _gr_error(exc) from exc
+
+    def _edit(self, audio, instruction, model, seconds, nfe, cfg, sway, t_grid, seed, randomize_seed, vae_sample,
+              region_start, region_end, headroom, progress, request) -> tuple[outputs.EditFiles, dict]:
+        """One edit run to its WAV and manifest (the figure left to draw), with the warnings shown, and
+        the state after_edit reads."""
         stop = self._runs.flag(request)
         try:
             cautions = self.studio.capability_warnings(model, instruction)
@@ -306,17 +342,7 @@ class Handlers:
             raise _gr_error(exc) from exc
         for warning in made.manifest["warnings"][len(cautions):]:  # what the run itself found: clipping
             gr.Warning(warning)
-        state = {"seed": made.manifest["seed"], "file": str(made.manifest_file)}
-        return str(made.audio), str(made.figure), made.manifest, state
-
-    def _edit_from_ui(self, audio=None, instruction=None, model="auto", seconds=0, nfe=None, cfg=None, sway=None,
-                      t_grid=None, seed=0, randomize_seed=True, vae_sample=True, region_start=None, region_end=None,
-                      headroom=False, progress=gr.Progress(), request: gr.Request = None):
-        """The Generate button: ``_edit_audio`` with the sliders read by :func:`slider_knobs`. A private
-        event, so the named endpoint keeps "empty means the checkpoint's default"."""
-        nfe, cfg, sway, t_grid = slider_knobs(self.studio.entry(model), nfe, cfg, sway, t_grid)
-        return self._edit_audio(audio, instruction, model, seconds, nfe, cfg, sway, t_grid, seed, randomize_seed,
-                                vae_sample, region_start, region_end, headroom, progress=progress, request=request)
+        return made, {"seed": made.manifest["seed"], "file": str(made.manifest_file)}
 
     # ------------------------------------------------------------------ Audex
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -169,3 +170,50 @@ def test_stop_and_use_as_source_say_what_they_did(handlers, clips):
     assert handlers.stop(None).startswith("Stopped at ") and "writes nothing" in handlers.stop(None)
     assert handlers.use_result(None)[1] == "There is no result yet to use as the source."
     assert handlers.use_result(str(clips.voice)) == (str(clips.voice), "The result (voice.wav) is now the source clip.")
+
+
+def test_the_pages_edit_returns_the_audio_before_its_figure_is_drawn(handlers, clips, monkeypatch):
+    """Item 9 of issue 42: the first edit waited 30.9 s on its figure. Drawing is held on an Event:
+    the page's edit still returns its WAV and manifest, and only the chained figure event waits."""
+    import threading
+
+    from auk_app.ui import figures
+
+    release, drawing, draw = threading.Event(), threading.Event(), figures.before_after
+
+    def held(*args, **kwargs):
+        drawing.set()
+        assert release.wait(60), "never released"
+        return draw(*args, **kwargs)
+
+    monkeypatch.setattr(figures, "before_after", held)
+    audio, figure, manifest, state = asyncio.run(handlers.edit_from_ui(
+        str(clips.voice), "Decrease the volume by 10 dB.", nfe=16, cfg=0, sway=-1, seed=3, randomize_seed=False,
+        progress=lambda *a, **k: None))
+    assert not drawing.is_set() and figure is None  # the audio arrived with no drawing begun
+    assert Path(audio).stat().st_size > 0 and manifest["seed"] == 3
+    done = {}
+    worker = threading.Thread(target=lambda: done.update(out=handlers.edit_figure(state)))
+    worker.start()
+    assert drawing.wait(60) and "out" not in done
+    release.set()
+    worker.join(60)
+    path, after = done["out"]
+    assert Path(path).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and after["figure"] is None
+
+
+def test_the_audio_is_set_by_an_event_that_does_not_draw_and_figures_are_warm_at_build(app, monkeypatch):
+    from auk_app import ui
+    from auk_app.ui import figures
+
+    fns = {getattr(f.fn, "__name__", ""): (index, f) for index, f in app.demo.fns.items()}
+    page_index, page = fns["_edit_from_ui"]
+    _, figure = fns["edit_figure"]
+    ids = {block.elem_id for block in page.outputs}
+    assert "edit-output" in ids and "edit-manifest" in ids
+    assert figure.trigger_after == page_index and figure.trigger_only_on_success
+    assert [block.elem_id for block in figure.outputs][0] == "edit-figure"
+    calls = []
+    monkeypatch.setattr(figures, "warm_up", lambda: calls.append("warm"))
+    ui.build_demo(app.studio)
+    assert calls == ["warm"]

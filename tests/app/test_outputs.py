@@ -63,9 +63,10 @@ def test_the_wav_keeps_the_models_level(tmp_path, clips):
 def test_edit_deliverables_live_in_a_fresh_folder_with_a_complete_manifest(tmp_path, clips):
     made = outputs.render_edit(_result(_sine(0.6, 0.3), clips.voice), ENTRY, source_path=clips.voice,
                                requested={"seconds": 0, "nfe": None}, randomized_seed=True, root=tmp_path)
-    assert made.audio.parent == made.figure.parent == made.manifest_file.parent
+    assert made.audio.parent == made.figure.path.parent == made.manifest_file.parent
     assert made.audio.parent.parent == tmp_path
-    assert made.figure.read_bytes()[:8] == PNG_MAGIC
+    assert not made.figure.path.exists()  # the audio does not wait for the figure: drawn on request
+    assert made.figure.draw() == made.figure.path and made.figure.path.read_bytes()[:8] == PNG_MAGIC
     on_disk = json.loads(made.manifest_file.read_text())
     assert on_disk == made.manifest
     for key in ("seed", "sample_rate", "model", "nfe", "cfg", "sway", "t_grid", "gen_frames", "seconds", "timings",
@@ -82,7 +83,7 @@ def test_a_text_only_result_has_a_figure_without_a_source(tmp_path):
                                randomized_seed=False, root=tmp_path)
     assert made.manifest["source"] is None
     assert made.manifest["level_change"] == {"seconds": None, "peak_dbfs": None, "rms_dbfs": None}
-    assert made.figure.read_bytes()[:8] == PNG_MAGIC
+    assert made.figure.draw().read_bytes()[:8] == PNG_MAGIC
 
 
 def test_request_folders_are_unique_and_old_ones_are_pruned(tmp_path):
