@@ -50,6 +50,12 @@ CSS = """
 .flash-note {border-left: 4px solid #6366f1; background: rgba(99, 102, 241, 0.08); padding: 6px 12px; border-radius: 6px}
 .note {font-size: 0.88em; opacity: 0.85}
 """
+PHONE_WIDTH = 640  # px: below this the demo banner starts folded
+# Folds the banner on a narrow screen once the page has loaded (Gradio's accordion has no
+# per-device default); a click on its header opens it again.
+FOLD_ON_PHONES = f"""() => {{
+  if (window.innerWidth < {PHONE_WIDTH}) document.querySelector('#demo-banner-box .label-wrap.open')?.click();
+}}"""
 _EXAMPLE_INSTRUCTIONS = [
     ['Generate speech based on the following description: "A calm, low male voice". '
      'The content to speak is: "Welcome to the studio.".', 1.5],
@@ -81,6 +87,9 @@ def _props(update: dict) -> dict:
 
 
 def _edit_tab(studio: Studio, handlers: Handlers) -> SimpleNamespace:
+    """What to edit on the left (clip, instruction, builder); on the right the settings, then the
+    action with its result right under it: Generate, Stop, progress, the audio and the figure stay
+    together, and on a phone, where the columns stack, the result is a few lines below Generate."""
     limits = studio.config.limits
     default = studio.entry("auto")
     c = SimpleNamespace()
@@ -99,26 +108,36 @@ def _edit_tab(studio: Studio, handlers: Handlers) -> SimpleNamespace:
         with gr.Column(scale=5):
             _settings(c, studio)
             _advanced(c, limits, default)
-            c.output = gr.Audio(
-                label="Result · 24 kHz WAV, level as generated",
-                type="filepath", interactive=False, buttons=["download"], elem_id="edit-output",
-            )
-            with gr.Row():
-                c.use_as_input = gr.Button("↩ Use the result as the source", size="sm", elem_id="use-as-input")
-                c.manifest_file = gr.DownloadButton("Manifest (JSON)", visible=False, size="sm",
-                                                    elem_id="edit-manifest-file")
-            c.use_note = gr.Markdown(elem_id="use-note", elem_classes=["note"])
-    gr.Markdown("#### Before / after: waveforms and log-mel spectrograms on one time axis, with the level changes")
-    c.figure = gr.Image(label="Before / after", show_label=False, type="filepath", format="png", interactive=False,
-                        buttons=["download", "fullscreen"], elem_id="edit-figure")
+            _action_and_result(c)
     with gr.Accordion("Manifest: every knob, the seed, model, versions, timings", open=False):
         c.manifest = gr.JSON(label="Manifest", elem_id="edit-manifest")
     c.state = gr.State(None)
     return c
 
 
+def _action_and_result(c: SimpleNamespace) -> None:
+    """Generate and Stop with what they did, the result (where the progress shows) and its figure."""
+    with gr.Row():
+        c.run = gr.Button("Generate", variant="primary", elem_id="run-edit", scale=3)
+        c.stop = gr.Button("Stop", variant="stop", elem_id="stop-edit", scale=1)
+    c.stop_note = gr.Markdown(elem_id="stop-note", elem_classes=["note"])
+    c.output = gr.Audio(
+        label="Result · 24 kHz WAV, level as generated",
+        type="filepath", interactive=False, buttons=["download"], elem_id="edit-output",
+    )
+    with gr.Row():
+        c.use_as_input = gr.Button("↩ Use the result as the source", size="sm", elem_id="use-as-input")
+        c.manifest_file = gr.DownloadButton("Manifest (JSON)", visible=False, size="sm",
+                                            elem_id="edit-manifest-file")
+    c.use_note = gr.Markdown(elem_id="use-note", elem_classes=["note"])
+    gr.Markdown("Before / after: waveforms and log-mel spectrograms on one time axis, with the level changes",
+                elem_classes=["note"])
+    c.figure = gr.Image(label="Before / after", show_label=False, type="filepath", format="png", interactive=False,
+                        buttons=["download", "fullscreen"], elem_id="edit-figure")
+
+
 def _source_and_instruction(c: SimpleNamespace, limits: Limits, default: ModelEntry) -> None:
-    """The source player with its verdict, the instruction, and the action right under it."""
+    """The source player with its verdict, and the instruction with what the model cannot do in it."""
     c.audio = gr.Audio(
         label="Source clip (optional)",
         sources=["upload", "microphone"], type="filepath", elem_id="source-audio",
@@ -136,11 +155,6 @@ def _source_and_instruction(c: SimpleNamespace, limits: Limits, default: ModelEn
         info=f"The wording picks the task. Up to {limits.max_instruction_chars} characters.",
     )
     c.capability_note = gr.Markdown(elem_id="capability-note")
-    # Right under the instruction, so on a phone the action is not a screen away from the input.
-    with gr.Row():
-        c.run = gr.Button("Generate", variant="primary", elem_id="run-edit", scale=3)
-        c.stop = gr.Button("Stop", variant="stop", elem_id="stop-edit", scale=1)
-    c.stop_note = gr.Markdown(elem_id="stop-note", elem_classes=["note"])
 
 
 def _builder(c: SimpleNamespace, handlers: Handlers, default: ModelEntry) -> None:
@@ -353,7 +367,9 @@ def build_demo(studio: Studio) -> gr.Blocks:
         gr.Markdown("# AuK Studio\nEdit speech and audio by instruction with **AuK**, or make sounds from text "
                     "with **Audex**. Everything runs in this process; nothing is sent elsewhere.")
         status = gr.Markdown(h.status(), elem_classes=["status-line"], elem_id="status-line")
-        gr.Markdown(ui_text.demo_banner(), visible=default.demo, elem_classes=["banner"], elem_id="demo-banner")
+        # Collapsible, open on a desktop and folded on a phone (FOLD_ON_PHONES), where it filled the first screen.
+        with gr.Accordion("About the demo model in use", open=True, visible=default.demo, elem_id="demo-banner-box"):
+            gr.Markdown(ui_text.demo_banner(), elem_classes=["banner"], elem_id="demo-banner")
         with gr.Tabs():
             with gr.Tab("Edit & generate (AuK)", id="edit"):
                 e = _edit_tab(studio, h)
@@ -394,6 +410,7 @@ def build_demo(studio: Studio) -> gr.Blocks:
 
         _wire_edit_plumbing(e, h)
         demo.load(h.status, None, status, **PRIVATE)
+        demo.load(None, js=FOLD_ON_PHONES)
         demo.load(h.api_page, None, api_page, **PRIVATE)
 
     # The model requests' cap is the validators' (Admission): Gradio's own max_size is checked before
