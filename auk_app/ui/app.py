@@ -18,6 +18,7 @@ upload's verdict decode uploads, so they share a small queue of their own.
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -37,7 +38,7 @@ GPU_QUEUE = "gpu"  # text to audio: one at a time
 AUK_QUEUE = "auk"  # edits: up to StudioConfig.auk_batch at once, sharing DiT steps in the pipeline
 INTAKE_QUEUE = "intake"  # /inspect_audio decodes uploads: queued, a few at a time, like the model runs
 INTAKE_CONCURRENCY = 2
-FIGURE_QUEUE = "figure"  # the page's before/after figures, drawn after the audio is shown
+FIGURE_QUEUE = "figure"  # the page's before/after figures and FLAC/MP3 files, made after the audio is shown
 FIGURE_CONCURRENCY = 2
 PRIVATE = {"queue": False, "api_visibility": "private"}  # UI plumbing: no queue, no API entry
 QUEUE_MAX_SIZE = 16  # model requests waiting; beyond this one is refused at once instead of waiting for minutes
@@ -63,6 +64,14 @@ _EXAMPLE_INSTRUCTIONS = [
     ["Raise the pitch by 2 semitones.", 0],
     ["Remove only the background noise, preserve everything else, and output audio of the same length.", 0],
     ["Generate a 450 Hz sine tone.", 2.0],  # the demo model's text-to-tone vocabulary: 200..700 Hz in 50 Hz steps
+]
+# Made once with espeak-ng and numpy (assets/examples/make_examples.py): Spaces have no espeak-ng.
+EXAMPLE_DIR = Path(__file__).resolve().parents[2] / "assets" / "examples"
+_EXAMPLE_CLIPS = [  # what the demo model does, so a first visitor's click gives a real edit
+    ["speech.flac", "Decrease the volume by 10 dB."],
+    ["tone.flac", "Raise the pitch by 2 semitones."],
+    ["noisy_speech.flac",
+     "Remove only the background noise, preserve everything else, and output audio of the same length."],
 ]
 _EXAMPLE_CAPTIONS = [["Rain falling on a tin roof"], ["A dog barks twice in a quiet street"],
                      ["Footsteps on gravel, then a car door closes"]]
@@ -103,6 +112,12 @@ def _edit_tab(studio: Studio, handlers: Handlers) -> SimpleNamespace:
         with gr.Column(scale=6):
             _source_and_instruction(c, limits, default)
             _builder(c, handlers, default)
+            # Not cached: a cached result would skip the validator and the seed echo, and caching at
+            # start-up would run the model before the app serves. A click fills the fields; Generate runs.
+            c.clip_examples = gr.Examples([[str(EXAMPLE_DIR / clip), text, 0] for clip, text in _EXAMPLE_CLIPS],
+                                          inputs=[c.audio, c.instruction, c.seconds], label="Example clips",
+                                          cache_examples=False, api_visibility="private",
+                                          elem_id="clip-examples")
             gr.Examples(_EXAMPLE_INSTRUCTIONS, inputs=[c.instruction, c.seconds], label="Example instructions",
                         cache_examples=False)
         with gr.Column(scale=5):
@@ -127,6 +142,8 @@ def _action_and_result(c: SimpleNamespace) -> None:
     )
     with gr.Row():
         c.use_as_input = gr.Button("↩ Use the result as the source", size="sm", elem_id="use-as-input")
+        c.flac_file = gr.DownloadButton("FLAC", visible=False, size="sm", elem_id="edit-flac-file")
+        c.mp3_file = gr.DownloadButton("MP3", visible=False, size="sm", elem_id="edit-mp3-file")
         c.manifest_file = gr.DownloadButton("Manifest (JSON)", visible=False, size="sm",
                                             elem_id="edit-manifest-file")
     c.use_note = gr.Markdown(elem_id="use-note", elem_classes=["note"])
@@ -354,6 +371,7 @@ def _wire_edit_plumbing(e: SimpleNamespace, h: Handlers) -> None:
     gr.on([e.language.change] + [f.input for f in fields], h.preview, builder,
           [e.built_md, e.built], **PRIVATE)
     e.use_built.click(h.apply_built, e.built, [e.instruction, e.seconds], **PRIVATE)
+    e.clip_examples.load_input_event.then(**clip).then(h.preview, builder, [e.built_md, e.built], **PRIVATE)
     e.use_as_input.click(h.use_result, e.output, [e.audio, e.use_note], **PRIVATE).then(**clip).then(
         h.preview, builder, [e.built_md, e.built], **PRIVATE)
 
@@ -388,8 +406,9 @@ def build_demo(studio: Studio) -> gr.Blocks:
         # Model endpoints: validated before the queue; edits batch in the pipeline, text to audio runs alone.
         edit = _wire_edit(e, endpoint, h, studio.config)
         edit.success(h.after_edit, e.state, [e.seed, e.manifest_file, status], **PRIVATE)
-        figure = edit.success(h.edit_figure, e.state, [e.figure, e.state], api_visibility="private",
-                              concurrency_id=FIGURE_QUEUE, concurrency_limit=FIGURE_CONCURRENCY)
+        figure = edit.success(h.finish_edit, e.state, [e.figure, e.flac_file, e.mp3_file, e.state],
+                              api_visibility="private", concurrency_id=FIGURE_QUEUE,
+                              concurrency_limit=FIGURE_CONCURRENCY)
         audex = a.run.click(
             h.text_to_audio,
             inputs=[getattr(a, name) for name in inputs_of(h.text_to_audio)],

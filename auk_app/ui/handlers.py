@@ -23,6 +23,7 @@ from gradio.route_utils import get_root_url
 from gradio.utils import get_upload_folder
 
 from auk_app import instructions, upload_check
+from auk_app.audio_io import write_companions
 from auk_app.ui import outputs, rvq_table
 from auk_app.ui import text as ui_text
 from auk_app.audex.request import DEFAULTS as AUDEX_DEFAULTS
@@ -293,20 +294,28 @@ class Handlers:
         """The Generate button: the edit with the sliders read by :func:`slider_knobs` (a private event,
         so the named endpoint keeps "empty means the checkpoint's default"). It returns the audio and
         the manifest as soon as they are written, the figure cleared; the event chained on it
-        (:meth:`edit_figure`) draws the figure, which took 30 s of a 40 s first edit."""
+        (:meth:`finish_edit`) draws the figure, which took 30 s of a 40 s first edit."""
         nfe, cfg, sway, t_grid = slider_knobs(self.studio.entry(model), nfe, cfg, sway, t_grid)
         made, state = self._edit(audio, instruction, model, seconds, nfe, cfg, sway, t_grid, seed, randomize_seed,
                                  vae_sample, region_start, region_end, headroom, progress, request)
         # In the session's state, not in this object: on ZeroGPU this runs in a worker process.
-        return str(made.audio), None, made.manifest, {**state, "figure": made.figure}
+        return str(made.audio), None, made.manifest, {**state, "figure": made.figure, "audio": str(made.audio)}
 
-    def edit_figure(self, state):
-        """The figure of the page's last edit, drawn after its audio was shown; the state then lets go
-        of the clips the figure needed (a 10-minute region's are 100 MB)."""
+    def finish_edit(self, state):
+        """After the page's edit has shown its audio: the figure, and the same samples as FLAC and MP3
+        beside the WAV (MP3 where libsndfile encodes it; its button stays hidden otherwise), which
+        for a 10-minute region took seconds. The state then lets go of the clips the figure needed."""
         pending = (state or {}).get("figure")
         if pending is None:
-            return gr.skip(), gr.skip()
-        return self._draw(pending), {**state, "figure": None}
+            return gr.skip(), gr.skip(), gr.skip(), gr.skip()
+        figure = self._draw(pending)
+        try:
+            files = write_companions(state["audio"])
+        except Exception as exc:
+            raise _gr_error(exc) from exc
+        downloads = (gr.update(value=str(files[ext]) if ext in files else None, visible=ext in files)
+                     for ext in ("flac", "mp3"))
+        return figure, *downloads, {**state, "figure": None}
 
     @staticmethod
     def _draw(pending: outputs.PendingFigure) -> str:

@@ -65,6 +65,9 @@ def test_upload_edit_and_flash_lock_in_chromium(flash_app, clips, browser, tmp_p
                      " && document.querySelector('#seed input').value !== '0'")
     seed = browser.evaluate("document.querySelector('#seed input').value")
     assert f"_seed{seed}.wav" in wav_url  # the used (randomised) seed is written back
+    # FLAC and MP3 beside the WAV (issue 42, item 10), named like it.
+    for kind in ("flac", "mp3"):
+        browser.wait_for(f"document.querySelector('#edit-{kind}-file')?.offsetParent != null")
     assert "loaded: AuK-Tiny (demo)" in browser.evaluate("document.querySelector('#status-line').innerText")
     _keep(browser.screenshot(tmp_path / "auk_studio_edit.png"))
     browser.click("#use-as-input")
@@ -158,3 +161,13 @@ def test_switching_the_builders_task_is_clean_and_the_api_tab_names_this_server(
     page = browser.click_until("button[role=tab]:nth-of-type(3)",  # "API"
                                "document.querySelector('#api-page')?.innerText")
     assert f'Client("{app.url}")' in page and "region_start" in page and "headroom" in page
+
+
+def test_an_example_clip_fills_the_source_and_instruction_and_is_checked(app, browser):
+    """Issue 42, item 10: one click on an example clip loads it (with its verdict) and its instruction."""
+    browser.goto(app.url)
+    browser.wait_for("document.querySelector('#clip-examples tbody tr, #clip-examples button') !== null")
+    browser.click("#clip-examples tbody tr, #clip-examples button")
+    browser.wait_for("document.querySelector('#upload-verdict').innerText.includes('Ready: 2.05 s')", timeout=60)
+    assert browser.evaluate("document.querySelector('#instruction textarea').value") == "Decrease the volume by 10 dB."
+    assert browser.evaluate(f"document.querySelector('{PLAYER}') !== null")
