@@ -171,3 +171,28 @@ def test_an_example_clip_fills_the_source_and_instruction_and_is_checked(app, br
     browser.wait_for("document.querySelector('#upload-verdict').innerText.includes('Ready: 2.05 s')", timeout=60)
     assert browser.evaluate("document.querySelector('#instruction textarea').value") == "Decrease the volume by 10 dB."
     assert browser.evaluate(f"document.querySelector('{PLAYER}') !== null")
+
+
+def test_the_result_plays_while_its_figure_is_still_drawing(app, clips, browser, monkeypatch):
+    """Issue 42, item 9: with drawing held on an Event (in this process, where the app runs), the
+    result's WAV reaches the page; the figure and the FLAC/MP3 buttons follow once it is released."""
+    import threading
+
+    from auk_app.ui import figures
+
+    release, draw = threading.Event(), figures.before_after
+    monkeypatch.setattr(figures, "before_after", lambda *a, **k: (release.wait(120), draw(*a, **k))[1])
+    try:
+        browser.goto(app.url)
+        browser.wait_for("document.querySelector('#run-edit') !== null")
+        browser.set_files("#source-audio input[type=file]", [clips.voice])
+        browser.wait_for("document.querySelector('#upload-verdict').innerText.includes('Ready: 0.60 s')", timeout=30)
+        browser.type_into("#instruction textarea", "Decrease the volume by 10 dB.")
+        browser.click("#run-edit")
+        browser.wait_for("document.querySelector('#edit-output a.download-link[href$=\".wav\"]') !== null",
+                         timeout=180)
+        assert browser.evaluate("document.querySelector('#edit-figure img') === null")  # still drawing
+    finally:
+        release.set()
+    browser.wait_for("document.querySelector('#edit-figure img')?.complete", timeout=120)
+    browser.wait_for("document.querySelector('#edit-flac-file')?.offsetParent != null")
