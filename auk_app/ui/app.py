@@ -406,7 +406,7 @@ def build_demo(studio: Studio) -> gr.Blocks:
         # Model endpoints: validated before the queue; edits batch in the pipeline, text to audio runs alone.
         edit = _wire_edit(e, endpoint, h, studio.config)
         edit.success(h.after_edit, e.state, [e.seed, e.manifest_file, status], **PRIVATE)
-        figure = edit.success(h.finish_edit, e.state, [e.figure, e.flac_file, e.mp3_file, e.state],
+        figure = edit.success(h.finish_edit, e.state, [e.figure, e.flac_file, e.mp3_file],
                               api_visibility="private", concurrency_id=FIGURE_QUEUE,
                               concurrency_limit=FIGURE_CONCURRENCY)
         audex = a.run.click(

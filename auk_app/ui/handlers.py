@@ -304,18 +304,20 @@ class Handlers:
     def finish_edit(self, state):
         """After the page's edit has shown its audio: the figure, and the same samples as FLAC and MP3
         beside the WAV (MP3 where libsndfile encodes it; its button stays hidden otherwise), which
-        for a 10-minute region took seconds. The state then lets go of the clips the figure needed."""
+        for a 10-minute region took seconds. The state is not an output, so a slow drawing cannot
+        overwrite a newer edit's state; it lets go of the clips in place (a 10-minute region's are
+        100 MB), which a state Gradio hands over by reference frees."""
         pending = (state or {}).get("figure")
         if pending is None:
-            return gr.skip(), gr.skip(), gr.skip(), gr.skip()
+            return gr.skip(), gr.skip(), gr.skip()
         figure = self._draw(pending)
+        state["figure"] = None
         try:
             files = write_companions(state["audio"])
         except Exception as exc:
             raise _gr_error(exc) from exc
-        downloads = (gr.update(value=str(files[ext]) if ext in files else None, visible=ext in files)
-                     for ext in ("flac", "mp3"))
-        return figure, *downloads, {**state, "figure": None}
+        return figure, *(gr.update(value=str(files[ext]) if ext in files else None, visible=ext in files)
+                         for ext in ("flac", "mp3"))
 
     @staticmethod
     def _draw(pending: outputs.PendingFigure) -> str:

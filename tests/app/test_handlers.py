@@ -198,8 +198,8 @@ def test_the_pages_edit_returns_the_audio_before_its_figure_is_drawn(handlers, c
     assert drawing.wait(60) and "out" not in done
     release.set()
     worker.join(60)
-    path, flac, _, after = done["out"]
-    assert Path(path).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and after["figure"] is None
+    path, flac, _ = done["out"]
+    assert Path(path).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and state["figure"] is None
     assert flac["visible"] and flac["value"] == str(Path(audio).with_suffix(".flac"))  # the downloads come here too
 
 
