@@ -308,8 +308,11 @@ def _audex_tab(handlers: Handlers) -> SimpleNamespace:
             c.output = gr.Audio(label="Result · 16 kHz WAV (XCodec1)", type="filepath",
                                 interactive=False, buttons=["download"], elem_id="audex-output")
             c.report_md = gr.Markdown("The RVQ-phase validity report appears here after a run.", elem_id="rvq-report")
-            c.manifest_file = gr.DownloadButton("Manifest (JSON)", visible=False, size="sm",
-                                                elem_id="audex-manifest-file")
+            with gr.Row():
+                c.flac_file = gr.DownloadButton("FLAC", visible=False, size="sm", elem_id="audex-flac-file")
+                c.mp3_file = gr.DownloadButton("MP3", visible=False, size="sm", elem_id="audex-mp3-file")
+                c.manifest_file = gr.DownloadButton("Manifest (JSON)", visible=False, size="sm",
+                                                    elem_id="audex-manifest-file")
     gr.Markdown("#### Spectrogram of the result and the generated token stream")
     c.figure = gr.Image(label="Spectrogram and token stream", show_label=False, type="filepath", format="png",
                         interactive=False, buttons=["download", "fullscreen"], elem_id="audex-figure")
@@ -376,6 +379,21 @@ def _wire_edit_plumbing(e: SimpleNamespace, h: Handlers) -> None:
         h.preview, builder, [e.built_md, e.built], **PRIVATE)
 
 
+def _wire_audex(a: SimpleNamespace, h: Handlers, status) -> Any:
+    """/text_to_audio, alone in the GPU queue, and what follows a result: the seed, the manifest, the
+    FLAC/MP3 downloads, the report table and the status line. Returns the event (Stop cancels it)."""
+    audex = a.run.click(
+        h.text_to_audio,
+        inputs=[getattr(a, name) for name in inputs_of(h.text_to_audio)],
+        outputs=[a.output, a.figure, a.report, a.manifest, a.state],
+        validator=h.check_audex, api_name="text_to_audio", api_description=h.text_to_audio.__doc__,
+        concurrency_id=GPU_QUEUE, concurrency_limit=1,
+    )
+    audex.success(h.after_audex, a.state, [a.seed, a.manifest_file, a.flac_file, a.mp3_file, a.report_md, status],
+                  **PRIVATE)
+    return audex
+
+
 def build_demo(studio: Studio) -> gr.Blocks:
     """The whole app over ``studio``; launch it with ``.launch(**launch_options(), ...)``."""
     h = Handlers(studio)
@@ -409,14 +427,7 @@ def build_demo(studio: Studio) -> gr.Blocks:
         figure = edit.success(h.finish_edit, e.state, [e.figure, e.flac_file, e.mp3_file],
                               api_visibility="private", concurrency_id=FIGURE_QUEUE,
                               concurrency_limit=FIGURE_CONCURRENCY)
-        audex = a.run.click(
-            h.text_to_audio,
-            inputs=[getattr(a, name) for name in inputs_of(h.text_to_audio)],
-            outputs=[a.output, a.figure, a.report, a.manifest, a.state],
-            validator=h.check_audex, api_name="text_to_audio", api_description=h.text_to_audio.__doc__,
-            concurrency_id=GPU_QUEUE, concurrency_limit=1,
-        )
-        audex.success(h.after_audex, a.state, [a.seed, a.manifest_file, a.report_md, status], **PRIVATE)
+        audex = _wire_audex(a, h, status)
         e.stop.click(h.stop, None, e.stop_note, cancels=[edit, figure], **PRIVATE)
         a.stop.click(h.stop, None, a.stop_note, cancels=[audex], **PRIVATE)
 

@@ -206,6 +206,17 @@ def field_updates(task_key: str) -> list[dict]:
     return updates
 
 
+def _companion_buttons(wav: str | None) -> tuple[dict, dict]:
+    """The FLAC and MP3 download buttons for a result's WAV: the same PCM16 samples written beside it
+    (audio_io.write_companions); a format libsndfile cannot write here, or no WAV, hides its button."""
+    try:
+        files = {} if wav is None else write_companions(wav)
+    except Exception as exc:
+        raise _gr_error(exc) from exc
+    return tuple(gr.update(value=str(files[ext]) if ext in files else None, visible=ext in files)
+                 for ext in ("flac", "mp3"))
+
+
 # ----------------------------------------------------------------------------- handlers
 
 
@@ -312,12 +323,7 @@ class Handlers:
             return gr.skip(), gr.skip(), gr.skip()
         figure = self._draw(pending)
         state["figure"] = None
-        try:
-            files = write_companions(state["audio"])
-        except Exception as exc:
-            raise _gr_error(exc) from exc
-        return figure, *(gr.update(value=str(files[ext]) if ext in files else None, visible=ext in files)
-                         for ext in ("flac", "mp3"))
+        return figure, *_companion_buttons(state["audio"])
 
     @staticmethod
     def _draw(pending: outputs.PendingFigure) -> str:
@@ -394,8 +400,8 @@ class Handlers:
             raise _gr_error(exc) from exc
         report = made.result.report
         table = rvq_table.report_table(report, made.unmasked.report if made.unmasked else None)
-        state = {"seed": made.result.seed, "file": str(files.manifest_file), "table": table}
         audio = None if files.audio is None else str(files.audio)
+        state = {"seed": made.result.seed, "file": str(files.manifest_file), "table": table, "audio": audio}
         return audio, str(files.figure), report, files.manifest, state
 
     # ------------------------------------------------------------------ cheap public helpers
@@ -468,7 +474,9 @@ class Handlers:
         return state["seed"], gr.update(value=state["file"], visible=True), self.status()
 
     def after_audex(self, state):
-        return state["seed"], gr.update(value=state["file"], visible=True), state["table"], self.status()
+        """The seed used, the manifest, the FLAC/MP3 of the WAV (if one was decoded), the report, the status."""
+        return (state["seed"], gr.update(value=state["file"], visible=True), *_companion_buttons(state["audio"]),
+                state["table"], self.status())
 
     def stop(self, request: gr.Request):
         """Stop this session's run; the line beside the button says what that did, and when."""

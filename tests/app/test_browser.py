@@ -137,6 +137,7 @@ def test_text_to_audio_in_chromium(app, browser, tmp_path):
     browser.wait_for("document.querySelector('#audex-output a.download-link[href$=\".wav\"]') !== null", timeout=120)
     table = browser.wait_for("document.querySelector('#rvq-report table')?.innerText")
     assert "With the phase mask" in table and "Without the mask" in table
+    browser.wait_for("document.querySelector('#audex-flac-file')?.offsetParent != null")  # beside the WAV
     browser.wait_for("document.querySelector('#audex-figure img')?.complete")
     _keep(browser.screenshot(tmp_path / "auk_studio_text_to_audio.png"))
 
