@@ -145,8 +145,10 @@ def test_text_to_audio_in_chromium(app, browser, tmp_path):
 def test_switching_the_builders_task_is_clean_and_the_api_tab_names_this_server(app, clips, browser, capfd):
     browser.goto(app.url)
     browser.wait_for("document.querySelector('#builder-task input') !== null")
-    browser.click("#builder-task input")
-    browser.click('li[role=option][aria-label="Acoustic editing · Pitch"]')
+    pitch = 'li[role=option][aria-label="Acoustic editing · Pitch"]'
+    # Retried: a click while the page still lays itself out can miss the box, leaving the list shut.
+    browser.click_until("#builder-task input", f"document.querySelector('{pitch}') !== null")
+    browser.click(pitch)
     browser.wait_for("document.querySelector('#builder-preview').innerText"
                      ".includes('Raise the pitch by 2 semitones.')", timeout=60)
     browser.wait_for("document.querySelector('#builder-mode input').value === 'Raise'")
