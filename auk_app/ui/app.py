@@ -111,13 +111,14 @@ def _edit_tab(studio: Studio, handlers: Handlers) -> SimpleNamespace:
     with gr.Row(equal_height=False):
         with gr.Column(scale=6):
             _source_and_instruction(c, limits, default)
-            _builder(c, handlers, default)
-            # Not cached: a cached result would skip the validator and the seed echo, and caching at
-            # start-up would run the model before the app serves. A click fills the fields; Generate runs.
+            # Right under the instruction they fill. Not cached: Gradio keys its cache by component id, so
+            # a demo model's result would outlive a switch to the released weights, and it would skip the
+            # validator. A click fills the clip (with its verdict) and the instruction; Generate runs.
             c.clip_examples = gr.Examples([[str(EXAMPLE_DIR / clip), text, 0] for clip, text in _EXAMPLE_CLIPS],
                                           inputs=[c.audio, c.instruction, c.seconds], label="Example clips",
                                           cache_examples=False, api_visibility="private",
                                           elem_id="clip-examples")
+            _builder(c, handlers, default)
             gr.Examples(_EXAMPLE_INSTRUCTIONS, inputs=[c.instruction, c.seconds], label="Example instructions",
                         cache_examples=False)
         with gr.Column(scale=5):

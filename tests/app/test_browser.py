@@ -169,8 +169,9 @@ def test_switching_the_builders_task_is_clean_and_the_api_tab_names_this_server(
 def test_an_example_clip_fills_the_source_and_instruction_and_is_checked(app, browser):
     """Issue 42, item 10: one click on an example clip loads it (with its verdict) and its instruction."""
     browser.goto(app.url)
-    browser.wait_for("document.querySelector('#clip-examples tbody tr, #clip-examples button') !== null")
-    browser.click("#clip-examples tbody tr, #clip-examples button")
+    browser.wait_for("document.querySelector('#clip-examples tbody tr') !== null")
+    # Retried (loading an example is safe to repeat): a click while the page lays itself out can miss.
+    browser.click_until("#clip-examples tbody tr", "document.querySelector('#instruction textarea').value")
     browser.wait_for("document.querySelector('#upload-verdict').innerText.includes('Ready: 2.05 s')", timeout=60)
     assert browser.evaluate("document.querySelector('#instruction textarea').value") == "Decrease the volume by 10 dB."
     assert browser.evaluate(f"document.querySelector('{PLAYER}') !== null")
