@@ -260,10 +260,35 @@ def write_wav(path: str | Path, mono: np.ndarray, sample_rate: int, *, subtype: 
 
     Written to a sibling temp name and renamed, so a failure leaves no half-written file.
     """
+    return _write_atomically(path, np.clip(mono, -1.0, 1.0), sample_rate, "WAV", subtype)
+
+
+# The downloads offered beside a result's WAV: lossless FLAC always; MP3 where this libsndfile
+# encodes it (1.1 and later, built with LAME, as the soundfile wheels are).
+COMPANION_FORMATS = {"flac": ("FLAC", "PCM_16"), "mp3": ("MP3", "MPEG_LAYER_III")}
+
+
+def companion_formats() -> dict[str, tuple[str, str]]:
+    """The COMPANION_FORMATS this machine's libsndfile can write."""
+    available = sf.available_formats()
+    return {ext: spec for ext, spec in COMPANION_FORMATS.items() if spec[0] in available}
+
+
+def write_companions(wav: str | Path) -> dict[str, Path]:
+    """The WAV's clip again as FLAC (and MP3 where available), beside it, from the WAV's own PCM16
+    samples, so the FLAC decodes bit-exact to the WAV and neither differs in level."""
+    wav = Path(wav)
+    samples, rate = sf.read(str(wav), dtype="int16")
+    return {ext: _write_atomically(wav.with_suffix(f".{ext}"), samples, rate, fmt, subtype)
+            for ext, (fmt, subtype) in companion_formats().items()}
+
+
+def _write_atomically(path: str | Path, data: np.ndarray, sample_rate: int, fmt: str, subtype: str) -> Path:
+    """``sf.write`` to a sibling temp name, then renamed: a failure leaves no half-written file."""
     path = Path(path)
     tmp = path.with_name(path.name + ".part")
     try:
-        sf.write(str(tmp), np.clip(mono, -1.0, 1.0), sample_rate, subtype=subtype, format="WAV")
+        sf.write(str(tmp), data, sample_rate, subtype=subtype, format=fmt)
         tmp.replace(path)
     finally:
         tmp.unlink(missing_ok=True)

@@ -18,13 +18,14 @@ upload's verdict decode uploads, so they share a small queue of their own.
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import gradio as gr
 
 from auk_app import instructions
-from auk_app.ui import outputs
+from auk_app.ui import figures, outputs
 from auk_app.ui import text as ui_text
 from auk_app.audex.request import DECODED_SECONDS, MAX_SECONDS
 from auk_app.audex.request import DEFAULTS as AUDEX_DEFAULTS
@@ -37,6 +38,8 @@ GPU_QUEUE = "gpu"  # text to audio: one at a time
 AUK_QUEUE = "auk"  # edits: up to StudioConfig.auk_batch at once, sharing DiT steps in the pipeline
 INTAKE_QUEUE = "intake"  # /inspect_audio decodes uploads: queued, a few at a time, like the model runs
 INTAKE_CONCURRENCY = 2
+FIGURE_QUEUE = "figure"  # the page's before/after figures and FLAC/MP3 files, made after the audio is shown
+FIGURE_CONCURRENCY = 2
 PRIVATE = {"queue": False, "api_visibility": "private"}  # UI plumbing: no queue, no API entry
 QUEUE_MAX_SIZE = 16  # model requests waiting; beyond this one is refused at once instead of waiting for minutes
 BACKSTOP_MAX_SIZE = 256  # all queued events: only cheap ones can fill what the model requests leave
@@ -48,6 +51,12 @@ CSS = """
 .flash-note {border-left: 4px solid #6366f1; background: rgba(99, 102, 241, 0.08); padding: 6px 12px; border-radius: 6px}
 .note {font-size: 0.88em; opacity: 0.85}
 """
+PHONE_WIDTH = 640  # px: below this the demo banner starts folded
+# Folds the banner on a narrow screen once the page has loaded (Gradio's accordion has no
+# per-device default); a click on its header opens it again.
+FOLD_ON_PHONES = f"""() => {{
+  if (window.innerWidth < {PHONE_WIDTH}) document.querySelector('#demo-banner-box .label-wrap.open')?.click();
+}}"""
 _EXAMPLE_INSTRUCTIONS = [
     ['Generate speech based on the following description: "A calm, low male voice". '
      'The content to speak is: "Welcome to the studio.".', 1.5],
@@ -55,6 +64,14 @@ _EXAMPLE_INSTRUCTIONS = [
     ["Raise the pitch by 2 semitones.", 0],
     ["Remove only the background noise, preserve everything else, and output audio of the same length.", 0],
     ["Generate a 450 Hz sine tone.", 2.0],  # the demo model's text-to-tone vocabulary: 200..700 Hz in 50 Hz steps
+]
+# Made once with espeak-ng and numpy (assets/examples/make_examples.py): Spaces have no espeak-ng.
+EXAMPLE_DIR = Path(__file__).resolve().parents[2] / "assets" / "examples"
+_EXAMPLE_CLIPS = [  # what the demo model does, so a first visitor's click gives a real edit
+    ["speech.flac", "Decrease the volume by 10 dB."],
+    ["tone.flac", "Raise the pitch by 2 semitones."],
+    ["noisy_speech.flac",
+     "Remove only the background noise, preserve everything else, and output audio of the same length."],
 ]
 _EXAMPLE_CAPTIONS = [["Rain falling on a tin roof"], ["A dog barks twice in a quiet street"],
                      ["Footsteps on gravel, then a car door closes"]]
@@ -79,6 +96,9 @@ def _props(update: dict) -> dict:
 
 
 def _edit_tab(studio: Studio, handlers: Handlers) -> SimpleNamespace:
+    """What to edit on the left (clip, instruction, builder); on the right the settings, then the
+    action with its result right under it: Generate, Stop, progress, the audio and the figure stay
+    together, and on a phone, where the columns stack, the result is a few lines below Generate."""
     limits = studio.config.limits
     default = studio.entry("auto")
     c = SimpleNamespace()
@@ -91,32 +111,51 @@ def _edit_tab(studio: Studio, handlers: Handlers) -> SimpleNamespace:
     with gr.Row(equal_height=False):
         with gr.Column(scale=6):
             _source_and_instruction(c, limits, default)
+            # Right under the instruction they fill. Not cached: Gradio keys its cache by component id, so
+            # a demo model's result would outlive a switch to the released weights, and it would skip the
+            # validator. A click fills the clip (with its verdict) and the instruction; Generate runs.
+            c.clip_examples = gr.Examples([[str(EXAMPLE_DIR / clip), text, 0] for clip, text in _EXAMPLE_CLIPS],
+                                          inputs=[c.audio, c.instruction, c.seconds], label="Example clips",
+                                          cache_examples=False, api_visibility="private",
+                                          elem_id="clip-examples")
             _builder(c, handlers, default)
             gr.Examples(_EXAMPLE_INSTRUCTIONS, inputs=[c.instruction, c.seconds], label="Example instructions",
                         cache_examples=False)
         with gr.Column(scale=5):
             _settings(c, studio)
             _advanced(c, limits, default)
-            c.output = gr.Audio(
-                label="Result · 24 kHz WAV, level as generated",
-                type="filepath", interactive=False, buttons=["download"], elem_id="edit-output",
-            )
-            with gr.Row():
-                c.use_as_input = gr.Button("↩ Use the result as the source", size="sm", elem_id="use-as-input")
-                c.manifest_file = gr.DownloadButton("Manifest (JSON)", visible=False, size="sm",
-                                                    elem_id="edit-manifest-file")
-            c.use_note = gr.Markdown(elem_id="use-note", elem_classes=["note"])
-    gr.Markdown("#### Before / after: waveforms and log-mel spectrograms on one time axis, with the level changes")
-    c.figure = gr.Image(label="Before / after", show_label=False, type="filepath", format="png", interactive=False,
-                        buttons=["download", "fullscreen"], elem_id="edit-figure")
+            _action_and_result(c)
     with gr.Accordion("Manifest: every knob, the seed, model, versions, timings", open=False):
         c.manifest = gr.JSON(label="Manifest", elem_id="edit-manifest")
     c.state = gr.State(None)
     return c
 
 
+def _action_and_result(c: SimpleNamespace) -> None:
+    """Generate and Stop with what they did, the result (where the progress shows) and its figure."""
+    with gr.Row():
+        c.run = gr.Button("Generate", variant="primary", elem_id="run-edit", scale=3)
+        c.stop = gr.Button("Stop", variant="stop", elem_id="stop-edit", scale=1)
+    c.stop_note = gr.Markdown(elem_id="stop-note", elem_classes=["note"])
+    c.output = gr.Audio(
+        label="Result · 24 kHz WAV, level as generated",
+        type="filepath", interactive=False, buttons=["download"], elem_id="edit-output",
+    )
+    with gr.Row():
+        c.use_as_input = gr.Button("↩ Use the result as the source", size="sm", elem_id="use-as-input")
+        c.flac_file = gr.DownloadButton("FLAC", visible=False, size="sm", elem_id="edit-flac-file")
+        c.mp3_file = gr.DownloadButton("MP3", visible=False, size="sm", elem_id="edit-mp3-file")
+        c.manifest_file = gr.DownloadButton("Manifest (JSON)", visible=False, size="sm",
+                                            elem_id="edit-manifest-file")
+    c.use_note = gr.Markdown(elem_id="use-note", elem_classes=["note"])
+    gr.Markdown("Before / after: waveforms and log-mel spectrograms on one time axis, with the level changes",
+                elem_classes=["note"])
+    c.figure = gr.Image(label="Before / after", show_label=False, type="filepath", format="png", interactive=False,
+                        buttons=["download", "fullscreen"], elem_id="edit-figure")
+
+
 def _source_and_instruction(c: SimpleNamespace, limits: Limits, default: ModelEntry) -> None:
-    """The source player with its verdict, the instruction, and the action right under it."""
+    """The source player with its verdict, and the instruction with what the model cannot do in it."""
     c.audio = gr.Audio(
         label="Source clip (optional)",
         sources=["upload", "microphone"], type="filepath", elem_id="source-audio",
@@ -134,11 +173,6 @@ def _source_and_instruction(c: SimpleNamespace, limits: Limits, default: ModelEn
         info=f"The wording picks the task. Up to {limits.max_instruction_chars} characters.",
     )
     c.capability_note = gr.Markdown(elem_id="capability-note")
-    # Right under the instruction, so on a phone the action is not a screen away from the input.
-    with gr.Row():
-        c.run = gr.Button("Generate", variant="primary", elem_id="run-edit", scale=3)
-        c.stop = gr.Button("Stop", variant="stop", elem_id="stop-edit", scale=1)
-    c.stop_note = gr.Markdown(elem_id="stop-note", elem_classes=["note"])
 
 
 def _builder(c: SimpleNamespace, handlers: Handlers, default: ModelEntry) -> None:
@@ -275,8 +309,11 @@ def _audex_tab(handlers: Handlers) -> SimpleNamespace:
             c.output = gr.Audio(label="Result · 16 kHz WAV (XCodec1)", type="filepath",
                                 interactive=False, buttons=["download"], elem_id="audex-output")
             c.report_md = gr.Markdown("The RVQ-phase validity report appears here after a run.", elem_id="rvq-report")
-            c.manifest_file = gr.DownloadButton("Manifest (JSON)", visible=False, size="sm",
-                                                elem_id="audex-manifest-file")
+            with gr.Row():
+                c.flac_file = gr.DownloadButton("FLAC", visible=False, size="sm", elem_id="audex-flac-file")
+                c.mp3_file = gr.DownloadButton("MP3", visible=False, size="sm", elem_id="audex-mp3-file")
+                c.manifest_file = gr.DownloadButton("Manifest (JSON)", visible=False, size="sm",
+                                                    elem_id="audex-manifest-file")
     gr.Markdown("#### Spectrogram of the result and the generated token stream")
     c.figure = gr.Image(label="Spectrogram and token stream", show_label=False, type="filepath", format="png",
                         interactive=False, buttons=["download", "fullscreen"], elem_id="audex-figure")
@@ -307,6 +344,8 @@ def _wire_edit(e: SimpleNamespace, endpoint: SimpleNamespace, h: Handlers, confi
         h.edit_audio, inputs=[getattr(endpoint, name) for name in inputs_of(h.edit_audio)], outputs=results,
         validator=h.check_edit, api_name="edit_audio", api_description=h.edit_audio.__doc__, **queue,
     )
+    # The page's edit returns the audio and manifest with the figure cleared; the figure is drawn by
+    # the event chained on it, queued apart so a slow drawing holds no model slot.
     return e.run.click(h.edit_from_ui, inputs=[getattr(e, name) for name in inputs_of(h.edit_audio)],
                        outputs=results, validator=h.check_edit, api_visibility="private", **queue)
 
@@ -336,19 +375,38 @@ def _wire_edit_plumbing(e: SimpleNamespace, h: Handlers) -> None:
     gr.on([e.language.change] + [f.input for f in fields], h.preview, builder,
           [e.built_md, e.built], **PRIVATE)
     e.use_built.click(h.apply_built, e.built, [e.instruction, e.seconds], **PRIVATE)
+    e.clip_examples.load_input_event.then(**clip).then(h.preview, builder, [e.built_md, e.built], **PRIVATE)
     e.use_as_input.click(h.use_result, e.output, [e.audio, e.use_note], **PRIVATE).then(**clip).then(
         h.preview, builder, [e.built_md, e.built], **PRIVATE)
+
+
+def _wire_audex(a: SimpleNamespace, h: Handlers, status) -> Any:
+    """/text_to_audio, alone in the GPU queue, and what follows a result: the seed, the manifest, the
+    FLAC/MP3 downloads, the report table and the status line. Returns the event (Stop cancels it)."""
+    audex = a.run.click(
+        h.text_to_audio,
+        inputs=[getattr(a, name) for name in inputs_of(h.text_to_audio)],
+        outputs=[a.output, a.figure, a.report, a.manifest, a.state],
+        validator=h.check_audex, api_name="text_to_audio", api_description=h.text_to_audio.__doc__,
+        concurrency_id=GPU_QUEUE, concurrency_limit=1,
+    )
+    audex.success(h.after_audex, a.state, [a.seed, a.manifest_file, a.flac_file, a.mp3_file, a.report_md, status],
+                  **PRIVATE)
+    return audex
 
 
 def build_demo(studio: Studio) -> gr.Blocks:
     """The whole app over ``studio``; launch it with ``.launch(**launch_options(), ...)``."""
     h = Handlers(studio)
     default = studio.entry("auto")
+    figures.warm_up()  # the first figure's one-time costs, here rather than in the first edit
     with gr.Blocks(title="AuK Studio", delete_cache=(outputs.MAX_AGE_SECONDS, outputs.MAX_AGE_SECONDS)) as demo:
         gr.Markdown("# AuK Studio\nEdit speech and audio by instruction with **AuK**, or make sounds from text "
                     "with **Audex**. Everything runs in this process; nothing is sent elsewhere.")
         status = gr.Markdown(h.status(), elem_classes=["status-line"], elem_id="status-line")
-        gr.Markdown(ui_text.demo_banner(), visible=default.demo, elem_classes=["banner"], elem_id="demo-banner")
+        # Collapsible, open on a desktop and folded on a phone (FOLD_ON_PHONES), where it filled the first screen.
+        with gr.Accordion("About the demo model in use", open=True, visible=default.demo, elem_id="demo-banner-box"):
+            gr.Markdown(ui_text.demo_banner(), elem_classes=["banner"], elem_id="demo-banner")
         with gr.Tabs():
             with gr.Tab("Edit & generate (AuK)", id="edit"):
                 e = _edit_tab(studio, h)
@@ -367,15 +425,11 @@ def build_demo(studio: Studio) -> gr.Blocks:
         # Model endpoints: validated before the queue; edits batch in the pipeline, text to audio runs alone.
         edit = _wire_edit(e, endpoint, h, studio.config)
         edit.success(h.after_edit, e.state, [e.seed, e.manifest_file, status], **PRIVATE)
-        audex = a.run.click(
-            h.text_to_audio,
-            inputs=[getattr(a, name) for name in inputs_of(h.text_to_audio)],
-            outputs=[a.output, a.figure, a.report, a.manifest, a.state],
-            validator=h.check_audex, api_name="text_to_audio", api_description=h.text_to_audio.__doc__,
-            concurrency_id=GPU_QUEUE, concurrency_limit=1,
-        )
-        audex.success(h.after_audex, a.state, [a.seed, a.manifest_file, a.report_md, status], **PRIVATE)
-        e.stop.click(h.stop, None, e.stop_note, cancels=[edit], **PRIVATE)
+        figure = edit.success(h.finish_edit, e.state, [e.figure, e.flac_file, e.mp3_file],
+                              api_visibility="private", concurrency_id=FIGURE_QUEUE,
+                              concurrency_limit=FIGURE_CONCURRENCY)
+        audex = _wire_audex(a, h, status)
+        e.stop.click(h.stop, None, e.stop_note, cancels=[edit, figure], **PRIVATE)
         a.stop.click(h.stop, None, a.stop_note, cancels=[audex], **PRIVATE)
 
         # Public helpers without a model: /model_info outside the queue, /inspect_audio in its own.
@@ -387,6 +441,7 @@ def build_demo(studio: Studio) -> gr.Blocks:
 
         _wire_edit_plumbing(e, h)
         demo.load(h.status, None, status, **PRIVATE)
+        demo.load(None, js=FOLD_ON_PHONES)
         demo.load(h.api_page, None, api_page, **PRIVATE)
 
     # The model requests' cap is the validators' (Admission): Gradio's own max_size is checked before

@@ -25,6 +25,7 @@ from gradio.route_utils import get_root_url
 from gradio.utils import get_upload_folder
 
 from auk_app import instructions, upload_check
+from auk_app.audio_io import write_companions
 from auk_app.ui import outputs, rvq_table
 from auk_app.ui import text as ui_text
 from auk_app.audex.request import DEFAULTS as AUDEX_DEFAULTS
@@ -207,6 +208,17 @@ def field_updates(task_key: str) -> list[dict]:
     return updates
 
 
+def _companion_buttons(wav: str | None) -> tuple[dict, dict]:
+    """The FLAC and MP3 download buttons for a result's WAV: the same PCM16 samples written beside it
+    (audio_io.write_companions); a format libsndfile cannot write here, or no WAV, hides its button."""
+    try:
+        files = {} if wav is None else write_companions(wav)
+    except Exception as exc:
+        raise _gr_error(exc) from exc
+    return tuple(gr.update(value=str(files[ext]) if ext in files else None, visible=ext in files)
+                 for ext in ("flac", "mp3"))
+
+
 # ----------------------------------------------------------------------------- handlers
 
 
@@ -314,6 +326,47 @@ class Handlers:
         the result down so its peak stays under −1 dBFS; False (default) writes the level the model
         produced, and the manifest's output.clipped_samples and warnings say when it clips.
         """
+        made, state = self._edit(audio, instruction, model, seconds, nfe, cfg, sway, t_grid, seed, randomize_seed,
+                                 vae_sample, region_start, region_end, headroom, progress, request)
+        return str(made.audio), self._draw(made.figure), made.manifest, state
+
+    def _edit_from_ui(self, audio=None, instruction=None, model="auto", seconds=0, nfe=None, cfg=None, sway=None,
+                      t_grid=None, seed=0, randomize_seed=True, vae_sample=True, region_start=None, region_end=None,
+                      headroom=False, progress=gr.Progress(), request: gr.Request = None):
+        """The Generate button: the edit with the sliders read by :func:`slider_knobs` (a private event,
+        so the named endpoint keeps "empty means the checkpoint's default"). It returns the audio and
+        the manifest as soon as they are written, the figure cleared; the event chained on it
+        (:meth:`finish_edit`) draws the figure, which took 30 s of a 40 s first edit."""
+        nfe, cfg, sway, t_grid = slider_knobs(self.studio.entry(model), nfe, cfg, sway, t_grid)
+        made, state = self._edit(audio, instruction, model, seconds, nfe, cfg, sway, t_grid, seed, randomize_seed,
+                                 vae_sample, region_start, region_end, headroom, progress, request)
+        # In the session's state, not in this object: on ZeroGPU this runs in a worker process.
+        return str(made.audio), None, made.manifest, {**state, "figure": made.figure, "audio": str(made.audio)}
+
+    def finish_edit(self, state):
+        """After the page's edit has shown its audio: the figure, and the same samples as FLAC and MP3
+        beside the WAV (MP3 where libsndfile encodes it; its button stays hidden otherwise), which
+        for a 10-minute region took seconds. The state is not an output, so a slow drawing cannot
+        overwrite a newer edit's state; it lets go of the clips in place (a 10-minute region's are
+        100 MB), which a state Gradio hands over by reference frees."""
+        pending = (state or {}).get("figure")
+        if pending is None:
+            return gr.skip(), gr.skip(), gr.skip()
+        figure = self._draw(pending)
+        state["figure"] = None
+        return figure, *_companion_buttons(state["audio"])
+
+    @staticmethod
+    def _draw(pending: outputs.PendingFigure) -> str:
+        try:
+            return str(pending.draw())
+        except Exception as exc:
+            raise _gr_error(exc) from exc
+
+    def _edit(self, audio, instruction, model, seconds, nfe, cfg, sway, t_grid, seed, randomize_seed, vae_sample,
+              region_start, region_end, headroom, progress, request) -> tuple[outputs.EditFiles, dict]:
+        """One edit run to its WAV and manifest (the figure left to draw), with the warnings shown, and
+        the state after_edit reads."""
         stop = self._runs.flag(request)
         try:
             cautions = self.studio.capability_warnings(model, instruction)
@@ -337,17 +390,7 @@ class Handlers:
             raise _gr_error(exc) from exc
         for warning in made.manifest["warnings"][len(cautions):]:  # what the run itself found: clipping
             gr.Warning(warning)
-        state = {"seed": made.manifest["seed"], "file": str(made.manifest_file)}
-        return str(made.audio), str(made.figure), made.manifest, state
-
-    def _edit_from_ui(self, audio=None, instruction=None, model="auto", seconds=0, nfe=None, cfg=None, sway=None,
-                      t_grid=None, seed=0, randomize_seed=True, vae_sample=True, region_start=None, region_end=None,
-                      headroom=False, progress=gr.Progress(), request: gr.Request = None):
-        """The Generate button: ``_edit_audio`` with the sliders read by :func:`slider_knobs`. A private
-        event, so the named endpoint keeps "empty means the checkpoint's default"."""
-        nfe, cfg, sway, t_grid = slider_knobs(self.studio.entry(model), nfe, cfg, sway, t_grid)
-        return self._edit_audio(audio, instruction, model, seconds, nfe, cfg, sway, t_grid, seed, randomize_seed,
-                                vae_sample, region_start, region_end, headroom, progress=progress, request=request)
+        return made, {"seed": made.manifest["seed"], "file": str(made.manifest_file)}
 
     # ------------------------------------------------------------------ Audex
 
@@ -385,8 +428,8 @@ class Handlers:
             raise _gr_error(exc) from exc
         report = made.result.report
         table = rvq_table.report_table(report, made.unmasked.report if made.unmasked else None)
-        state = {"seed": made.result.seed, "file": str(files.manifest_file), "table": table}
         audio = None if files.audio is None else str(files.audio)
+        state = {"seed": made.result.seed, "file": str(files.manifest_file), "table": table, "audio": audio}
         return audio, str(files.figure), report, files.manifest, state
 
     # ------------------------------------------------------------------ cheap public helpers
@@ -459,7 +502,9 @@ class Handlers:
         return state["seed"], gr.update(value=state["file"], visible=True), self.status()
 
     def after_audex(self, state):
-        return state["seed"], gr.update(value=state["file"], visible=True), state["table"], self.status()
+        """The seed used, the manifest, the FLAC/MP3 of the WAV (if one was decoded), the report, the status."""
+        return (state["seed"], gr.update(value=state["file"], visible=True), *_companion_buttons(state["audio"]),
+                state["table"], self.status())
 
     def stop(self, request: gr.Request):
         """Stop this session's run; the line beside the button says what that did, and when."""

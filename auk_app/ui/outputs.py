@@ -46,6 +46,33 @@ class Deliverables:
     manifest_file: Path
 
 
+@dataclass(frozen=True)
+class PendingFigure:
+    """An edit's before/after figure, not yet drawn: drawing can take far longer than writing the
+    audio (30.9 s of a 40 s first edit), so the page shows the audio first and then calls ``draw``."""
+
+    path: Path
+    output: np.ndarray
+    sample_rate: int
+    source: np.ndarray | None
+    caption: str
+    region: tuple[float, float] | None
+
+    def draw(self) -> Path:
+        return figures.before_after(self.path, self.output, self.sample_rate, source=self.source,
+                                    caption=self.caption, region=self.region)
+
+
+@dataclass(frozen=True)
+class EditFiles:
+    """An edit's WAV and manifest, written, and its figure, still to draw (at ``figure.path``)."""
+
+    audio: Path
+    figure: PendingFigure
+    manifest: dict[str, Any]
+    manifest_file: Path
+
+
 def new_request_dir(root: str | Path, *, max_age_s: float = MAX_AGE_SECONDS,
                     max_bytes: int = MAX_RESULT_BYTES, min_age_s: float = MIN_AGE_SECONDS) -> Path:
     """A fresh, uniquely named folder under ``root``, once older request folders are pruned: those
@@ -96,9 +123,11 @@ def render_edit(
     root: str | Path,
     headroom: bool = False,
     warnings: tuple[str, ...] = (),
-) -> Deliverables:
-    """Files for an AuK result produced by model ``entry``; ``headroom`` scales it down to keep the
-    peak under −1 dBFS, and ``warnings`` (the caller's) go into the manifest with the clipping one."""
+) -> EditFiles:
+    """The WAV and manifest for an AuK result produced by model ``entry``, and its figure to draw
+    next (``.figure.draw()``), so the audio need not wait for it; ``headroom`` scales the result
+    down to keep the peak under −1 dBFS, and ``warnings`` (the caller's) go into the manifest with
+    the clipping one. The manifest's ``timings.render`` is the files', not the figure's."""
     started = time.perf_counter()
     folder = new_request_dir(root)
     record = result.record
@@ -122,8 +151,8 @@ def render_edit(
     region = _region_levels(result, wav)
     headline = levels.describe(before, after) if region is None else (
         f"region {record.region[0]:g}–{record.region[1]:g} s: {levels.describe(*region)}")
-    figure = figures.before_after(folder / f"{stem}.png", wav, result.sample_rate, source=result.source,
-                                  caption=f"{record.instruction[:110]}\n{headline}", region=record.region)
+    figure = PendingFigure(folder / f"{stem}.png", wav, result.sample_rate, result.source,
+                           f"{record.instruction[:110]}\n{headline}", record.region)
     manifest = edit_manifest(
         record,
         model={"key": entry.key, "label": entry.label, "demo": entry.demo},
@@ -136,7 +165,7 @@ def render_edit(
         warnings=[*warnings, *([clipping_warning(clipped, wav.shape[0])] if clipped else [])],
     )
     manifest["timings"]["render"] = round(time.perf_counter() - started, 4)
-    return Deliverables(audio, figure, manifest, write_manifest(folder / f"{stem}.json", manifest))
+    return EditFiles(audio, figure, manifest, write_manifest(folder / f"{stem}.json", manifest))
 
 
 def _region_levels(result: EditResult, wav: np.ndarray) -> tuple[dict, dict] | None:

@@ -26,7 +26,7 @@ def _handlers(demo):
 
 
 def _join(url: str, fn_index: int) -> httpx.Response:
-    """One raw arrival at the queue, as any client can make it: a text-only edit of 1 s."""
+    """One raw arrival at the queue, as any client can make it: a text-only edit of 1 s (all 14 inputs)."""
     data = [None, "Say hi.", "auto", 1, None, None, None, "", 0, True, True, None, None, False]
     body = {"data": data, "fn_index": fn_index, "session_hash": uuid.uuid4().hex, "event_data": None,
             "trigger_id": None}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -172,3 +173,68 @@ def test_stop_and_use_as_source_say_what_they_did(handlers, clips):
     assert handlers.stop(None).startswith("Stopped at ") and "writes nothing" in handlers.stop(None)
     assert handlers.use_result(None)[1] == "There is no result yet to use as the source."
     assert handlers.use_result(str(clips.voice)) == (str(clips.voice), "The result (voice.wav) is now the source clip.")
+
+
+def test_the_pages_edit_returns_the_audio_before_its_figure_is_drawn(handlers, clips, monkeypatch):
+    """Item 9 of issue 42: the first edit waited 30.9 s on its figure. Drawing is held on an Event:
+    the page's edit still returns its WAV and manifest, and only the chained figure event waits."""
+    import threading
+
+    from auk_app.ui import figures
+
+    release, drawing, draw = threading.Event(), threading.Event(), figures.before_after
+
+    def held(*args, **kwargs):
+        drawing.set()
+        assert release.wait(60), "never released"
+        return draw(*args, **kwargs)
+
+    monkeypatch.setattr(figures, "before_after", held)
+    audio, figure, manifest, state = asyncio.run(handlers.edit_from_ui(
+        str(clips.voice), "Decrease the volume by 10 dB.", nfe=16, cfg=0, sway=-1, seed=3, randomize_seed=False,
+        progress=lambda *a, **k: None))
+    assert not drawing.is_set() and figure is None  # the audio arrived with no drawing begun
+    assert Path(audio).stat().st_size > 0 and manifest["seed"] == 3
+    done = {}
+    worker = threading.Thread(target=lambda: done.update(out=handlers.finish_edit(state)))
+    worker.start()
+    assert drawing.wait(60) and "out" not in done
+    release.set()
+    worker.join(60)
+    path, flac, _ = done["out"]
+    assert Path(path).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and state["figure"] is None
+    assert flac["visible"] and flac["value"] == str(Path(audio).with_suffix(".flac"))  # the downloads come here too
+
+
+def test_the_audio_is_set_by_an_event_that_does_not_draw_and_figures_are_warm_at_build(app, monkeypatch):
+    from auk_app import ui
+    from auk_app.ui import figures
+
+    fns = {getattr(f.fn, "__name__", ""): (index, f) for index, f in app.demo.fns.items()}
+    page_index, page = fns["_edit_from_ui"]
+    _, figure = fns["finish_edit"]
+    ids = {block.elem_id for block in page.outputs}
+    assert "edit-output" in ids and "edit-manifest" in ids
+    assert figure.trigger_after == page_index and figure.trigger_only_on_success
+    assert [block.elem_id for block in figure.outputs][0] == "edit-figure"
+    calls = []
+    monkeypatch.setattr(figures, "warm_up", lambda: calls.append("warm"))
+    ui.build_demo(app.studio)
+    assert calls == ["warm"]
+
+
+def test_the_example_clips_are_small_shipped_files_listed_on_the_page(app):
+    """Issue 42, item 10: speech, tone and noisy speech as committed FLAC (Spaces have no espeak-ng)."""
+    import gradio as gr
+    import soundfile as sf
+
+    from auk_app.ui.app import EXAMPLE_DIR
+
+    names = ["speech.flac", "tone.flac", "noisy_speech.flac"]
+    assert sum((EXAMPLE_DIR / name).stat().st_size for name in names) < 300_000
+    for name in names:
+        info = sf.info(str(EXAMPLE_DIR / name))
+        assert (info.format, info.channels, info.samplerate) == ("FLAC", 1, 24_000) and 1 <= info.duration <= 3
+    listed = next(b for b in app.demo.blocks.values() if isinstance(b, gr.Dataset) and b.elem_id == "clip-examples")
+    assert [Path(sample[0]).name for sample in listed.samples] == names
+    assert all(sample[1] for sample in listed.samples)  # each with an instruction the demo model does

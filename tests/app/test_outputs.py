@@ -63,9 +63,10 @@ def test_the_wav_keeps_the_models_level(tmp_path, clips):
 def test_edit_deliverables_live_in_a_fresh_folder_with_a_complete_manifest(tmp_path, clips):
     made = outputs.render_edit(_result(_sine(0.6, 0.3), clips.voice), ENTRY, source_path=clips.voice,
                                requested={"seconds": 0, "nfe": None}, randomized_seed=True, root=tmp_path)
-    assert made.audio.parent == made.figure.parent == made.manifest_file.parent
+    assert made.audio.parent == made.figure.path.parent == made.manifest_file.parent
     assert made.audio.parent.parent == tmp_path
-    assert made.figure.read_bytes()[:8] == PNG_MAGIC
+    assert not made.figure.path.exists()  # the audio does not wait for the figure: drawn on request
+    assert made.figure.draw() == made.figure.path and made.figure.path.read_bytes()[:8] == PNG_MAGIC
     on_disk = json.loads(made.manifest_file.read_text())
     assert on_disk == made.manifest
     for key in ("seed", "sample_rate", "model", "nfe", "cfg", "sway", "t_grid", "gen_frames", "seconds", "timings",
@@ -77,12 +78,32 @@ def test_edit_deliverables_live_in_a_fresh_folder_with_a_complete_manifest(tmp_p
     assert "render" in on_disk["timings"]
 
 
+def test_flac_and_mp3_come_beside_the_wav_with_the_same_samples(tmp_path, clips):
+    """Issue 42, item 10: FLAC (and MP3 where libsndfile encodes it) beside the WAV, at its level."""
+    from auk_app.audio_io import companion_formats, write_companions
+
+    made = outputs.render_edit(_result(_sine(0.6, 0.3), clips.voice), ENTRY, source_path=clips.voice,
+                               requested={}, randomized_seed=False, root=tmp_path)
+    files = write_companions(made.audio)
+    pcm, rate = sf.read(str(made.audio), dtype="int16")
+    assert set(files) == set(companion_formats()) and "flac" in files
+    assert all(path.parent == made.audio.parent and path.stem == made.audio.stem for path in files.values())
+    flac, flac_rate = sf.read(str(files["flac"]), dtype="int16")
+    assert flac_rate == rate and np.array_equal(flac, pcm)  # lossless: bit-exact to the WAV's PCM16
+    assert sf.info(str(files["flac"])).format == "FLAC"
+    if "mp3" in files:
+        mp3, mp3_rate = sf.read(str(files["mp3"]), dtype="float32")
+        assert mp3_rate == rate and abs(mp3.shape[0] - pcm.shape[0]) < rate // 10
+        rms = lambda x: float(np.sqrt(np.mean(np.square(x, dtype=np.float64))))  # noqa: E731
+        assert rms(mp3) == pytest.approx(rms(pcm / 32768.0), rel=0.05)  # the WAV's level, not normalised
+
+
 def test_a_text_only_result_has_a_figure_without_a_source(tmp_path):
     made = outputs.render_edit(_result(_sine(0.4, 0.2)), ENTRY, source_path=None, requested={},
                                randomized_seed=False, root=tmp_path)
     assert made.manifest["source"] is None
     assert made.manifest["level_change"] == {"seconds": None, "peak_dbfs": None, "rms_dbfs": None}
-    assert made.figure.read_bytes()[:8] == PNG_MAGIC
+    assert made.figure.draw().read_bytes()[:8] == PNG_MAGIC
 
 
 def test_request_folders_are_unique_and_old_ones_are_pruned(tmp_path):
