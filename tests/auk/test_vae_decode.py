@@ -103,7 +103,7 @@ def test_graph_replay_matches_eager_on_cuda(monkeypatch):
 
 
 @requires_cuda
-def test_moved_weights_drop_the_graphs():
+def test_moved_weights_drop_the_graphs_on_cuda():
     vae = _fixture_vae("cuda")
     fast = decoder(vae)
     latents = torch.randn(1, 20, 64, device="cuda")
