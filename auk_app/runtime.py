@@ -81,3 +81,23 @@ def autocast(device: torch.device, precision: Precision):
 # the VAE decode's and Audex's each capture from their own thread, and entering a capture
 # synchronises the device and empties the allocator's cache under another thread's capture.
 GRAPH_CAPTURE = threading.Lock()
+
+
+def capture_graph(run, *, warmup: int = 2, pool=None, generator: torch.Generator | None = None):
+    """(graph, output) of one call of ``run`` captured as a CUDA graph, after ``warmup`` calls on a
+    side stream that let cuBLAS/cuDNN pick and allocate their workspaces (and torch.compile
+    compile) outside the capture. ``generator``'s state is registered, so replays draw afresh.
+    The capture is ``thread_local``: another request allocating on its own thread must not void it.
+    """
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(warmup):
+            run()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    if generator is not None:
+        graph.register_generator_state(generator)
+    with GRAPH_CAPTURE, torch.cuda.graph(graph, pool=pool, capture_error_mode="thread_local"):
+        out = run()
+    return graph, out

@@ -30,11 +30,10 @@ import torch
 
 from auk_app.audex.decode import DecodeState, Knobs
 from auk_app.audex.vocab import AudexVocab
-from auk_app.runtime import GRAPH_CAPTURE
+from auk_app.runtime import capture_graph
 
 POSITION_MULTIPLE = 512
 MAX_IDLE = 3
-_WARMUP_STEPS = 2  # lets cuBLAS pick and allocate its workspaces before the capture
 
 
 @dataclass
@@ -118,15 +117,5 @@ def _checkin(pool: _Pool, key: tuple, entry: _Entry) -> None:
 
 
 def _capture(lm, state: DecodeState):
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(_WARMUP_STEPS):
-            state.advance(lm)
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    graph.register_generator_state(state.generator)  # each replay draws fresh numbers
-    # thread_local: another request's allocations on its own thread must not void this capture.
-    with GRAPH_CAPTURE, torch.cuda.graph(graph, capture_error_mode="thread_local"):
-        state.advance(lm)
+    graph, _ = capture_graph(lambda: state.advance(lm), generator=state.generator)
     return graph

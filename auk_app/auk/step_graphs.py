@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 import torch.nn.functional as F
 
-from auk_app.runtime import GRAPH_CAPTURE
+from auk_app.runtime import capture_graph
 
 if TYPE_CHECKING:
     from auk_app.auk.dit import AuKStepContext, AuKTransformer
@@ -41,7 +41,6 @@ TARGET_MULTIPLE = 64
 TEXT_MULTIPLE = 64
 REF_MULTIPLE = 50
 MAX_GRAPHS = 16  # least recently used first out; they share one memory pool
-_WARMUP_STEPS = 2  # lets cuBLAS/cuDNN pick and allocate their workspaces before the capture
 
 Step = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
@@ -220,16 +219,9 @@ class StepGraphs:
     def _capture(self, dit: AuKTransformer, entry: _Bucket) -> None:
         if self._pool is None:
             self._pool = torch.cuda.graph_pool_handle()
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with _uncached_autocast("cuda"), torch.cuda.stream(side):
-            for _ in range(_WARMUP_STEPS):
-                dit.step(entry.x, entry.time, entry.ctx)
-        torch.cuda.current_stream().wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
-        # thread_local: an Audex request allocating on its own thread must not void this capture.
-        with GRAPH_CAPTURE, _uncached_autocast("cuda"), torch.cuda.graph(
-            graph, pool=self._pool, capture_error_mode="thread_local"
-        ):
-            entry.out = dit.step(entry.x, entry.time, entry.ctx)
-        entry.graph = graph
+
+        def step() -> torch.Tensor:
+            with _uncached_autocast("cuda"):
+                return dit.step(entry.x, entry.time, entry.ctx)
+
+        entry.graph, entry.out = capture_graph(step, pool=self._pool)

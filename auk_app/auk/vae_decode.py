@@ -46,13 +46,12 @@ from torch._inductor.exc import InductorError
 
 from auk_app.auk.step_graphs import bucket
 from auk_app.auk.vae import AliasFreeActivation, AMPBlock, AuKVAE, lowpass, snake_beta, upsample
-from auk_app.runtime import GRAPH_CAPTURE
+from auk_app.runtime import capture_graph
 
 logger = logging.getLogger(__name__)
 
 BUCKET_FRAMES = 50  # 1 s of latents: a 10 s clip pads nothing, 9.1 s pads 10 %
 MAX_GRAPHS = 8  # least recently used first out; they share one memory pool
-_WARMUP_RUNS = 2  # lets cuDNN pick and allocate its workspaces before the capture
 
 Activation = Callable[..., torch.Tensor]
 COMPILE_ERRORS = (TorchDynamoException, InductorError)  # what a missing compiler or an unsupported op raises
@@ -238,18 +237,11 @@ class FastDecoder:
     def _capture(self, vae: AuKVAE, entry: _Graph) -> None:
         if self._pool is None:
             self._pool = torch.cuda.graph_pool_handle()
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            for _ in range(_WARMUP_RUNS):
-                self._run(vae, entry.latents, entry.frames)  # compiles here, outside the capture
-        torch.cuda.current_stream().wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
         entry.failed = True  # until the capture below completes
-        # thread_local: an Audex request allocating on its own thread must not void this capture.
-        with GRAPH_CAPTURE, torch.cuda.graph(graph, pool=self._pool, capture_error_mode="thread_local"):
-            entry.out = decode_padded(vae, entry.latents, entry.frames, self._activation)
-        entry.graph, entry.failed = graph, False
+        entry.graph, entry.out = capture_graph(  # the warm-up runs compile, outside the capture
+            lambda: self._run(vae, entry.latents, entry.frames), pool=self._pool
+        )
+        entry.failed = False
 
 
 # Dynamic shapes: one compile serves every channel count and length (the taps and geometry are alike).
