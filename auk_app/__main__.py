@@ -62,7 +62,9 @@ def check_output(path: Path) -> None:
             raise InputError(f"--output {path} is a folder; give a file name such as {path / 'out.wav'}.")
         if not path.parent.is_dir():
             raise InputError(f"--output {path}: the folder {path.parent} does not exist. Create it first.")
-        part = path.with_name(path.name + ".part")
+        from auk_app.audio_io import part_path  # here: --help and argument errors stay instant
+
+        part = part_path(path)
         existed = part.exists()  # a stale one from a killed run: write_wav overwrites it, so may we
         with open(part, "ab"):
             pass

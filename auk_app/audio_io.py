@@ -87,20 +87,17 @@ def _damaged(path: Path) -> InputError:
     return InputError(f"{path.name} is damaged: its audio data could not be decoded. Re-export it.")
 
 
-def read_audio(path: str | Path, limits: Limits | None = None) -> Waveform:
-    """Decode every channel of a file; unreadable or unsupported files raise InputError naming the file.
-
-    With ``limits`` the header is checked before anything is decoded (see :func:`read_mono`, which
-    the server uses for uploads and keeps only the mono mix in memory).
-    """
+def read_audio(path: str | Path) -> Waveform:
+    """Decode every channel of a file we wrote or trust (results, tests); unreadable files raise
+    InputError naming the file. Uploads go through :func:`read_mono`, which checks the header
+    against the limits and keeps only the mono mix in memory."""
     path = Path(path)
     handle = _open(path)
     if handle is None:
-        return _read_with_librosa(path, limits)
+        return _read_with_librosa(path, None)
     with handle:
-        frames = _frames_to_read(handle, limits)
         try:
-            data = handle.read(frames, dtype="float32", always_2d=True)
+            data = handle.read(dtype="float32", always_2d=True)
         except (sf.LibsndfileError, RuntimeError) as exc:
             raise _damaged(path) from exc
         return Waveform(np.ascontiguousarray(data.T), int(handle.samplerate))
@@ -115,6 +112,7 @@ class _DecodedClips:
     def __init__(self, max_samples: int) -> None:
         self.max_samples = max_samples
         self._clips: OrderedDict[tuple, MonoClip] = OrderedDict()
+        self._samples = 0  # held by _clips
         self._lock = threading.Lock()
 
     @staticmethod
@@ -135,9 +133,12 @@ class _DecodedClips:
     def put(self, key: tuple, clip: MonoClip) -> None:
         clip.mono.setflags(write=False)
         with self._lock:
+            if key in self._clips:
+                return
             self._clips[key] = clip
-            while sum(c.mono.size for c in self._clips.values()) > self.max_samples and len(self._clips) > 1:
-                self._clips.popitem(last=False)
+            self._samples += clip.mono.size
+            while self._samples > self.max_samples and len(self._clips) > 1:
+                self._samples -= self._clips.popitem(last=False)[1].mono.size
 
 
 _DECODED = _DecodedClips(Limits().max_decoded_samples)
@@ -177,7 +178,9 @@ def _decode_mono(path: Path, limits: Limits | None) -> MonoClip:
                 if not len(block):
                     break
                 mono[done: done + len(block)] = dsp.to_mono(block.T)
-                clipping = clipping or dsp.flat_tops(np.concatenate([tail, block]))
+                # A run inside the block, or one across the seam with the previous block's tail.
+                clipping = clipping or dsp.flat_tops(block) or dsp.flat_tops(
+                    np.concatenate([tail, block[: dsp.CLIP_RUN - 1]]))
                 tail = block[len(block) - (dsp.CLIP_RUN - 1):].copy()
                 done += len(block)
         except (sf.LibsndfileError, RuntimeError) as exc:
@@ -283,10 +286,15 @@ def write_companions(wav: str | Path) -> dict[str, Path]:
             for ext, (fmt, subtype) in companion_formats().items()}
 
 
+def part_path(path: Path) -> Path:
+    """Where a file is written before it is renamed into place, so a failure leaves no half of it."""
+    return path.with_name(path.name + ".part")
+
+
 def _write_atomically(path: str | Path, data: np.ndarray, sample_rate: int, fmt: str, subtype: str) -> Path:
     """``sf.write`` to a sibling temp name, then renamed: a failure leaves no half-written file."""
     path = Path(path)
-    tmp = path.with_name(path.name + ".part")
+    tmp = part_path(path)
     try:
         sf.write(str(tmp), data, sample_rate, subtype=subtype, format=fmt)
         tmp.replace(path)

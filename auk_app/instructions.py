@@ -454,9 +454,9 @@ def build(
              if not slot.choices and f"{{{name}}}" in english and not filled[name].strip()]
     if empty:
         problem = f"Fill in: {', '.join(empty)}."
-    elif source_seconds is not None and source_seconds > limits.max_input_seconds:
+    elif source_seconds is not None and source_seconds > limits.max_target_seconds:
         # Only a region gets here (a longer whole clip is refused on upload); the edit would be refused too.
-        problem = (f"The region lasts {source_seconds:.2f} s, more than the {limits.max_input_seconds:g} s the "
+        problem = (f"The region lasts {source_seconds:.2f} s, more than the {limits.max_target_seconds:g} s the "
                    "model takes: make it shorter.")
     elif chosen.needs_audio and source_seconds is None:
         problem = "This task edits a clip: upload or record one."

@@ -40,21 +40,21 @@ def check_upload(path: str | Path | None, limits: Limits = Limits()) -> dict[str
         return findings
     try:
         with _DECODING:
-            waveform = read_mono(path, limits)
+            clip = read_mono(path, limits)
     except InputError as exc:
         findings["message"] = str(exc)
         return findings
-    mono = waveform.mono
+    mono = clip.mono
     finite = bool(np.isfinite(mono).all())
-    findings.update(sample_rate=waveform.sample_rate, channels=waveform.channels, duration_s=round(waveform.seconds, 4))
+    findings.update(sample_rate=clip.sample_rate, channels=clip.channels, duration_s=round(clip.seconds, 4))
     if finite and mono.size:
         peak, rms = dsp.peak(mono), dsp.rms(mono)
         findings.update(
-            peak=round(peak, 6), rms=round(rms, 6), silent=peak < SILENCE_PEAK, clipping=waveform.clipping,
+            peak=round(peak, 6), rms=round(rms, 6), silent=peak < SILENCE_PEAK, clipping=clip.clipping,
             peak_dbfs=dbfs_or_none(peak), rms_dbfs=dbfs_or_none(rms),
         )
     try:
-        check_clip(mono, waveform.sample_rate, limits, channels=waveform.channels)
+        check_clip(mono, clip.sample_rate, limits, channels=clip.channels)
     except InputError as exc:
         findings["message"] = str(exc)
         return findings
@@ -65,12 +65,12 @@ def check_upload(path: str | Path | None, limits: Limits = Limits()) -> dict[str
     else:
         findings["verdict"] = "ok"
     conversions = []
-    if waveform.channels > 1:
-        conversions.append(f"mixed from {waveform.channels} channels to mono")
-    if waveform.sample_rate != AUK_SAMPLE_RATE:
-        conversions.append(f"resampled from {waveform.sample_rate / 1000:g} kHz to 24 kHz")
+    if clip.channels > 1:
+        conversions.append(f"mixed from {clip.channels} channels to mono")
+    if clip.sample_rate != AUK_SAMPLE_RATE:
+        conversions.append(f"resampled from {clip.sample_rate / 1000:g} kHz to 24 kHz")
     summary = (
-        f"{waveform.seconds:.2f} s, {waveform.sample_rate / 1000:g} kHz, {waveform.channels} channel(s), "
+        f"{clip.seconds:.2f} s, {clip.sample_rate / 1000:g} kHz, {clip.channels} channel(s), "
         f"peak {_level(findings['peak_dbfs'])}, RMS {_level(findings['rms_dbfs'])}."
     )
     if conversions:

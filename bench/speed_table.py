@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -117,11 +118,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--print", action="store_true", help="print the section instead of rewriting the README")
     args = parser.parse_args()
-    table = render(newest_record())
+    record = newest_record()
+    if record is None:
+        sys.exit(f"No speed record in {RESULTS}; run `bash bench/gpu_record.sh OUT` on a GPU and copy its JSON there.")
+    table = render(record)
     if args.print:
         print(table)
         return
     text = README.read_text()
+    if BEGIN not in text or END not in text:
+        sys.exit(f"README.md lacks the speed section's markers {BEGIN} and {END}; put them back around it.")
     README.write_text(text.replace(section(text), table, 1))
 
 

@@ -258,7 +258,7 @@ class RemoteEngine:
         """The call's own limit, the request's deadline and, for a run, the time since the last token
         (keep-alives do not count); the sentence names the one that was hit."""
         now, done = perf_counter(), len(streams[0].tokens)
-        run = what == "the run"
+        run = call_limit is None  # only the model-list fetch has a limit of its own; a run has tokens
         came = f" ({done} tokens came)" if run else ""
         if call_limit is not None and now - started > call_limit:
             raise EngineError(f"The Audex server at {self.host} did not complete {what} within {call_limit:g} s"

@@ -359,25 +359,22 @@ def _wire_edit_plumbing(e: SimpleNamespace, h: Handlers) -> None:
           **PRIVATE)
     fields = [getattr(e, name) for name in instructions.FIELD_NAMES]
     builder = [e.task, *fields, e.source_seconds, e.language]
+    preview = {"fn": h.preview, "inputs": builder, "outputs": [e.built_md, e.built], **PRIVATE}
     # A new task relabels the fields, then previews. The fields preview on a person's input only: their
     # change events also fire mid-relabelling, sending the old task's value (Volume's "Decrease")
     # against the new task's choices (Pitch's Raise/Lower), which Gradio refuses with a console error.
-    e.task.change(field_updates, e.task, fields, **PRIVATE).then(
-        h.preview, builder, [e.built_md, e.built], **PRIVATE)
+    e.task.change(field_updates, e.task, fields, **PRIVATE).then(**preview)
     # The player's own input (upload, record, clear), not its change: clearing a refused clip must not
     # re-check the empty player and replace the refusal with "No clip".
     # The verdict decodes the upload, and the raw API reaches private events too: queued with /inspect_audio.
     clip = {"fn": h.on_audio_change, "inputs": [e.audio, e.region_start, e.region_end],
             "outputs": [e.verdict, e.source_seconds, e.audio], "api_visibility": "private",
             "concurrency_id": INTAKE_QUEUE, "concurrency_limit": INTAKE_CONCURRENCY}
-    gr.on([e.audio.input, e.region_start.change, e.region_end.change], **clip).then(
-        h.preview, builder, [e.built_md, e.built], **PRIVATE)
-    gr.on([e.language.change] + [f.input for f in fields], h.preview, builder,
-          [e.built_md, e.built], **PRIVATE)
+    gr.on([e.audio.input, e.region_start.change, e.region_end.change], **clip).then(**preview)
+    gr.on([e.language.change] + [f.input for f in fields], **preview)
     e.use_built.click(h.apply_built, e.built, [e.instruction, e.seconds], **PRIVATE)
-    e.clip_examples.load_input_event.then(**clip).then(h.preview, builder, [e.built_md, e.built], **PRIVATE)
-    e.use_as_input.click(h.use_result, e.output, [e.audio, e.use_note], **PRIVATE).then(**clip).then(
-        h.preview, builder, [e.built_md, e.built], **PRIVATE)
+    e.clip_examples.load_input_event.then(**clip).then(**preview)
+    e.use_as_input.click(h.use_result, e.output, [e.audio, e.use_note], **PRIVATE).then(**clip).then(**preview)
 
 
 def _wire_audex(a: SimpleNamespace, h: Handlers, status) -> Any:

@@ -473,11 +473,15 @@ class Handlers:
         start = region_start or 0.0
         if usable and region_end is not None and region_end > start:
             length = region_end - start
-        keep = usable or audio is None or (not region_end and self._usable_with_a_region(audio))
+        keep = usable or audio is None or (not region_end and self._usable_with_a_region(audio, findings))
         return ui_text.upload_verdict(findings), length, gr.skip() if keep else gr.update(value=None)
 
-    def _usable_with_a_region(self, audio) -> bool:
-        """Whether a clip refused as a whole passes under a region's limits (only too long, then)."""
+    def _usable_with_a_region(self, audio, findings) -> bool:
+        """Whether a clip refused as a whole passes under a region's limits (only too long, then).
+        Decoded again only where its length was the problem: nothing else passes under a region."""
+        seconds = findings["duration_s"]
+        if seconds is not None and seconds <= self.limits.max_input_seconds:
+            return False
         any_region = self.limits.for_region(self.limits.max_target_seconds)
         return upload_check.check_upload(audio, any_region)["verdict"] != "rejected"
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from auk_app import levels
+from auk_app import dsp, levels
 from auk_app.ui import figures
 from auk_app.audio_io import full_scale_samples, write_wav
 from auk_app.audex.request import TextToAudioResult
@@ -188,7 +188,7 @@ def _leveled(wav: np.ndarray, headroom: bool) -> tuple[np.ndarray, dict[str, Any
         return wav, None
     gain = levels.headroom_gain(wav)
     return (wav * np.float32(gain)).astype(np.float32), {
-        "ceiling_dbfs": levels.HEADROOM_DBFS, "gain_db": round(20 * np.log10(gain), 2)}
+        "ceiling_dbfs": levels.HEADROOM_DBFS, "gain_db": round(dsp.dbfs(gain), 2)}
 
 
 def clipping_warning(clipped: int, total: int) -> str:
