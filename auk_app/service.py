@@ -19,6 +19,7 @@ from auk_app.audex.request import TRAINED_SECONDS, AudexRequest, TextToAudioResu
 from auk_app.auk.batching import DEFAULT_MAX_BATCH
 from auk_app.auk.checkpoint import AuKCheckpoint, read_auk_checkpoint
 from auk_app.auk.pipeline import AuKPipeline
+from auk_app.auk.plan import plan_edit
 from auk_app.auk.request import EditRequest, EditResult
 from auk_app.config import Limits
 from auk_app.errors import InputError
@@ -193,10 +194,12 @@ class Studio:
                 f"instruction; {where}" for gap in gaps]
 
     def edit(self, request: EditRequest, model: str | None = None, **callbacks) -> tuple[EditResult, ModelEntry]:
+        """Plan ``request`` (every check, before waiting for the model), then run it."""
         entry = self.entry(model)
+        plan = plan_edit(request, entry.checkpoint, self.config.limits)
         pipeline = self._enter(entry)
         try:
-            return pipeline.generate(request, **callbacks), entry
+            return pipeline.run(plan, **callbacks), entry
         finally:
             with self._editing:
                 self._running[entry.key] -= 1

@@ -10,7 +10,7 @@ own time grid, nfe, cfg and step index; the time goes in per row, and the CFG bl
 update are the request's own (:class:`~auk_app.auk.sampler.Solve`, the arithmetic
 :func:`~auk_app.auk.sampler.sample_latents` uses), so requests join and leave at any step.
 
-* A request alone in its round runs :meth:`AuKTransformer.stepper` as ``sample_latents`` does:
+* A request alone in its round runs :meth:`StepGraphs.stepper` as ``sample_latents`` does:
   the per-bucket CUDA graph on CUDA, the exact-shape step elsewhere. Its output is then the same
   as before. A shared round runs the plain ``dit.step`` (eager, no graph) on the padded contexts
   concatenated (:meth:`AuKStepContext.concat`); padding keeps the valid frames, so its output
@@ -44,7 +44,7 @@ import torch.nn.functional as F
 
 from auk_app.auk.dit import AuKStepContext, AuKTransformer
 from auk_app.auk.sampler import Solve, start_solve
-from auk_app.auk.step_graphs import PaddedRequest, pad_to_bucket
+from auk_app.auk.step_graphs import PaddedRequest, StepGraphs, compute_autocast, pad_to_bucket
 
 DEFAULT_MAX_BATCH = 4
 
@@ -56,7 +56,6 @@ class _Job:
     solve: Solve
     padded: PaddedRequest
     key: tuple  # requests with equal keys can share a step
-    autocast: tuple[bool, torch.dtype]  # the submitting thread's, replayed on the driver
     context: contextvars.Context
     done: threading.Event = field(default_factory=threading.Event)
     error: BaseException | None = None
@@ -69,22 +68,24 @@ class _Job:
         return 2 if self.solve.guided else 1
 
 
-def _group_key(padded: PaddedRequest, autocast: tuple[bool, torch.dtype]) -> tuple:
+def _group_key(padded: PaddedRequest) -> tuple:
     """What must match for two requests to share a step: the padded shapes, which masks exist,
-    device, dtype and autocast."""
+    device and dtype."""
     tensors = (padded.text, padded.c_mask, padded.ref, padded.ref_mask, padded.mask)
     shapes = tuple(None if t is None else tuple(t.shape[1:]) for t in tensors)
-    return padded.target_frames, padded.text.device, padded.text.dtype, autocast, shapes
+    return padded.target_frames, padded.text.device, padded.text.dtype, shapes
 
 
 class StepBatcher:
-    """Runs the DiT steps of concurrent solves on one DiT, several requests per step; see the
-    module docstring. ``largest_batch`` and ``batched_steps`` count what it did (tests, bench)."""
+    """Runs the DiT steps of concurrent solves on one DiT, several requests per step, at the
+    compute dtype of ``graphs`` (the DiT's step graphs, which lone requests replay); see the module
+    docstring. ``largest_batch`` and ``batched_steps`` count what it did (tests, bench)."""
 
-    def __init__(self, dit: AuKTransformer, *, max_batch: int = DEFAULT_MAX_BATCH):
+    def __init__(self, graphs: StepGraphs, *, max_batch: int = DEFAULT_MAX_BATCH):
         if max_batch < 1:
             raise ValueError(f"a step batch holds at least one request; got max_batch={max_batch}")
-        self.dit = dit
+        self.graphs = graphs
+        self.dit: AuKTransformer = graphs.dit
         self.max_batch = max_batch
         self.largest_batch = 0  # the most requests one step has served
         self.batched_steps = 0  # steps that served two or more requests
@@ -108,10 +109,8 @@ class StepBatcher:
         submitted, and an exception from its ``on_step`` is re-raised here.
         """
         solve = start_solve(self.dit, **request)
-        device_type = solve.x.device.type
-        autocast = (torch.is_autocast_enabled(device_type), torch.get_autocast_dtype(device_type))
         padded = pad_to_bucket(self.dit, **solve.conditioning)
-        job = _Job(solve, padded, _group_key(padded, autocast), autocast, contextvars.copy_context())
+        job = _Job(solve, padded, _group_key(padded), contextvars.copy_context())
         with self._cond:
             self._jobs.append(job)
             if self._driver is None:
@@ -165,11 +164,10 @@ class StepBatcher:
 
     def _run(self, batch: list[_Job]) -> None:
         """One step for every request of ``batch``, then each one's own update and callback."""
-        enabled, dtype = batch[0].autocast
         device = batch[0].solve.x.device
         # This thread's current CUDA device is cuda:0 whatever the model's: captures need the model's.
         on_device = torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext()
-        with on_device, torch.inference_mode(), torch.autocast(device.type, dtype=dtype, enabled=enabled):
+        with on_device, torch.inference_mode(), compute_autocast(device.type, self.graphs.compute):
             try:
                 velocities = self._velocities(batch)
             except BaseException as exc:
@@ -201,7 +199,7 @@ class StepBatcher:
         """The request's own stepper (a CUDA graph on CUDA), rebuilt when another request of its
         bucket has built one since: the graph's static context would be that request's."""
         if job.stepper is None or self._graph_owner.get(job.key) is not job:
-            job.stepper = self.dit.stepper(**job.solve.conditioning, cfg_infer=job.solve.guided)
+            job.stepper = self.graphs.stepper(**job.solve.conditioning, cfg_infer=job.solve.guided)
             self._graph_owner[job.key] = job
         return job.stepper
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass
 
@@ -38,7 +38,6 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from auk_app.auk.step_graphs import StepGraphs
 
 _RMS_EPS = torch.finfo(torch.float32).eps  # 1.1920929e-07
 _LN_EPS = 1e-6
@@ -393,8 +392,6 @@ class AuKTransformer(nn.Module):
         # request state in an AuKStepContext instead.
         self.text_cond: torch.Tensor | None = None
         self.text_uncond: torch.Tensor | None = None
-        # CUDA graphs of step(), per shape bucket; they belong to these weights, not to a request.
-        self._step_graphs = StepGraphs()
 
     def compile_blocks(self) -> None:
         """Compile the thirty repeated blocks with ``torch.compile`` (regional compilation).
@@ -499,26 +496,6 @@ class AuKTransformer(nn.Module):
         for block in self.single_transformer_blocks:
             h = block(h, emb, mask=ctx.single_mask, rope=ctx.rope_single)
         return self.proj_out(self.norm_out(h[:, -x.shape[1]:], emb))
-
-    def stepper(
-        self,
-        *,
-        text: torch.Tensor,
-        c_mask: torch.Tensor | None,
-        ref: torch.Tensor | None,
-        ref_mask: torch.Tensor | None,
-        target_frames: int,
-        cfg_infer: bool,
-        static: bool | None = None,
-    ) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
-        """One request's step function ``(x [b, n, L], time) -> velocity``: :meth:`step` under
-        its :meth:`prepare` context. On CUDA it replays a graph of the request's shape bucket;
-        ``static`` forces (True) or skips (False) the bucketed static-buffer path, which off
-        CUDA runs eagerly (see :mod:`auk_app.auk.step_graphs`)."""
-        return self._step_graphs.stepper(
-            self, text=text, c_mask=c_mask, ref=ref, ref_mask=ref_mask, target_frames=target_frames,
-            cfg_infer=cfg_infer, static=static,
-        )  # fmt: skip
 
     def forward(
         self,

@@ -59,7 +59,7 @@ class EditRequest:
     vae_sample: bool = True
     # With automatic duration: generate ceil(source / hop) frames and trim the output to the
     # source's exact length at 24 kHz, instead of the clip's whole frames only.
-    fit_to_source: bool = False
+    fit_to_source: bool = True
     # A part of a longer clip to edit, in seconds (region_end None or 0: the whole clip;
     # region_start None: from the beginning). The clip may then
     # last up to Limits.max_region_source_seconds; see auk.region for how the edit goes back in.

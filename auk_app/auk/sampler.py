@@ -3,8 +3,9 @@
 The batch dimension carries the CFG branches [conditional; unconditional], so one call
 serves one request. The velocity is ``v_c + cfg·(v_c − v_u)`` (the F5-TTS form), blended here
 from the two rows the DiT step returns; below ``cfg = 1e-5`` the unconditional branch is not run
-at all. The request's conditioning is prepared once (``AuKTransformer.stepper``), so each Euler
-step is one DiT step, replayed from a CUDA graph on CUDA.
+at all. The request's conditioning is prepared once, so each Euler step is one DiT step; with the
+serving pipeline's :class:`~auk_app.auk.step_graphs.StepGraphs` it is replayed from a CUDA graph
+on CUDA.
 
 A request's solve (:class:`Solve`: grid, state, blend, Euler update, progress) is separate from
 what runs its DiT steps, so :class:`auk_app.auk.batching.StepBatcher` can step several requests
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 import torch
 
 from auk_app.auk.dit import AuKTransformer
+from auk_app.auk.step_graphs import StepGraphs
 
 CFG_OFF_BELOW = 1e-5
 
@@ -94,7 +96,7 @@ class Solve:
     requests. Both apply the same blend and update here, so a request's arithmetic outside the
     DiT is the same whichever runs it.
 
-    ``conditioning`` holds the :meth:`AuKTransformer.stepper` arguments (text and reference
+    ``conditioning`` holds the :meth:`StepGraphs.stepper` arguments (text and reference
     already in the model's dtype); ``x`` [1, n, L] is the Euler state in the state dtype.
     """
 
@@ -204,6 +206,7 @@ def sample_latents(
     device: torch.device | str | None = None,
     dtype: torch.dtype | None = None,
     on_step: Callable[[int, int], None] | None = None,
+    graphs: StepGraphs | None = None,
 ) -> torch.Tensor:
     """Integrate the flow and return the target latents at t=1, [1, gen_frames, L].
 
@@ -217,6 +220,8 @@ def sample_latents(
     pure noise (see ``source_origin``).
     ``on_step(done, total)`` runs after every Euler step; raising there stops the solve. The
     module's text cache is neither used nor touched: the request's state is its step context.
+    ``graphs`` (the serving pipeline's, for this DiT) runs the steps as CUDA graphs on CUDA, at its
+    compute dtype; without it each step is a plain ``prepare``/``step`` under the caller's autocast.
     """
     solve = start_solve(
         dit, text=text, c_mask=c_mask, ref=ref, ref_mask=ref_mask, gen_frames=gen_frames, nfe=nfe,
@@ -225,7 +230,14 @@ def sample_latents(
         dtype=dtype, on_step=on_step,
     )  # fmt: skip
     with torch.inference_mode():
-        step = dit.stepper(**solve.conditioning, cfg_infer=solve.guided)
+        step = graphs.stepper(**solve.conditioning, cfg_infer=solve.guided) if graphs is not None else _plain_step(dit, solve)
         while not solve.finished:
             solve.advance(step(solve.model_x(), solve.time()))
     return solve.result()
+
+
+def _plain_step(dit: AuKTransformer, solve: Solve) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
+    c = solve.conditioning
+    ctx = dit.prepare(c["text"], target_frames=c["target_frames"], c_mask=c["c_mask"], ref=c["ref"],
+                      ref_mask=c["ref_mask"], cfg_infer=solve.guided)
+    return lambda x, time: dit.step(x, time, ctx)

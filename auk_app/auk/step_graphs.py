@@ -20,6 +20,10 @@ about three eager steps (≈0.1 s at real size, estimated from the eager step; n
 Off CUDA nothing is captured: by default
 the plain ``prepare``/``step`` pair runs, and ``static=True`` runs the bucketed static-buffer
 path eagerly, which is how its logic is tested without a GPU.
+
+The graphs belong to whoever serves the DiT (the pipeline), not to the module, and run at the
+compute dtype they are given: a captured graph must cast the weights itself, so the caller's
+ambient autocast is never read.
 """
 
 from __future__ import annotations
@@ -27,15 +31,13 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 
+from auk_app.auk.dit import AuKStepContext, AuKTransformer
 from auk_app.runtime import capture_graph
-
-if TYPE_CHECKING:
-    from auk_app.auk.dit import AuKStepContext, AuKTransformer
 
 TARGET_MULTIPLE = 64
 TEXT_MULTIPLE = 64
@@ -121,35 +123,31 @@ class _Bucket:
         return self.out
 
 
-def _uncached_autocast(device_type: str) -> torch.autocast:
-    """The caller's autocast with its weight-cast cache off. Cached casts are freed when the
-    caller's autocast context exits, so a graph that read them would replay on freed memory; a
-    graph must cast the weights itself (float32 weights under bf16 autocast only)."""
-    return torch.autocast(
-        device_type,
-        dtype=torch.get_autocast_dtype(device_type),
-        enabled=torch.is_autocast_enabled(device_type),
-        cache_enabled=False,
-    )
+def compute_autocast(device_type: str, compute: torch.dtype, *, cache: bool = True) -> torch.autocast:
+    """Autocast to ``compute``, off for float32 whatever the caller's. A graph is captured with the
+    weight-cast cache off: cached casts are freed when the autocast context exits, so a graph that
+    read them would replay on freed memory; it must cast the weights itself (float32 weights,
+    bf16 compute)."""
+    mixed = compute != torch.float32
+    return torch.autocast(device_type, dtype=compute if mixed else torch.bfloat16, enabled=mixed,
+                          cache_enabled=cache and mixed)
 
 
 class StepGraphs:
-    """The step graphs of one DiT, keyed by bucket; see the module docstring."""
+    """The step graphs of one DiT at one compute dtype, keyed by bucket; see the module docstring."""
 
-    def __init__(self) -> None:
+    def __init__(self, dit: AuKTransformer, *, compute: torch.dtype = torch.float32) -> None:
+        self.dit = dit
+        self.compute = compute
         self._buckets: OrderedDict[tuple, _Bucket] = OrderedDict()
         self._pool = None
         self._weights: tuple[int, ...] | None = None
-
-    def __deepcopy__(self, memo) -> StepGraphs:
-        return StepGraphs()  # a copied module has other weights: its graphs start empty
 
     def __len__(self) -> int:
         return len(self._buckets)
 
     def stepper(
         self,
-        dit: AuKTransformer,
         *,
         text: torch.Tensor,
         c_mask: torch.Tensor | None,
@@ -159,37 +157,46 @@ class StepGraphs:
         cfg_infer: bool,
         static: bool | None = None,
     ) -> Step:
-        """See :meth:`AuKTransformer.stepper`."""
-        capture = text.device.type == "cuda" and self._weights_stayed(dit)
+        """One request's step function ``(x [b, n, L], time) -> velocity``: ``dit.step`` under
+        its ``prepare`` context, at ``compute``. On CUDA it replays a graph of the request's shape
+        bucket; ``static`` forces (True) or skips (False) the bucketed static-buffer path, which
+        off CUDA runs eagerly."""
+        dit, device_type = self.dit, text.device.type
+        capture = device_type == "cuda" and self._weights_stayed()
         if not (capture if static is None else static):
-            ctx = dit.prepare(text, target_frames=target_frames, c_mask=c_mask, ref=ref, ref_mask=ref_mask, cfg_infer=cfg_infer)
-            return lambda x, time: dit.step(x, time, ctx)
+            with compute_autocast(device_type, self.compute):
+                ctx = dit.prepare(text, target_frames=target_frames, c_mask=c_mask, ref=ref, ref_mask=ref_mask,
+                                  cfg_infer=cfg_infer)
+
+            def plain(x: torch.Tensor, time: torch.Tensor) -> torch.Tensor:
+                with compute_autocast(device_type, self.compute):
+                    return dit.step(x, time, ctx)
+
+            return plain
 
         padded = pad_to_bucket(dit, text=text, c_mask=c_mask, ref=ref, ref_mask=ref_mask, target_frames=target_frames)
-        ctx = dit.prepare(
-            padded.text, target_frames=padded.target_frames, mask=padded.mask, c_mask=padded.c_mask,
-            ref=padded.ref, ref_mask=padded.ref_mask, cfg_infer=cfg_infer,
-        )  # fmt: skip
+        with compute_autocast(device_type, self.compute):
+            ctx = dit.prepare(
+                padded.text, target_frames=padded.target_frames, mask=padded.mask, c_mask=padded.c_mask,
+                ref=padded.ref, ref_mask=padded.ref_mask, cfg_infer=cfg_infer,
+            )  # fmt: skip
         param = next(dit.parameters())
         x_shape = (text.shape[0], padded.target_frames, dit.latent_dim)
-        device_type = text.device.type
-        key = (
-            x_shape, param.dtype, ctx.branches,
-            torch.is_autocast_enabled(device_type), torch.get_autocast_dtype(device_type),
-            tuple(None if t is None else (t.shape, t.dtype) for t in ctx.tensors()),
-        )  # fmt: skip
-        entry = self._entry(dit, key, ctx, x_shape, param.dtype, capture)
+        key = (x_shape, param.dtype, ctx.branches, tuple(None if t is None else (t.shape, t.dtype) for t in ctx.tensors()))
+        entry = self._entry(key, ctx, x_shape, param.dtype, capture)
 
         def step(x: torch.Tensor, time: torch.Tensor) -> torch.Tensor:
             entry.x[:, :target_frames].copy_(x)
             entry.time.copy_(time)
-            return entry.run(dit)[:, :target_frames].clone()  # the next replay overwrites the buffer
+            with compute_autocast(device_type, self.compute):
+                out = entry.run(dit)
+            return out[:, :target_frames].clone()  # the next replay overwrites the buffer
 
         return step
 
-    def _weights_stayed(self, dit: AuKTransformer) -> bool:
+    def _weights_stayed(self) -> bool:
         """Whether the weights are where they were at the previous call; if not, drop the graphs."""
-        weights = tuple(p.data_ptr() for p in dit.parameters())
+        weights = tuple(p.data_ptr() for p in self.dit.parameters())
         if weights == self._weights:
             return True
         self._buckets.clear()
@@ -197,7 +204,7 @@ class StepGraphs:
         self._weights = weights
         return False
 
-    def _entry(self, dit, key, ctx, x_shape, dtype, capture: bool) -> _Bucket:
+    def _entry(self, key, ctx, x_shape, dtype, capture: bool) -> _Bucket:
         entry = self._buckets.get(key)
         if entry is not None:
             entry.ctx.copy_(ctx)
@@ -213,15 +220,15 @@ class StepGraphs:
             if len(self._buckets) > MAX_GRAPHS:
                 self._buckets.popitem(last=False)
         if capture and entry.graph is None:
-            self._capture(dit, entry)
+            self._capture(entry)
         return entry
 
-    def _capture(self, dit: AuKTransformer, entry: _Bucket) -> None:
+    def _capture(self, entry: _Bucket) -> None:
         if self._pool is None:
             self._pool = torch.cuda.graph_pool_handle()
 
         def step() -> torch.Tensor:
-            with _uncached_autocast("cuda"):
-                return dit.step(entry.x, entry.time, entry.ctx)
+            with compute_autocast("cuda", self.compute, cache=False):
+                return self.dit.step(entry.x, entry.time, entry.ctx)
 
         entry.graph, entry.out = capture_graph(step, pool=self._pool)

@@ -22,6 +22,7 @@ from auk_app.auk.dit import AuKStepContext, AuKTransformer
 from auk_app.auk.pipeline import AuKPipeline
 from auk_app.auk.request import EditRequest
 from auk_app.auk.sampler import sample_latents
+from auk_app.auk.step_graphs import StepGraphs
 from auk_app.config import Limits
 from auk_app.errors import Cancelled
 from tests.auk.test_pipeline import _tone, weights  # noqa: F401  (weights: the module's checkpoint fixture)
@@ -110,7 +111,7 @@ def test_concurrent_solves_share_steps_and_equal_their_solo_runs(dit):
              dict(nfe=8, cfg_strength=1.5, sway_sampling_coef=-1.0), dict(t_grid=[0, 0.3, 0.7, 1], cfg_strength=2.0)]
     requests = [_solve_request(i, frames, **k) for i, (frames, k) in enumerate(zip((40, 50, 33, 60), knobs))]
     solo = [sample_latents(dit, **request) for request in requests]
-    batcher = StepBatcher(dit, max_batch=4)
+    batcher = StepBatcher(StepGraphs(dit), max_batch=4)
     steps: list[list[int]] = [[] for _ in requests]
     for i, request in enumerate(requests):
         request["on_step"] = lambda done, total, i=i: steps[i].append((done, total))
@@ -127,7 +128,7 @@ def test_concurrent_solves_share_steps_and_equal_their_solo_runs(dit):
 def test_max_batch_caps_a_step_and_the_others_take_turns(dit):
     requests = [_solve_request(i, 40, nfe=5, cfg_strength=2.0) for i in range(3)]
     solo = [sample_latents(dit, **request) for request in requests]
-    batcher = StepBatcher(dit, max_batch=2)
+    batcher = StepBatcher(StepGraphs(dit), max_batch=2)
     got, errors = _batched(batcher, requests)
     assert errors == [None] * 3 and batcher.largest_batch == 2
     for want, result in zip(solo, got):
@@ -138,11 +139,12 @@ def test_lone_requests_taking_turns_each_step_on_their_own_static_context(dit, m
     # The static-buffer path (a CUDA graph's inputs, run eagerly here) keeps one context per bucket.
     # With max_batch 1 requests of one bucket take turns alone: each must step on its own context,
     # not on the one the previous request copied in.
-    stepper = dit.stepper
-    monkeypatch.setattr(dit, "stepper", lambda **request: stepper(**request, static=True))
+    graphs = StepGraphs(dit)
+    stepper = graphs.stepper
+    monkeypatch.setattr(graphs, "stepper", lambda **request: stepper(**request, static=True))
     requests = [_solve_request(i, 40, nfe=5, cfg_strength=2.0) for i in range(3)]
-    solo = [sample_latents(dit, **request) for request in requests]
-    batcher = StepBatcher(dit, max_batch=1)
+    solo = [sample_latents(dit, graphs=graphs, **request) for request in requests]
+    batcher = StepBatcher(graphs, max_batch=1)
     got, errors = _batched(batcher, requests)
     assert errors == [None] * 3 and batcher.largest_batch == 1
     for want, result in zip(solo, got):
@@ -161,7 +163,7 @@ def test_a_request_whose_callback_raises_leaves_alone(dit, failure):
             raise failure
 
     requests[1]["on_step"] = failing
-    batcher = StepBatcher(dit, max_batch=4)
+    batcher = StepBatcher(StepGraphs(dit), max_batch=4)
     got, errors = _batched(batcher, requests)
     assert errors[1] is failure and got[1] is None and seen == [1, 2]  # raised in its own thread, no step after
     assert errors[0] is None and errors[2] is None and batcher.largest_batch == 3
@@ -174,7 +176,7 @@ def test_requests_of_different_buckets_do_not_share_steps(dit):
     # 40 frames pad to 64, 100 frames to 128: two buckets, each request alone in its own.
     requests = [_solve_request(0, 40, nfe=4, cfg_strength=2.0), _solve_request(1, 100, nfe=4, cfg_strength=2.0)]
     solo = [sample_latents(dit, **request) for request in requests]
-    batcher = StepBatcher(dit, max_batch=4)
+    batcher = StepBatcher(StepGraphs(dit), max_batch=4)
     got, errors = _batched(batcher, requests)
     assert errors == [None, None] and batcher.largest_batch == 1 and batcher.batched_steps == 0
     for want, result in zip(solo, got):
@@ -183,10 +185,7 @@ def test_requests_of_different_buckets_do_not_share_steps(dit):
 
 @requires_cuda
 def test_on_cuda_a_lone_request_replays_its_graph_and_shared_steps_stay_close():
-    from auk_app.runtime import autocast, pick_precision
-
     device = torch.device("cuda")
-    float32 = pick_precision(device, "float32")
     torch.manual_seed(0)
     model = AuKTransformer(dim=32, heads=2, dim_head=16, ff_mult=2.0, latent_dim=8, text_hidden_dim=12,
                            num_layers=1, num_single_layers=1).to(device).eval()
@@ -194,14 +193,14 @@ def test_on_cuda_a_lone_request_replays_its_graph_and_shared_steps_stay_close():
                 for i in range(3)]
     for request, knobs in zip(requests, (dict(nfe=4, cfg_strength=2.0), dict(nfe=5, cfg_strength=0.0), dict(nfe=6))):
         request.update(knobs)
-    with autocast(device, float32):
-        sample_latents(model, **requests[0])  # weights not yet seen: eager; the next requests capture
-        solo = [sample_latents(model, **request) for request in requests]
-        batcher = StepBatcher(model, max_batch=4)
-        alone = batcher.sample(**requests[0])
-        got, errors = _batched(batcher, requests)
+    graphs = StepGraphs(model)  # float32
+    sample_latents(model, graphs=graphs, **requests[0])  # weights not yet seen: eager; the next requests capture
+    solo = [sample_latents(model, graphs=graphs, **request) for request in requests]
+    batcher = StepBatcher(graphs, max_batch=4)
+    alone = batcher.sample(**requests[0])
+    got, errors = _batched(batcher, requests)
     torch.testing.assert_close(alone, solo[0], rtol=0, atol=0)  # alone: the same graph replays
-    assert errors == [None] * 3 and batcher.largest_batch == 3 and len(model._step_graphs) == 2  # cfg and not
+    assert errors == [None] * 3 and batcher.largest_batch == 3 and len(graphs) == 2  # cfg and not
     for want, result in zip(solo, got):
         torch.testing.assert_close(result, want, rtol=1e-4, atol=1e-4)  # eager batched kernels vs the graph's
 

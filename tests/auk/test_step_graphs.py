@@ -4,13 +4,11 @@ Off CUDA the static path runs the same buffers eagerly, so everything but the ca
 here on the CPU against the plain prepare/step pair and the reference fixtures.
 """
 
-import copy
-
 import pytest
 import torch
 
 from auk_app import AuKTransformer, dit_state_dict
-from auk_app.auk.step_graphs import REF_MULTIPLE, TARGET_MULTIPLE, TEXT_MULTIPLE, bucket, pad_to_bucket
+from auk_app.auk.step_graphs import REF_MULTIPLE, TARGET_MULTIPLE, TEXT_MULTIPLE, StepGraphs, bucket, pad_to_bucket
 from tests.auk.test_sampler import SAMPLER_CASES, _run
 from tests.conftest import FIXTURES, assert_matches_reference, fixture_config, load_case, requires_cuda
 
@@ -61,9 +59,10 @@ def test_padded_step_equals_the_exact_shape_step(name, cfg_infer):
     assert padded.text.shape[1] == bucket(request["text"].shape[1], TEXT_MULTIPLE)
     if padded.ref is not None:
         assert padded.ref.shape[1] == bucket(request["ref"].shape[1], REF_MULTIPLE)
+    graphs = StepGraphs(dit)
     with torch.no_grad():
-        want = dit.stepper(**request, cfg_infer=cfg_infer, static=False)(x, time)
-        got = dit.stepper(**request, cfg_infer=cfg_infer, static=True)(x, time)
+        want = graphs.stepper(**request, cfg_infer=cfg_infer, static=False)(x, time)
+        got = graphs.stepper(**request, cfg_infer=cfg_infer, static=True)(x, time)
     assert got.shape == want.shape == (2 if cfg_infer else 1, *x.shape[1:])
     # Padding changes only the GEMM and attention blocking: float32 rounding, well inside the bound.
     assert_matches_reference(got, want)
@@ -86,11 +85,12 @@ def test_a_bucket_serves_the_next_request_of_its_shape():
     dit = _dit()
     x, time, first = _request(6, extra_masked_ref_frame=True)
     second = dict(first, text=first["text"] * -0.5, ref=first["ref"].flip(1), target_frames=x.shape[1] - 3)
+    graphs = StepGraphs(dit)
     with torch.no_grad():
-        dit.stepper(**first, cfg_infer=True, static=True)(x, time)
-        got = dit.stepper(**second, cfg_infer=True, static=True)(x[:, 3:], time * 0.5)
-        want = dit.stepper(**second, cfg_infer=True, static=False)(x[:, 3:], time * 0.5)
-    assert len(dit._step_graphs) == 1  # one bucket: 12 and 9 frames both pad to 64
+        graphs.stepper(**first, cfg_infer=True, static=True)(x, time)
+        got = graphs.stepper(**second, cfg_infer=True, static=True)(x[:, 3:], time * 0.5)
+        want = graphs.stepper(**second, cfg_infer=True, static=False)(x[:, 3:], time * 0.5)
+    assert len(graphs) == 1  # one bucket: 12 and 9 frames both pad to 64
     assert_matches_reference(got, want)
 
 
@@ -98,9 +98,8 @@ def test_a_bucket_serves_the_next_request_of_its_shape():
 def test_static_steps_reproduce_the_sampler_fixtures(fixture_model, case):
     meta, tensors = load_case(case)
     _, calls = _run(fixture_model.dit, meta, tensors)
-    dit = _dit()
     args = meta["args"]
-    step = dit.stepper(
+    step = StepGraphs(_dit()).stepper(
         text=tensors["input.text"], c_mask=tensors["input.c_mask"], ref=tensors["input.ref"],
         ref_mask=tensors["input.ref_mask"], target_frames=args["gen_frames"], cfg_infer=True, static=True,
     )
@@ -111,32 +110,39 @@ def test_static_steps_reproduce_the_sampler_fixtures(fixture_model, case):
 
 def test_the_default_off_cuda_runs_prepare_and_step_without_buffers():
     dit = _dit()
+    graphs = StepGraphs(dit)
     x, time, request = _request(6)
     with torch.no_grad():
-        got = dit.stepper(**request, cfg_infer=True)(x, time)
+        got = graphs.stepper(**request, cfg_infer=True)(x, time)
         want = dit(x, request["text"], time, ref=request["ref"], ref_mask=request["ref_mask"], cfg_infer=True)
     torch.testing.assert_close(got, want, rtol=0, atol=0)
-    assert len(dit._step_graphs) == 0
-
-
-def test_a_copied_dit_starts_without_graphs():
-    dit = _dit()
-    x, time, request = _request(None)
-    with torch.no_grad():
-        dit.stepper(**request, cfg_infer=False, static=True)(x, time)
-    assert len(dit._step_graphs) == 1 and len(copy.deepcopy(dit)._step_graphs) == 0
+    assert len(graphs) == 0
 
 
 def test_graphs_are_captured_only_for_weights_that_stayed_put():
     dit = _dit()
-    graphs = dit._step_graphs
+    graphs = StepGraphs(dit)
     x, time, request = _request(None)
     with torch.no_grad():
-        dit.stepper(**request, cfg_infer=False, static=True)(x, time)
-    assert not graphs._weights_stayed(dit) and len(graphs) == 0  # unseen weights: buckets dropped
-    assert graphs._weights_stayed(dit)
+        graphs.stepper(**request, cfg_infer=False, static=True)(x, time)
+    assert not graphs._weights_stayed() and len(graphs) == 0  # unseen weights: buckets dropped
+    assert graphs._weights_stayed()
     dit.double()  # new storage, as an offloaded module gets when it comes back
-    assert not graphs._weights_stayed(dit)
+    assert not graphs._weights_stayed()
+
+
+def test_graphs_run_at_their_compute_dtype_whatever_the_callers_autocast():
+    """The step's precision is the one its owner gave, not the ambient autocast: under an outer
+    bf16 autocast a float32 StepGraphs still computes in float32, and a bf16 one casts itself."""
+    dit = _dit()
+    x, time, request = _request(6)
+    with torch.no_grad():
+        want = StepGraphs(dit).stepper(**request, cfg_infer=True)(x, time)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            float32 = StepGraphs(dit).stepper(**request, cfg_infer=True)(x, time)
+        bf16 = StepGraphs(dit, compute=torch.bfloat16).stepper(**request, cfg_infer=True)(x, time)
+    torch.testing.assert_close(float32, want, rtol=0, atol=0)
+    assert bf16.dtype == torch.bfloat16 and not torch.equal(bf16.float(), want)
 
 
 @requires_cuda
@@ -146,11 +152,12 @@ def test_graphs_are_captured_only_for_weights_that_stayed_put():
     [("float32", False), ("autocast-bf16", False), ("bfloat16", False), ("bfloat16", True)],
 )
 def test_graph_replay_equals_the_eager_step_on_cuda(precision, compiled):
-    from auk_app.runtime import autocast, pick_precision
+    from auk_app.runtime import pick_precision
 
     device = torch.device("cuda")
     chosen = pick_precision(device, precision)
     dit = _dit().to(device=device, dtype=chosen.weights)
+    graphs = StepGraphs(dit, compute=chosen.compute)
     if compiled:
         dit.compile_blocks()
     x, time, request = _request(6, extra_masked_ref_frame=True)
@@ -160,13 +167,13 @@ def test_graph_replay_equals_the_eager_step_on_cuda(precision, compiled):
     # that graph under a new autocast context.
     for scale in (1.0, -0.5, 2.0):
         inputs = dict(request, text=request["text"] * scale)
-        with torch.inference_mode(), autocast(device, chosen):
-            got = dit.stepper(**inputs, cfg_infer=True)(x, time)
+        with torch.inference_mode():
+            got = graphs.stepper(**inputs, cfg_infer=True)(x, time)
             with torch.compiler.set_stance("force_eager"):
-                want = dit.stepper(**inputs, cfg_infer=True, static=False)(x, time)
+                want = graphs.stepper(**inputs, cfg_infer=True, static=False)(x, time)
         tolerance = 1e-5 if precision == "float32" else 2e-2  # bf16 GEMMs of other blocking
         torch.testing.assert_close(got.float(), want.float(), rtol=tolerance, atol=tolerance)
-    assert len(dit._step_graphs) == 1
+    assert len(graphs) == 1
 
 
 def test_compiled_blocks_step_equals_the_eager_step():
@@ -179,9 +186,10 @@ def test_compiled_blocks_step_equals_the_eager_step():
     dit = _dit()
     dit.compile_blocks()
     x, time, request = _request(6, extra_masked_ref_frame=True)
+    graphs = StepGraphs(dit)
     with torch.no_grad():
         with torch.compiler.set_stance("force_eager"):
-            want = dit.stepper(**request, cfg_infer=True, static=True)(x, time)
-        got = dit.stepper(**request, cfg_infer=True, static=True)(x, time)
+            want = graphs.stepper(**request, cfg_infer=True, static=True)(x, time)
+        got = graphs.stepper(**request, cfg_infer=True, static=True)(x, time)
     assert_matches_reference(got, want)
     assert counters["stats"]["unique_graphs"] >= 2  # the compiled kernels really ran: one graph per block kind
