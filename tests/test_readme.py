@@ -32,6 +32,6 @@ def test_spaces_front_matter_pins_the_installed_gradio():
 
 
 def test_the_speed_section_is_rendered_from_the_newest_gpu_record():
-    from bench.speed_table import README, newest_record, render, section
+    from bench.speed_table import SPEED_DOC, newest_record, render, section
 
-    assert section(README.read_text()) == render(newest_record())
+    assert section(SPEED_DOC.read_text()) == render(newest_record())
