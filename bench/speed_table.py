@@ -1,10 +1,10 @@
-"""The README's GPU speed figures, rendered from the newest record in ``bench/results/``.
+"""The GPU speed figures of ``docs/speed.md``, rendered from the newest record in ``bench/results/``.
 
-    python -m bench.speed_table          # rewrite the README's section from the record
+    python -m bench.speed_table          # rewrite docs/speed.md's section from the record
     python -m bench.speed_table --print  # print it instead
 
-The section sits between two markers in README.md; ``tests/test_readme.py`` holds it equal to
-what this renders, so a figure in the README always has a record (and code) behind it.
+The section sits between two markers in docs/speed.md; ``tests/test_readme.py`` holds it equal to
+what this renders, so a speed figure in the docs always has a record (and code) behind it.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
-README = ROOT / "README.md"
+SPEED_DOC = ROOT / "docs" / "speed.md"
 BEGIN, END = "<!-- speed-table:begin -->", "<!-- speed-table:end -->"
 
 # (key, label, unit, goal, higher is better)
@@ -110,13 +110,13 @@ def render(record_path: Path) -> str:
 
 
 def section(text: str) -> str:
-    """The README text between the markers."""
+    """The text between the markers."""
     return text.split(BEGIN, 1)[1].split(END, 1)[0].strip("\n")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--print", action="store_true", help="print the section instead of rewriting the README")
+    parser.add_argument("--print", action="store_true", help="print the section instead of rewriting docs/speed.md")
     args = parser.parse_args()
     record = newest_record()
     if record is None:
@@ -125,10 +125,10 @@ def main() -> None:
     if args.print:
         print(table)
         return
-    text = README.read_text()
+    text = SPEED_DOC.read_text()
     if BEGIN not in text or END not in text:
-        sys.exit(f"README.md lacks the speed section's markers {BEGIN} and {END}; put them back around it.")
-    README.write_text(text.replace(section(text), table, 1))
+        sys.exit(f"docs/speed.md lacks the speed section's markers {BEGIN} and {END}; put them back around it.")
+    SPEED_DOC.write_text(text.replace(section(text), table, 1))
 
 
 if __name__ == "__main__":
