@@ -22,6 +22,7 @@ import torch
 
 from auk_app.auk.batching import StepBatcher
 from auk_app.auk.conditioner import fuse_hidden_states
+from auk_app.auk.step_graphs import StepGraphs
 from auk_app.auk.vae_decode import fast_decode
 from auk_app.runtime import Precision, autocast
 
@@ -39,7 +40,7 @@ class BatchedEditor:
         self.ids, self.ref_wav, self.ref_mask = ids, ref_wav, ref_mask
         self.target_frames, self.recipe = target_frames, recipe
         self.device, self.precision = device, precision
-        self.batcher = StepBatcher(dit, max_batch=max_batch)
+        self.batcher = StepBatcher(StepGraphs(dit, compute=precision.compute), max_batch=max_batch)
         self._lock = threading.Lock()  # the pipeline's: the thinker and the VAE serve one request at a time
 
     def edit(self, seed: int) -> torch.Tensor:

@@ -198,15 +198,11 @@ LEVERS = {  # name: (compiler stance, stepper's static argument; None graphs on 
 def lever_step(dit, request: dict, device: torch.device, stance: str, static: bool | None):
     """One request's CFG step function ``(x, t)`` on one lever, with graphs of its own (they are
     dropped before and after, so each lever captures its own code)."""
-    precision = pick_precision(device)
-    dit._step_graphs = StepGraphs()
-    try:
-        with torch.compiler.set_stance(stance), torch.inference_mode(), autocast(device, precision):
-            for _ in range(3):  # the first request runs eagerly, the second captures (CUDA)
-                step = dit.stepper(**request, cfg_infer=True, static=static)
-            yield step
-    finally:
-        dit._step_graphs = StepGraphs()
+    graphs = StepGraphs(dit, compute=pick_precision(device).compute)
+    with torch.compiler.set_stance(stance), torch.inference_mode():
+        for _ in range(3):  # the first request runs eagerly, the second captures (CUDA)
+            step = graphs.stepper(**request, cfg_infer=True, static=static)
+        yield step
 
 
 def _step_levers(dit, request: dict, device: torch.device, repeats: int) -> dict:
@@ -262,6 +258,8 @@ def _auk_figures(sizes: Sizes, device: torch.device, repeats: int, compile: bool
                            gen_frames=sizes.target_frames, seed=0, **recipe)  # fmt: skip
 
     baseline = _eager(eager_sample_latents)
+    graphs = StepGraphs(dit, compute=precision.compute)  # the pipeline's: one per served DiT
+    optimised_sampler = partial(sample_latents, graphs=graphs)
 
     def decode(sampler, z=latents):  # the sampler names the path: the eager one decodes eagerly
         with torch.inference_mode():
@@ -284,18 +282,18 @@ def _auk_figures(sizes: Sizes, device: torch.device, repeats: int, compile: bool
     }
     result = {"dit_compiled": compile}
     for name, run in figures.items():
-        eager, optimised = partial(run, baseline), partial(run, sample_latents)
+        eager, optimised = partial(run, baseline), partial(run, optimised_sampler)
         result[f"eager_{name}"], result[name] = _paired_ms(eager, optimised, device, repeats)
         _note({key: result[key] for key in (name, f"eager_{name}")})
-    for prefix, sampler in (("eager_", baseline), ("", sample_latents)):  # the stack's peak, path by path
+    for prefix, sampler in (("eager_", baseline), ("", optimised_sampler)):  # the stack's peak, path by path
         _reset_peak(device)
         edit(sampler)
         result[f"{prefix}peak_gpu_memory_gb"] = _peak_gb(device)
     for name, recipe in (("base", BASE), ("flash", FLASH)):
-        optimised, eager = sample(sample_latents, recipe), sample(baseline, recipe)
+        optimised, eager = sample(optimised_sampler, recipe), sample(baseline, recipe)
         result[f"auk_{name}_max_abs_diff"] = float((optimised - eager).abs().max())
     result["dit_dtype"] = precision.name
-    result["dit_graph_buckets"] = len(dit._step_graphs)
+    result["dit_graph_buckets"] = len(graphs)
     request = dict(text=text.to(precision.weights), c_mask=None, ref=ref.to(precision.weights), ref_mask=ref_mask,
                    target_frames=sizes.target_frames)  # fmt: skip
     result["levers"] = _step_levers(dit, request, device, repeats * 4)

@@ -8,7 +8,7 @@
 #   bash bench/gpu_record.sh OUTDIR
 #
 # Copy OUTDIR/record.json and OUTDIR/profile.json to bench/results/<date>-<gpu>[-tag].json and
-# ...-profile.json, then `python -m bench.speed_table` rewrites the README's section.
+# ...-profile.json, then `python -m bench.speed_table` rewrites docs/speed.md's table.
 set -uo pipefail
 out=${1:?usage: bash bench/gpu_record.sh OUTDIR}
 cd "$(dirname "$0")/.."
