@@ -19,6 +19,7 @@ F0_RATE = 16000  # pYIN runs at 16 kHz: a third less work than 24 kHz, ample for
 F0_RANGE_HZ = (65.0, 2100.0)  # C2..C7: male speech to a high sine tone
 F0_FRAME = 1024  # 64 ms at 16 kHz: four periods of the lowest F0
 F0_HOP = 256
+F0_RESOLUTION = 0.2  # pYIN's grid in semitones: ±10 cents, a fifth of the pitch tolerance, at a fifth of 0.1's cost
 ENVELOPE_SECONDS = 0.02  # 20 ms frames: a syllable spans several
 SILENCE_TOP_DB = 40.0  # quieter than the clip's peak by this much is silence at an end
 FLOOR_PERCENTILE, SIGNAL_PERCENTILE = 10, 95  # frame levels taken as noise floor and as signal
@@ -57,7 +58,7 @@ class Clip:
         if wav.size < F0_FRAME:
             return np.full(0, np.nan)
         track, _, _ = librosa.pyin(wav, fmin=F0_RANGE_HZ[0], fmax=F0_RANGE_HZ[1], sr=F0_RATE,
-                                   frame_length=F0_FRAME, hop_length=F0_HOP)
+                                   frame_length=F0_FRAME, hop_length=F0_HOP, resolution=F0_RESOLUTION)
         return track
 
     @cached_property
