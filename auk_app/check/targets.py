@@ -85,7 +85,7 @@ def _fields_pattern(template: str) -> re.Pattern:
     is a number: in "将音量{mode}{amount}分贝" nothing else tells where the direction word ends."""
     parts = re.split(r"(\{\w+\})", template)
     pattern = "".join(
-        (_AMOUNT if p == "{amount}" else f"(?P<{p[1:-1]}>.+?)") if p.startswith("{") else re.escape(" ".join(p.split()))
+        (_AMOUNT if p == "{amount}" else f"(?P<{p[1:-1]}>.+?)") if p.startswith("{") else re.escape(re.sub(r"\s+", " ", p))
         for p in parts
     )
     return re.compile(pattern, re.IGNORECASE)
