@@ -1,0 +1,21 @@
+"""The edit check (issue 40): did the result do what the instruction asked?
+
+    from auk_app.check import check, rank
+    result = check("将音量降低6分贝。", source, output, 24000)
+    result.display()       # "asked −6 dB · got −5.9 dB ✓"
+    result.to_manifest()   # {"task": "volume", "asked": -6.0, "got": -5.9, "unit": "dB", "tolerance": 1.0, "pass": True, …}
+    best = rank(checks)[0]  # of several candidates
+
+Targets come from ``targets`` (builder fields, cookbook templates, free text), numbers from
+``measures`` (pyloudnorm, librosa's pYIN and trim), the record and ranking from ``result``.
+"""
+
+from auk_app.check.checks import check
+from auk_app.check.measures import Clip, keep_similarity
+from auk_app.check.result import KEEP_MIN, EditCheck, rank, unmeasured
+from auk_app.check.targets import MEASURED, UNMEASURED, Target, target_from_fields, target_from_text, template_fields
+
+__all__ = [
+    "KEEP_MIN", "MEASURED", "UNMEASURED", "Clip", "EditCheck", "Target", "check", "keep_similarity", "rank",
+    "target_from_fields", "target_from_text", "template_fields", "unmeasured",
+]

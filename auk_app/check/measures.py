@@ -1,0 +1,189 @@
+"""Measurements behind the edit check, on one mono clip at a time (``Clip``) and on pairs.
+
+Each number comes from a well-kept library: loudness from pyloudnorm (ITU-R BS.1770-4), F0
+from librosa's pYIN, silence bounds from librosa's trim. A ``Clip`` computes each measure once,
+so a check and its "everything else kept" number share the F0 tracks, pYIN's cost.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+import librosa
+import numpy as np
+import pyloudnorm
+
+from auk_app.dsp import dbfs, resample, rms
+
+F0_RATE = 16000  # pYIN runs at 16 kHz: a third less work than 24 kHz, ample for F0 up to 2.1 kHz
+F0_RANGE_HZ = (65.0, 2100.0)  # C2..C7: male speech to a high sine tone
+F0_FRAME = 1024  # 64 ms at 16 kHz: four periods of the lowest F0
+F0_HOP = 256
+F0_RESOLUTION = 0.2  # pYIN's grid in semitones: ±10 cents, a fifth of the pitch tolerance, at a fifth of 0.1's cost
+ENVELOPE_SECONDS = 0.02  # 20 ms frames: a syllable spans several
+SILENCE_TOP_DB = 40.0  # quieter than the clip's peak by this much is silence at an end
+FLOOR_PERCENTILE, SIGNAL_PERCENTILE = 10, 95  # frame levels taken as noise floor and as signal
+FLOOR_LIMIT_DB = -100.0  # a digitally silent frame counts as this, so an SNR stays finite
+MELODY_CENTS = 100.0  # a frame keeps the melody within a semitone of the source's F0
+
+
+class Clip:
+    """One mono clip and its measures, each computed on first use."""
+
+    def __init__(self, wav: np.ndarray, sample_rate: int):
+        self.wav = np.asarray(wav, dtype=np.float32).reshape(-1)
+        self.rate = sample_rate
+
+    @property
+    def seconds(self) -> float:
+        return self.wav.size / self.rate
+
+    @cached_property
+    def loudness(self) -> float:
+        """Integrated loudness in LUFS (K-weighted, gated: pauses do not count); nan for a clip
+        shorter than one 400 ms block, -inf when every block is gated away."""
+        if self.seconds <= 0.4:
+            return float("nan")
+        return float(pyloudnorm.Meter(self.rate).integrated_loudness(self.wav.astype(np.float64)))
+
+    @cached_property
+    def level(self) -> float:
+        """RMS level in dBFS: the loudness fallback for clips too short or too quiet to gate."""
+        return dbfs(rms(self.wav))
+
+    @cached_property
+    def f0(self) -> np.ndarray:
+        """F0 per 16 ms frame in Hz, nan where pYIN hears no voice."""
+        wav = resample(self.wav, self.rate, F0_RATE)
+        if wav.size < F0_FRAME:
+            return np.full(0, np.nan)
+        track, _, _ = librosa.pyin(wav, fmin=F0_RANGE_HZ[0], fmax=F0_RANGE_HZ[1], sr=F0_RATE,
+                                   frame_length=F0_FRAME, hop_length=F0_HOP, resolution=F0_RESOLUTION)
+        return track
+
+    @cached_property
+    def median_f0(self) -> float:
+        """Median F0 over voiced frames: it ignores onsets, fades and the odd octave slip; nan if unvoiced."""
+        voiced = self.f0[np.isfinite(self.f0)]
+        return float(np.median(voiced)) if voiced.size else float("nan")
+
+    @cached_property
+    def envelope(self) -> np.ndarray:
+        """RMS per 20 ms frame, linear amplitude (frames weigh by energy, so syllables, not pauses, lead)."""
+        frame = max(1, round(self.rate * ENVELOPE_SECONDS))
+        return librosa.feature.rms(y=self.wav, frame_length=frame, hop_length=frame, center=False)[0]
+
+    @cached_property
+    def active(self) -> tuple[int, int]:
+        """Sample bounds of the clip without its leading and trailing silence (40 dB below its peak)."""
+        if not np.any(self.wav):
+            return 0, 0
+        _, (start, end) = librosa.effects.trim(self.wav, top_db=SILENCE_TOP_DB, frame_length=512, hop_length=128)
+        return int(start), int(end)
+
+    @property
+    def active_seconds(self) -> float:
+        start, end = self.active
+        return (end - start) / self.rate
+
+    @property
+    def edge_silence(self) -> tuple[float, float]:
+        """Seconds of silence at the start and at the end."""
+        start, end = self.active
+        return start / self.rate, (self.wav.size - end) / self.rate
+
+    def active_frames(self, track: np.ndarray, frame_seconds: float) -> np.ndarray:
+        """The frames of a per-frame ``track`` that fall between the silences at the ends."""
+        start, end = (round(bound / self.rate / frame_seconds) for bound in self.active)
+        return track[start:max(end, start + 1)]
+
+    @cached_property
+    def frame_levels(self) -> np.ndarray:
+        """dBFS per 20 ms frame, digital silence raised to -100 dB so percentiles stay finite."""
+        with np.errstate(divide="ignore"):
+            return np.maximum(20 * np.log10(self.envelope), FLOOR_LIMIT_DB)
+
+    @property
+    def noise_floor(self) -> float:
+        """The quietest tenth of 20 ms frames, in dBFS: pauses and the hiss in them."""
+        levels = self.frame_levels
+        return float(np.percentile(levels, FLOOR_PERCENTILE)) if levels.size else FLOOR_LIMIT_DB
+
+    @property
+    def snr(self) -> float:
+        """Signal-to-noise estimate without a clean reference: the loud frames' level (95th
+        percentile) over the noise floor, in dB."""
+        levels = self.frame_levels
+        return float(np.percentile(levels, SIGNAL_PERCENTILE)) - self.noise_floor if levels.size else float("nan")
+
+
+def volume_change(source: Clip, result: Clip) -> tuple[float, str]:
+    """Result minus source in dB and the measure used: LUFS where both clips can be gated
+    (at least one 400 ms block above -70 LUFS), else RMS dBFS, equal to it for a pure gain."""
+    loudness = result.loudness - source.loudness
+    if np.isfinite(loudness):
+        return float(loudness), "LUFS"
+    return result.level - source.level, "RMS"
+
+
+def cents(f_out: float, f_in: float) -> float:
+    """The interval from ``f_in`` to ``f_out`` in cents (1200 per octave); nan if either is."""
+    return float(1200 * np.log2(f_out / f_in)) if f_out > 0 and f_in > 0 else float("nan")
+
+
+def pitch_change(source: Clip, result: Clip) -> float:
+    """Median F0 ratio over voiced frames, in cents: holds whether or not the edit kept the timing."""
+    return cents(result.median_f0, source.median_f0)
+
+
+def speed_factor(source: Clip, result: Clip) -> float:
+    """How much faster the result plays: the source's sounding length over the result's, both
+    without silence at the ends (padding to a target duration does not count)."""
+    return source.active_seconds / result.active_seconds if result.active_seconds else float("nan")
+
+
+def keep_similarity(source: Clip, result: Clip, *, timing_kept: bool, shift_cents: float = 0.0) -> float:
+    """How much of the source the result kept, 0..1: the lower of its envelope correlation and
+    the share of the source's voiced frames whose F0 the result keeps within a semitone after
+    ``shift_cents`` (the measured shift of a pitch edit, which should move the melody whole).
+
+    Where the edit may change timing (``timing_kept`` False: speed, trim) both clips lose the
+    silence at their ends and the result's frames are stretched onto the source's. nan when
+    neither measure applies (a silent, unvoiced source)."""
+    tracks = [(clip.envelope, clip.f0) for clip in (source, result)]
+    if not timing_kept:
+        tracks = [(clip.active_frames(envelope, ENVELOPE_SECONDS), clip.active_frames(f0, F0_HOP / F0_RATE))
+                  for clip, (envelope, f0) in zip((source, result), tracks)]
+    (source_envelope, source_f0), (result_envelope, result_f0) = tracks
+    scores = [_envelope_correlation(source_envelope, result_envelope), _melody_kept(source_f0, result_f0, shift_cents)]
+    scores = [s for s in scores if np.isfinite(s)]
+    return min(scores) if scores else float("nan")
+
+
+def _onto(track: np.ndarray, n: int) -> np.ndarray:
+    """``track``'s nearest frames at ``n`` evenly spaced points: a time stretch of a per-frame
+    measure that does not blend voiced frames with unvoiced ones."""
+    if track.size == 0:
+        return np.full(n, np.nan)
+    return track[np.rint(np.linspace(0, track.size - 1, n)).astype(int)]
+
+
+def _envelope_correlation(source: np.ndarray, result: np.ndarray) -> float:
+    """Pearson correlation of the envelopes, gain-blind (a volume edit scores 1); nan if flat."""
+    result = _onto(result, source.size)
+    if source.size < 2 or np.std(source) == 0 or np.std(result) == 0:
+        return float("nan")
+    return float(np.corrcoef(source, result)[0, 1])
+
+
+def _melody_kept(source: np.ndarray, result: np.ndarray, shift_cents: float) -> float:
+    """Share of the source's voiced frames where the result is voiced within MELODY_CENTS of the
+    source's F0 moved by ``shift_cents``: counted over the source's voiced frames, so a result
+    that loses its voice loses the melody."""
+    voiced = np.isfinite(source)
+    if not voiced.any():
+        return float("nan")
+    result = _onto(result, source.size)
+    with np.errstate(invalid="ignore"):
+        interval = 1200 * np.log2(result[voiced] / source[voiced]) - shift_cents
+        return float(np.mean(np.abs(interval) <= MELODY_CENTS))  # nan (unvoiced) counts as lost
