@@ -431,7 +431,7 @@ def untrained(instruction: str, tasks: tuple[str, ...] | None, languages: tuple[
 
 
 def build(
-    key: str, fields: Fields, *, source_seconds: float | None, language: str = EN, limits: Limits = Limits()
+    key: str, fields: Fields, *, source_seconds: float | None, limits: Limits, language: str = EN
 ) -> Built:
     """The instruction in ``language`` (``EN`` or ``ZH``) and the duration for task ``key`` with
     ``fields`` (missing fields take defaults)."""

@@ -28,7 +28,7 @@ from auk_app.validate import SILENCE_PEAK, check_clip
 _DECODING = threading.BoundedSemaphore(2)
 
 
-def check_upload(path: str | Path | None, limits: Limits = Limits()) -> dict[str, Any]:
+def check_upload(path: str | Path | None, limits: Limits) -> dict[str, Any]:
     """Findings for the clip at ``path``: the keys below, JSON-serialisable (None where unknown)."""
     findings: dict[str, Any] = {
         "sample_rate": None, "channels": None, "duration_s": None, "peak": None, "rms": None,

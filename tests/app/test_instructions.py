@@ -8,6 +8,8 @@ from auk_app import instructions
 from auk_app.config import Limits, frames_for_seconds
 from auk_app.instructions import build, speech_seconds
 
+LIMITS = Limits()
+
 
 def test_catalogue_covers_the_sixteen_tasks_of_the_spec():
     assert len(instructions.TASKS) == 16
@@ -21,7 +23,7 @@ def test_catalogue_covers_the_sixteen_tasks_of_the_spec():
 @pytest.mark.parametrize("task", instructions.TASKS, ids=lambda t: t.key)
 def test_every_task_renders_a_complete_sentence(task, language):
     fields = {name: slot.default or "some words" for name, slot in task.slots.items()}
-    built = build(task.key, fields, source_seconds=4.0 if task.needs_audio else None, language=language)
+    built = build(task.key, fields, source_seconds=4.0 if task.needs_audio else None, limits=LIMITS, language=language)
     assert built.instruction and "{" not in built.instruction
     assert built.instruction.rstrip()[-1] in '."’。”'
     assert set(task.slots) <= set(instructions.FIELD_NAMES)
@@ -51,7 +53,7 @@ def test_every_task_renders_a_complete_sentence(task, language):
     ],
 )
 def test_templates_match_the_cookbook(key, fields, expected):
-    assert build(key, fields, source_seconds=3.0).instruction == expected
+    assert build(key, fields, source_seconds=3.0, limits=LIMITS).instruction == expected
 
 
 @pytest.mark.parametrize(
@@ -67,7 +69,7 @@ def test_templates_match_the_cookbook(key, fields, expected):
     ],
 )
 def test_cookbook_wording(key, fields, expected):
-    assert build(key, fields, source_seconds=3.0).instruction == expected
+    assert build(key, fields, source_seconds=3.0, limits=LIMITS).instruction == expected
 
 
 @pytest.mark.parametrize(
@@ -99,22 +101,22 @@ def test_cookbook_wording(key, fields, expected):
     ],
 )
 def test_chinese_templates_match_the_cookbook(key, fields, expected):
-    built = build(key, fields, source_seconds=None if key == "instruct_tts" else 3.0, language="zh")
+    built = build(key, fields, source_seconds=None if key == "instruct_tts" else 3.0, limits=LIMITS, language="zh")
     assert built.instruction == expected and built.problem == ""
 
 
 def test_zero_shot_tts_has_one_template_for_both_languages_and_says_so():
-    english = build("zero_shot_tts", {"text": "你好"}, source_seconds=2.0)
-    chinese = build("zero_shot_tts", {"text": "你好"}, source_seconds=2.0, language="zh")
+    english = build("zero_shot_tts", {"text": "你好"}, source_seconds=2.0, limits=LIMITS)
+    chinese = build("zero_shot_tts", {"text": "你好"}, source_seconds=2.0, limits=LIMITS, language="zh")
     assert english.instruction == chinese.instruction == 'Say the following with the same voice: "你好"'
     assert "one template for both languages" in chinese.note and "both languages" not in english.note
 
 
 def test_the_language_is_the_builders_choice_not_a_guess_from_the_text():
-    built = build("instruct_tts", {"original": "温柔的女声", "text": "你好世界"}, source_seconds=None)
+    built = build("instruct_tts", {"original": "温柔的女声", "text": "你好世界"}, source_seconds=None, limits=LIMITS)
     assert built.instruction.startswith("Generate speech based on the following description")
     with pytest.raises(ValueError, match="unknown instruction language 'fr'"):
-        build("volume", {}, source_seconds=2.0, language="fr")
+        build("volume", {}, source_seconds=2.0, limits=LIMITS, language="fr")
 
 
 def test_chinese_text_is_timed_at_the_chinese_rate():
@@ -122,35 +124,35 @@ def test_chinese_text_is_timed_at_the_chinese_rate():
 
 
 def test_same_length_tasks_ask_for_automatic_duration():
-    built = build("volume", {}, source_seconds=3.456)
+    built = build("volume", {}, source_seconds=3.456, limits=LIMITS)
     assert built.duration.seconds == 0
     assert "3.46 s" in built.duration.reason
 
 
 def test_speed_divides_the_source_and_quantises_to_the_nearest_frame():
-    built = build("speed", {"amount": "1.5"}, source_seconds=3.0)
+    built = build("speed", {"amount": "1.5"}, source_seconds=3.0, limits=LIMITS)
     assert built.duration.seconds == 2.0
-    assert build("speed", {"amount": "0.75"}, source_seconds=3.01).duration.seconds == 4.02  # 4.0133 s
+    assert build("speed", {"amount": "0.75"}, source_seconds=3.01, limits=LIMITS).duration.seconds == 4.02  # 4.0133 s
 
 
 def test_a_proposed_duration_gives_exactly_its_frames_through_the_pipelines_rounding():
     # 3.36 s ÷ 1.5 is 112 frames; 2.24 s would give 113 through ceil(s · 24000 / 480), so 2.23 s
-    built = build("speed", {"amount": "1.5"}, source_seconds=3.36)
+    built = build("speed", {"amount": "1.5"}, source_seconds=3.36, limits=LIMITS)
     assert built.duration.seconds == 2.23 and frames_for_seconds(built.duration.seconds) == 112
     assert "112 frames = 2.24 s of audio" in built.duration.reason
 
 
 def test_tts_estimate_is_0_0656_s_per_byte():
     text = "x" * 100
-    built = build("zero_shot_tts", {"text": text}, source_seconds=2.0)
+    built = build("zero_shot_tts", {"text": text}, source_seconds=2.0, limits=LIMITS)
     assert built.duration.seconds == 6.56 and "328 frames" in built.duration.reason
     assert speech_seconds("Hi") == pytest.approx(2 * 0.0656 / 0.3)  # very short texts are spoken slowly
 
 
 def test_emotion_uses_the_enhancers_stretch():
-    assert build("emotion", {"option": "sad"}, source_seconds=5.0).duration.seconds == 6.1
+    assert build("emotion", {"option": "sad"}, source_seconds=5.0, limits=LIMITS).duration.seconds == 6.1
     # 5 × 1.06 is 5.300000000000001: the nearest frame is 265, where ceil would give 266
-    assert build("emotion", {"option": "happy"}, source_seconds=5.0).duration.seconds == 5.3
+    assert build("emotion", {"option": "happy"}, source_seconds=5.0, limits=LIMITS).duration.seconds == 5.3
 
 
 def test_estimates_are_capped_at_the_target_limit():
@@ -161,16 +163,16 @@ def test_estimates_are_capped_at_the_target_limit():
 
 
 def test_content_edit_adds_the_length_of_the_changed_words():
-    built = build("content_edit", {"mode": "Replace", "original": "one", "text": "one hundred"}, source_seconds=2.0)
+    built = build("content_edit", {"mode": "Replace", "original": "one", "text": "one hundred"}, source_seconds=2.0, limits=LIMITS)
     assert built.duration.seconds == 2.52  # 2.5248 s to the nearest frame
 
 
 def test_problems_name_what_is_missing():
-    assert build("timbre", {}, source_seconds=2.0).problem == "Fill in: New timbre."
-    assert build("content_edit", {"mode": "Remove", "text": "um"}, source_seconds=2.0).problem == ""  # no anchor used
-    assert "Fill in: Words to replace" in build("content_edit", {"mode": "Add after", "text": "um"}, source_seconds=2.0).problem
-    assert "upload or record" in build("volume", {}, source_seconds=None).problem
-    assert "remove the clip" in build("instruct_tts", {"original": "a", "text": "b"}, source_seconds=2.0).problem
+    assert build("timbre", {}, source_seconds=2.0, limits=LIMITS).problem == "Fill in: New timbre."
+    assert build("content_edit", {"mode": "Remove", "text": "um"}, source_seconds=2.0, limits=LIMITS).problem == ""  # no anchor used
+    assert "Fill in: Words to replace" in build("content_edit", {"mode": "Add after", "text": "um"}, source_seconds=2.0, limits=LIMITS).problem
+    assert "upload or record" in build("volume", {}, source_seconds=None, limits=LIMITS).problem
+    assert "remove the clip" in build("instruct_tts", {"original": "a", "text": "b"}, source_seconds=2.0, limits=LIMITS).problem
 
 
 @pytest.mark.parametrize("language", instructions.LANGUAGES)
@@ -200,10 +202,10 @@ def test_what_a_model_was_not_trained_for_is_named_only_when_certain():
 
 
 def test_community_verdicts_say_they_are_about_the_released_model():
-    assert build("volume", {}, source_seconds=2.0).reliability.startswith("Community tests of the released AuK:")
+    assert build("volume", {}, source_seconds=2.0, limits=LIMITS).reliability.startswith("Community tests of the released AuK:")
 
 
 def test_a_region_longer_than_the_model_takes_is_warned_about_in_the_duration_note():
-    assert build("volume", {}, source_seconds=45.0).problem == (
+    assert build("volume", {}, source_seconds=45.0, limits=LIMITS).problem == (
         "The region lasts 45.00 s, more than the 30 s the model takes: make it shorter.")
-    assert build("volume", {}, source_seconds=30.0).problem == ""
+    assert build("volume", {}, source_seconds=30.0, limits=LIMITS).problem == ""

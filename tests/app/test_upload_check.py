@@ -6,12 +6,13 @@ import json
 
 import pytest
 
+from auk_app.config import Limits
 from auk_app.upload_check import check_upload
 
 KEYS = {"sample_rate", "channels", "duration_s", "peak", "rms", "silent", "clipping", "verdict", "message"}
 
 def test_a_good_clip_is_ready(clips):
-    findings = check_upload(clips.voice)
+    findings = check_upload(clips.voice, Limits())
     assert KEYS <= findings.keys()
     assert findings["verdict"] == "ok"
     assert (findings["sample_rate"], findings["channels"], findings["duration_s"]) == (24_000, 1, 0.6)
@@ -22,28 +23,28 @@ def test_a_good_clip_is_ready(clips):
 
 
 def test_stereo_44k_is_accepted_and_the_conversion_is_named(clips):
-    findings = check_upload(clips.stereo)
+    findings = check_upload(clips.stereo, Limits())
     assert findings["verdict"] == "ok"
     assert "mixed from 2 channels to mono" in findings["message"]
     assert "resampled from 44.1 kHz to 24 kHz" in findings["message"]
 
 
 def test_clipping_is_a_warning_not_a_refusal(clips):
-    findings = check_upload(clips.clipping)
+    findings = check_upload(clips.clipping, Limits())
     assert findings["verdict"] == "warning" and findings["clipping"] is True
     assert "clips" in findings["message"]
 
 
 def test_each_bad_clip_is_refused_with_its_own_message(bad_upload):
     path, words = bad_upload
-    findings = check_upload(path)
+    findings = check_upload(path, Limits())
     assert findings["verdict"] == "rejected"
     assert words in findings["message"]
     json.dumps(findings)
 
 
 def test_no_clip_is_refused_politely():
-    findings = check_upload(None)
+    findings = check_upload(None, Limits())
     assert findings["verdict"] == "rejected" and "Upload or record" in findings["message"]
 
 
@@ -92,7 +93,7 @@ def test_a_many_channel_file_is_decoded_in_the_memory_of_its_mono_mix(tmp_path):
     sf.write(str(path), (0.1 * rng.standard_normal((frames, 8))).astype(np.float32), rate, subtype="PCM_16")
     mono_bytes = frames * 4  # 3.8 MB; all eight channels would be 31 MB
     peaks = []
-    for read in (read_mono, check_upload):
+    for read in (read_mono, lambda path: check_upload(path, Limits())):
         tracemalloc.start()
         try:
             result = read(path)
@@ -114,10 +115,10 @@ def test_flat_tops_are_found_in_one_channel_and_across_decode_blocks(tmp_path):
     data[:, 0] = 0.3 * np.sin(np.arange(len(data)) / 10)
     data[DECODE_BLOCK_FRAMES - 1: DECODE_BLOCK_FRAMES + 1, 1] = 1.0  # two samples: not yet a flat top
     sf.write(str(tmp_path / "two.wav"), data, 24_000, subtype="FLOAT")
-    assert check_upload(tmp_path / "two.wav")["clipping"] is False
+    assert check_upload(tmp_path / "two.wav", Limits())["clipping"] is False
     data[DECODE_BLOCK_FRAMES - 2, 1] = 1.0  # three in a row, split 2 + 1 by the block boundary
     sf.write(str(tmp_path / "three.wav"), data, 24_000, subtype="FLOAT")
-    assert check_upload(tmp_path / "three.wav")["clipping"] is True
+    assert check_upload(tmp_path / "three.wav", Limits())["clipping"] is True
 
 
 def test_the_fallback_decoder_reads_no_more_than_the_sample_budget(tmp_path, monkeypatch):

@@ -70,9 +70,10 @@ def sampler_inputs(monkeypatch):
     seen = []
     sample = AuKPipeline._sample
 
-    def record(self, dit, batcher, **kwargs):
-        seen.append({"ref": kwargs["ref"].clone(), "ref_mask": kwargs["ref_mask"]})
-        return sample(self, dit, batcher, **kwargs)
+    def record(self, model, batcher, graphs, plan, conditioning, on_step):
+        _, _, ref, ref_mask = conditioning
+        seen.append({"ref": ref.clone(), "ref_mask": ref_mask})
+        return sample(self, model, batcher, graphs, plan, conditioning, on_step)
 
     monkeypatch.setattr(AuKPipeline, "_sample", record)
     return seen
