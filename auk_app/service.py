@@ -11,7 +11,6 @@ from __future__ import annotations
 import threading
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from auk_app import instructions, resolve
@@ -23,6 +22,7 @@ from auk_app.auk.plan import plan_edit
 from auk_app.auk.request import EditRequest, EditResult
 from auk_app.config import Limits
 from auk_app.errors import InputError
+from auk_app.progress import Progress, ShouldStop, silent
 from auk_app.runtime import pick_device, pick_precision
 from auk_app.validate import shown
 
@@ -30,8 +30,8 @@ if TYPE_CHECKING:  # the Audex stack imports in seconds: only a Studio that serv
     from auk_app.audex.pipeline import AudexPipeline
 
 AUDEX_DEMO_SECONDS = 3.0  # the tiny demo LM on a CPU: a few seconds keep a run short
-# A progress callback per Audex run, given the run's label: ``progress(label)(done, total)``.
-Progress = Callable[[str], Callable[[int, int], None]]
+AUDEX_RUN = "Sampling"  # the progress phases of text_to_audio's runs
+AUDEX_COMPARISON_RUN = "Comparison run without the mask"
 DEMO_DIR = Path(__file__).resolve().parent.parent / "assets" / "AuK-Tiny"
 GET_WEIGHTS = (
     f"The released weights are not on this machine. Download them with `{resolve.AUK_BASE.download_command}` "
@@ -220,7 +220,7 @@ class Studio:
     def audex(self) -> AudexPipeline:
         """The Audex pipeline: the released weights when found, else the tiny random demo snapshot."""
         from auk_app.audex.pipeline import AudexPipeline
-        from auk_app.audex.remote import RemoteEngine
+        from auk_app.audex.remote import RemoteSampler
         from auk_app.audex_demo import shared_demo_snapshot
 
         with self._lock:
@@ -231,10 +231,10 @@ class Studio:
                 else:
                     root = self._find(resolve.AUDEX, self.config.audex)
                     xcodec = self._find(resolve.XCODEC1, self.config.xcodec)
-                engine = RemoteEngine(self.config.audex_server) if self.config.audex_server else None
+                server = RemoteSampler(self.config.audex_server) if self.config.audex_server else None
                 # Audex has no float32-master recipe: under autocast-bf16 it runs bf16 weights, as released.
                 self._audex = AudexPipeline.from_paths(root, xcodec, device=self.device, dtype=self.precision.compute,
-                                                       engine=engine)
+                                                       sampler=server)
             return self._audex
 
     @property
@@ -242,30 +242,29 @@ class Studio:
         """The default length: the released model's 10 s, or a few seconds of the tiny demo on a CPU."""
         return AUDEX_DEMO_SECONDS if self.audex_demo else TRAINED_SECONDS
 
-    def text_to_audio(self, request: AudexRequest, *, progress: Progress | None = None,
-                      should_stop: Callable[[], bool] | None = None) -> TextToAudioResult:
-        """The masked run and, when asked for, the same seed without the mask (not decoded).
+    def text_to_audio(self, request: AudexRequest, *, progress: Progress = silent,
+                      should_stop: ShouldStop | None = None) -> TextToAudioResult:
+        """The masked run and, when asked for, the same seed without the mask (not decoded);
+        ``progress(phase, done, total)`` names the run in ``phase``.
 
         On an Audex server both runs share one deadline, sized from the tokens the request asks for:
         each run with its own let a request with a comparison hold the one model slot twice as long."""
         pipeline = self.audex()
-        stop = dict(should_stop=should_stop)
-        if pipeline.engine is not None:
-            stop["deadline"] = pipeline.engine.request_deadline(request.tokens_asked())
-        result = pipeline.generate(request.caption, progress=progress and progress("Sampling"),
-                                   **request.sampling(), **stop)
+        sampler = pipeline.sampler
+        deadline = sampler.deadline(request.tokens_asked())
+        result = pipeline.generate(request.sampling, label=AUDEX_RUN, progress=progress, should_stop=should_stop,
+                                   deadline=deadline)
         unmasked = None
         if request.compare_unmasked:
-            unmasked = pipeline.generate(request.caption, decode=False,
-                                         progress=progress and progress("Comparison run without the mask"),
-                                         **request.sampling(use_mask=False), **stop)
+            unmasked = pipeline.generate(request.unmasked(), label=AUDEX_COMPARISON_RUN, decode=False,
+                                         progress=progress, should_stop=should_stop, deadline=deadline)
         model = {
             "model": "Audex demo (tiny, untrained)" if self.audex_demo else "Nemotron-Labs-Audex-2B",
             "demo_model": self.audex_demo, "thinker_dir": pipeline.thinker_dir.name,
             "xcodec_dir": pipeline.xcodec_dir.name, "device": str(pipeline.device),
             "dtype": str(pipeline.dtype).removeprefix("torch."),
-            "engine": "in-process" if pipeline.engine is None else "vllm",
-            "engine_server": None if pipeline.engine is None else pipeline.engine.host,
+            "engine": sampler.engine,
+            "engine_server": sampler.host,
         }
         return TextToAudioResult(request=request, result=result, unmasked=unmasked, model=model)
 

@@ -26,17 +26,23 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a plain s
 
 import torch  # noqa: E402
 
+from auk_app.audex.params import AudexSampling  # noqa: E402
 from auk_app.audex.pipeline import AudexPipeline  # noqa: E402
-from auk_app.audex.remote import RemoteEngine  # noqa: E402
+from auk_app.audex.remote import RemoteSampler  # noqa: E402
 from auk_app.audex_demo import shared_demo_snapshot, write_demo_snapshot  # noqa: E402
+from auk_app.config import Limits  # noqa: E402
 
 CAPTION = "Rain falling on a tin roof."
 USERS = (1, 4, 8)
 
 
+def _run(**knobs) -> AudexSampling:
+    return AudexSampling(caption=CAPTION, limits=Limits(), **knobs)
+
+
 def _tokens_per_second(pipeline: AudexPipeline, *, cfg_scale: float, tokens: int, repeats: int) -> float:
     rates = [
-        pipeline.generate(CAPTION, cfg_scale=cfg_scale, max_tokens=tokens, seed=seed, decode=False).tokens_per_second
+        pipeline.generate(_run(cfg_scale=cfg_scale, max_tokens=tokens, seed=seed), decode=False).tokens_per_second
         for seed in range(repeats)
     ]
     return statistics.median(rates)
@@ -46,7 +52,7 @@ def _concurrent(pipeline: AudexPipeline, *, users: int, tokens: int) -> dict[str
     """``users`` guided runs at once, each on its own thread, as the app's queue would run them."""
     def one(seed: int) -> tuple[int, float]:
         started = perf_counter()
-        result = pipeline.generate(CAPTION, cfg_scale=3.0, max_tokens=tokens, seed=seed, decode=False)
+        result = pipeline.generate(_run(cfg_scale=3.0, max_tokens=tokens, seed=seed), decode=False)
         return len(result.token_ids), perf_counter() - started
 
     started = perf_counter()
@@ -60,7 +66,7 @@ def _concurrent(pipeline: AudexPipeline, *, users: int, tokens: int) -> dict[str
 
 
 def _users(local: AudexPipeline, remote: AudexPipeline, tokens: int) -> dict[str, dict[str, float]]:
-    remote.generate(CAPTION, codec_cap=40, decode=False)  # warm-up: connection, model card
+    remote.generate(_run(codec_cap=40), decode=False)  # warm-up: connection, model card
     table = {}
     for users in USERS:
         table[str(users)] = {"in_process": _concurrent(local, users=users, tokens=tokens),
@@ -83,13 +89,13 @@ def main() -> None:
         # The server serves the shared demo snapshot; its bytes are those of any seed-0 demo snapshot.
         snapshot = shared_demo_snapshot() if args.server else write_demo_snapshot(tmp)
         pipeline = AudexPipeline.from_paths(snapshot.audex_root, snapshot.xcodec_dir, device="cpu").load()
-        pipeline.generate(CAPTION, codec_cap=40, decode=False)  # warm-up
+        pipeline.generate(_run(codec_cap=40), decode=False)  # warm-up
         guided = _tokens_per_second(pipeline, cfg_scale=3.0, tokens=args.tokens, repeats=args.repeats)
         unguided = _tokens_per_second(pipeline, cfg_scale=1.0, tokens=args.tokens, repeats=args.repeats)
         users = None
         if args.server:
             remote = AudexPipeline.from_paths(snapshot.audex_root, snapshot.xcodec_dir, device="cpu",
-                                              engine=RemoteEngine(args.server)).load()
+                                              sampler=RemoteSampler(args.server)).load()
             users = _users(pipeline, remote, args.tokens)
     print(json.dumps({
         "bench": "audex_tiny_lm_tokens_per_second",

@@ -42,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a plain s
 import torch  # noqa: E402
 from transformers import ArceeConfig, ArceeForCausalLM, Qwen2Config, Qwen2Model  # noqa: E402
 
-from auk_app.audex.params import TTASampling  # noqa: E402
+from auk_app.audex.params import AudexSampling  # noqa: E402
 from auk_app.audex.sampler import sample_stream  # noqa: E402
 from auk_app.audex.thinker import cast_keeping_rope_fp32  # noqa: E402
 from auk_app.audex.vocab import AudexVocab  # noqa: E402
@@ -53,9 +53,12 @@ from auk_app.auk.sampler import CFG_OFF_BELOW, build_time_grid, draw_noise, samp
 from auk_app.auk.step_graphs import StepGraphs  # noqa: E402
 from auk_app.auk.vae import AuKVAE  # noqa: E402
 from auk_app.auk.vae_decode import fast_decode  # noqa: E402
+from auk_app.config import Limits  # noqa: E402
+from auk_app.progress import silent  # noqa: E402
 from auk_app.runtime import autocast, pick_device, pick_precision  # noqa: E402
 from bench.bench_batch import BatchedEditor, edits_per_s  # noqa: E402
 from bench.bench_dit import SIZES as DIT_SIZES  # noqa: E402
+from tests.audex.reference_loop import sample_stream_eager  # noqa: E402  (the eager lever: the tests' reference)
 
 RESULTS = Path(__file__).resolve().parent / "results"
 REAL_VAE = dict(
@@ -334,13 +337,25 @@ def build_audex(sizes: Sizes, device: torch.device) -> tuple[ArceeForCausalLM, A
     return lm, _synthetic_vocab(config.vocab_size), cond, null
 
 
+def audex_sampling(tokens: int, seed: int = 0) -> AudexSampling:
+    """A guided, masked run of ``tokens`` tokens (the caption is not used: the prompts are synthetic)."""
+    return AudexSampling(caption="bench", limits=Limits(), max_tokens=tokens, seed=seed)
+
+
+def audex_stream(lm, cond, null, vocab, sampling: AudexSampling, *, fast: bool):
+    """One stream on the app's fast loop or on the tests' eager reference loop."""
+    if fast:
+        return sample_stream(lm, cond, null, vocab, sampling, label="Sampling", progress=silent)
+    return sample_stream_eager(lm, cond, null, vocab, sampling)
+
+
 def _audex_figures(sizes: Sizes, device: torch.device, repeats: int) -> dict:
     """Tokens/s of a CFG pair (batch 2), fast loop and eager loop, and whether they agree."""
     lm, vocab, cond, null = build_audex(sizes, device)
     rates, streams = {False: [], True: []}, {}
     for seed in range(repeats + 1):  # the first round captures (CUDA) and is not counted
         for fast in (False, True):  # in turn, so that both loops see the same machine load
-            stream = sample_stream(lm, cond, null, vocab, TTASampling(max_tokens=sizes.audex_tokens, seed=seed), fast=fast)
+            stream = audex_stream(lm, cond, null, vocab, audex_sampling(sizes.audex_tokens, seed), fast=fast)
             rates[fast].append(len(stream.token_ids) / (stream.prefill_seconds + stream.sampling_seconds))
             streams[fast, seed] = stream.token_ids
     result = {
@@ -349,7 +364,7 @@ def _audex_figures(sizes: Sizes, device: torch.device, repeats: int) -> dict:
         "audex_same_tokens": all(streams[False, s] == streams[True, s] for s in range(repeats + 1)),
     }
     _reset_peak(device)
-    sample_stream(lm, cond, null, vocab, TTASampling(max_tokens=sizes.audex_tokens), fast=True)
+    audex_stream(lm, cond, null, vocab, audex_sampling(sizes.audex_tokens), fast=True)
     result["audex_peak_gpu_memory_gb"] = _peak_gb(device)
     return result
 

@@ -32,11 +32,11 @@ import torch  # noqa: E402
 from torch.profiler import ProfilerActivity, profile  # noqa: E402
 from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
-from auk_app.audex.params import TTASampling  # noqa: E402
-from auk_app.audex.sampler import sample_stream  # noqa: E402
 from auk_app.auk.vae_decode import fast_decode  # noqa: E402
 from auk_app.runtime import pick_device, pick_precision  # noqa: E402
-from bench.bench_speed import LEVERS, SIZES, Sizes, build_audex, build_auk, lever_step, results_path, sync  # noqa: E402
+from bench.bench_speed import (  # noqa: E402
+    LEVERS, SIZES, Sizes, audex_sampling, audex_stream, build_audex, build_auk, lever_step, results_path, sync,
+)
 
 # First match wins: attention before matmul (its kernels hold "gemm"-like names), fused Triton
 # kernels before the kinds whose names they may borrow.
@@ -135,10 +135,10 @@ def _audex_token(sizes: Sizes, device: torch.device) -> dict:
     """Per token of a CFG pair on the fast loop; FLOPs of one 2-row token without a cache."""
     lm, vocab, cond, null = build_audex(sizes, device)
     tokens = min(AUDEX_TOKENS, sizes.audex_tokens)
-    params = TTASampling(max_tokens=tokens, seed=0)
+    params = audex_sampling(tokens)
 
     def stream():
-        return sample_stream(lm, cond, null, vocab, params, fast=True)
+        return audex_stream(lm, cond, null, vocab, params, fast=True)
 
     figure = _figure(stream, device, flops=False)
     per_token = {

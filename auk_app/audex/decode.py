@@ -20,12 +20,11 @@ head's query group runs as one longer query, so the cache is never repeated per 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 import torch.nn.functional as F
 from transformers.models.arcee.modeling_arcee import apply_rotary_pos_emb
 
+from auk_app.audex.params import AudexSampling
 from auk_app.audex.phase_head import PhaseHead
 from auk_app.audex.phase_table import allowed_table, row_schedule
 from auk_app.audex.vocab import AudexVocab
@@ -139,18 +138,6 @@ def draw(
     return order.gather(0, (probs / noise).argmax().view(1))
 
 
-@dataclass(frozen=True)
-class Knobs:
-    """The sampling values one request copies into a state's device scalars."""
-
-    cfg_scale: float
-    temperature: float
-    top_k: int
-    top_p: float
-    seed: int
-    codec_cap: int | None
-
-
 class DecodeState:
     """The fixed-shape buffers of one decode: the cache for ``positions`` positions of ``rows``
     rows, the token fed next, its position, the generated ids and the sampling knobs.
@@ -187,17 +174,17 @@ class DecodeState:
             self.phase_head = PhaseHead(allowed, lm.lm_head)
         self.generator = torch.Generator(device=device)
 
-    def start(self, knobs: Knobs) -> None:
-        """Reset the counters and load one request's knobs; the cache needs no clearing, since
-        a position is written before any query can see it."""
+    def start(self, sampling: AudexSampling) -> None:
+        """Reset the counters and copy one run's sampling values into the device scalars; the
+        cache needs no clearing, since a position is written before any query can see it."""
         self.count.zero_()
-        self.cfg_scale.fill_(knobs.cfg_scale)
-        self.temperature.fill_(knobs.temperature)
+        self.cfg_scale.fill_(sampling.cfg_scale)
+        self.temperature.fill_(sampling.temperature)
         drawn_width = self.vocab_width if self.phase_head is None else self.phase_head.width
-        self.top_k_index.fill_(min(knobs.top_k, drawn_width) - 1)
-        self.top_p.fill_(knobs.top_p)
-        self.schedule.copy_(row_schedule(self.positions, knobs.codec_cap, self.schedule.device))
-        self.generator.manual_seed(knobs.seed)
+        self.top_k_index.fill_(min(sampling.top_k, drawn_width) - 1)
+        self.top_p.fill_(sampling.top_p)
+        self.schedule.copy_(row_schedule(self.positions, sampling.codec_cap, self.schedule.device))
+        self.generator.manual_seed(sampling.seed)
 
     def prefill(self, lm, prompts: torch.Tensor) -> torch.Tensor:
         """Feed the prompt rows [r, T] at positions 0..T-1; the scores [V] (masked: [U]) of the

@@ -28,7 +28,8 @@ from typing import Any
 
 import torch
 
-from auk_app.audex.decode import DecodeState, Knobs
+from auk_app.audex.decode import DecodeState
+from auk_app.audex.params import AudexSampling
 from auk_app.audex.vocab import AudexVocab
 from auk_app.runtime import capture_graph
 
@@ -70,17 +71,17 @@ def positions_for(needed: int) -> int:
 
 @contextlib.contextmanager
 def decoding(
-    lm, vocab: AudexVocab, *, rows: int, needed: int, masked: bool, knobs: Knobs, graphed: bool = True
+    lm, vocab: AudexVocab, *, rows: int, needed: int, masked: bool, sampling: AudexSampling
 ) -> Iterator[tuple[DecodeState, Callable[[], None]]]:
-    """A started :class:`DecodeState` with at least ``needed`` positions, and its one-token step.
+    """A :class:`DecodeState` with at least ``needed`` positions, started with ``sampling``, and
+    its one-token step.
 
-    On CUDA with ``graphed`` the step replays the state's graph and the state returns to the LM's
-    pool afterwards; otherwise the state is the request's own and the step runs
-    :meth:`DecodeState.advance` eagerly.
+    On CUDA the step replays the state's graph and the state returns to the LM's pool afterwards;
+    elsewhere the state is the request's own and the step runs :meth:`DecodeState.advance` eagerly.
     """
-    if not graphed or next(lm.parameters()).device.type != "cuda":
+    if next(lm.parameters()).device.type != "cuda":
         state = DecodeState(lm, vocab, rows=rows, positions=needed, masked=masked)
-        state.start(knobs)
+        state.start(sampling)
         yield state, lambda: state.advance(lm)
         return
     pool = _pool(lm)
@@ -88,9 +89,9 @@ def decoding(
     entry = _checkout(pool, lm, key)
     if entry is None:
         entry = _Entry(DecodeState(lm, vocab, rows=rows, positions=key[1], masked=masked))
-        entry.state.start(knobs)
+        entry.state.start(sampling)
         entry.graph = _capture(lm, entry.state)
-    entry.state.start(knobs)  # after a capture too: its warm-up moved the counters and the generator
+    entry.state.start(sampling)  # after a capture too: its warm-up moved the counters and the generator
     try:
         yield entry.state, entry.graph.replay
     finally:

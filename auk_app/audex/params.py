@@ -1,4 +1,9 @@
-"""TTA sampling settings, checked once when built (before any model work).
+"""The one sampling type of a text-to-audio run, checked once when built (before any model work).
+
+:class:`AudexSampling` travels unchanged from the request (:mod:`auk_app.audex.request`) through
+the pipeline to the token sampler, in process (:mod:`auk_app.audex.sampler`, whose decode state
+copies it into device scalars) or on a vLLM server (:mod:`auk_app.audex.remote`, whose HTTP body
+is derived from it by one function).
 
 Defaults are the official TTA recipe (vLLM-Omni's ``nemotron_labs_audex_tta.yaml``): CFG 3.0,
 temperature 1.0, top-k 80, top-p off, codec cap 4000 tokens, at most 4200 generated tokens, seed 0.
@@ -6,10 +11,13 @@ temperature 1.0, top-k 80, top-p off, codec cap 4000 tokens, at most 4200 genera
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
+from auk_app.audex.phase_table import NUM_PHASES
+from auk_app.config import Limits
 from auk_app.errors import InputError
-from auk_app.validate import is_real, shown
+from auk_app.validate import check_caption, is_real, shown
 
 MAX_CODEC_CAP = 4000  # 1000 frames = 20 s generated; decode keeps the first 500 frames (10 s)
 MAX_NEW_TOKENS = 4200  # room for 4000 codec tokens + <audiogen_end>
@@ -21,65 +29,126 @@ TEMPERATURE_RANGE = (1e-4, 10.0)
 # The codec vocabulary (tta.AUDEX_AUDIOCODEC_VOCAB_SIZE): a larger k keeps nothing more, and a
 # value like 2**64 or 1e308 would pass the run and break the manifest's JSON.
 MAX_TOP_K = 8192
+# The official recipe's knobs, the defaults of a run and of the app's inputs.
+DEFAULT_CFG_SCALE = 3.0
+DEFAULT_TEMPERATURE = 1.0
+DEFAULT_TOP_K = 80
+DEFAULT_TOP_P = 1.0  # off
 
 
 def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-@dataclass(frozen=True)
-class TTASampling:
-    """One request's sampling knobs; raises InputError naming the limit and the fix."""
+def check_cfg_scale(value: Any) -> float:
+    low, high = CFG_RANGE
+    if not (is_real(value) and low <= value <= high):
+        raise InputError(
+            f"cfg_scale must be between {low} and {high}; got {shown(value)}. "
+            "Use 3.0 (the recommended value), or 1.0 to turn guidance off."
+        )
+    return value
 
-    cfg_scale: float = 3.0
+
+def check_codec_cap(value: Any) -> int:
+    if not (_is_int(value) and 0 < value <= MAX_CODEC_CAP and value % NUM_PHASES == 0):
+        raise InputError(
+            f"codec_cap must be a positive multiple of {NUM_PHASES} (one frame is {NUM_PHASES} codec tokens) of at "
+            f"most {MAX_CODEC_CAP}; got {shown(value)}. Use {MAX_CODEC_CAP}, or 2000 for the 10 s that are decoded."
+        )
+    return value
+
+
+def check_max_tokens(value: Any) -> int:
+    if not (_is_int(value) and 1 <= value <= MAX_NEW_TOKENS):
+        raise InputError(
+            f"max_tokens must be a whole number from 1 to {MAX_NEW_TOKENS}; got {shown(value)}. "
+            "Leave it unset to stop at the codec cap."
+        )
+    return value
+
+
+def check_temperature(value: Any) -> float:
+    low, high = TEMPERATURE_RANGE
+    if not (is_real(value) and low <= value <= high):
+        raise InputError(
+            f"temperature must be between {low:g} and {high:g}; got {shown(value)}. "
+            "Use 1.0, the value Audex is sampled with."
+        )
+    return value
+
+
+def check_top_k(value: Any) -> int:
+    if not (_is_int(value) and 1 <= value <= MAX_TOP_K):
+        raise InputError(
+            f"top_k must be a whole number from 1 to {MAX_TOP_K} (the codec vocabulary); got {shown(value)}. "
+            "Use 80, the Audex default."
+        )
+    return value
+
+
+def check_top_p(value: Any) -> float:
+    if not (is_real(value) and 0 < value <= 1):
+        raise InputError(f"top_p must be greater than 0 and at most 1; got {shown(value)}. Use 1.0 to turn it off.")
+    return value
+
+
+def check_sampling_seed(value: Any) -> int:
+    if not (_is_int(value) and 0 <= value < 2**63):
+        raise InputError(
+            f"seed must be a whole number from 0 to 2**63 - 1; got {shown(value)}. Use 0 or any positive integer."
+        )
+    return value
+
+
+def check_use_mask(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise InputError(f"use_mask must be True or False; got {shown(value)}.")
+    return value
+
+
+_CHECKS = {
+    "cfg_scale": check_cfg_scale, "codec_cap": check_codec_cap, "max_tokens": check_max_tokens,
+    "temperature": check_temperature, "top_k": check_top_k, "top_p": check_top_p, "seed": check_sampling_seed,
+    "use_mask": check_use_mask,
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class AudexSampling:
+    """One run's caption and sampling knobs; raises InputError naming the limit and the fix.
+
+    ``limits`` are the app's configured ones (the caption's length is checked against them); they
+    are not part of the value (not compared, not shown).
+    """
+
+    caption: str
+    limits: Limits = field(repr=False, compare=False)
+    cfg_scale: float = DEFAULT_CFG_SCALE
     codec_cap: int = MAX_CODEC_CAP
     max_tokens: int = MAX_NEW_TOKENS
-    temperature: float = 1.0
-    top_k: int = 80
-    top_p: float = 1.0
+    temperature: float = DEFAULT_TEMPERATURE
+    top_k: int = DEFAULT_TOP_K
+    top_p: float = DEFAULT_TOP_P
     seed: int = 0
     use_mask: bool = True
 
     def __post_init__(self) -> None:
-        low, high = CFG_RANGE
-        if not (is_real(self.cfg_scale) and low <= self.cfg_scale <= high):
-            raise InputError(
-                f"cfg_scale must be between {low} and {high}; got {shown(self.cfg_scale)}. "
-                "Use 3.0 (the recommended value), or 1.0 to turn guidance off."
-            )
-        if not (_is_int(self.codec_cap) and 0 < self.codec_cap <= MAX_CODEC_CAP and self.codec_cap % 4 == 0):
-            raise InputError(
-                f"codec_cap must be a positive multiple of 4 (one frame is 4 codec tokens) of at most "
-                f"{MAX_CODEC_CAP}; got {shown(self.codec_cap)}. Use {MAX_CODEC_CAP}, or 2000 for the 10 s that are decoded."
-            )
-        if not (_is_int(self.max_tokens) and 1 <= self.max_tokens <= MAX_NEW_TOKENS):
-            raise InputError(
-                f"max_tokens must be a whole number from 1 to {MAX_NEW_TOKENS}; got {shown(self.max_tokens)}. "
-                "Leave it unset to stop at the codec cap."
-            )
-        low, high = TEMPERATURE_RANGE
-        if not (is_real(self.temperature) and low <= self.temperature <= high):
-            raise InputError(
-                f"temperature must be between {low:g} and {high:g}; got {shown(self.temperature)}. "
-                "Use 1.0, the value Audex is sampled with."
-            )
-        if not (_is_int(self.top_k) and 1 <= self.top_k <= MAX_TOP_K):
-            raise InputError(
-                f"top_k must be a whole number from 1 to {MAX_TOP_K} (the codec vocabulary); got {shown(self.top_k)}. "
-                "Use 80, the Audex default."
-            )
-        if not (is_real(self.top_p) and 0 < self.top_p <= 1):
-            raise InputError(
-                f"top_p must be greater than 0 and at most 1; got {shown(self.top_p)}. Use 1.0 to turn it off."
-            )
-        if not (_is_int(self.seed) and 0 <= self.seed < 2**63):
-            raise InputError(
-                f"seed must be a whole number from 0 to 2**63 - 1; got {shown(self.seed)}. Use 0 or any positive integer."
-            )
-        if not isinstance(self.use_mask, bool):
-            raise InputError(f"use_mask must be True or False; got {shown(self.use_mask)}.")
+        object.__setattr__(self, "caption", check_caption(self.caption, self.limits))
+        for name, check in _CHECKS.items():
+            check(getattr(self, name))
 
     @property
     def guided(self) -> bool:
         """CFG needs the unconditional row only above scale 1 (at 1 the blend is the identity)."""
         return self.cfg_scale > 1.0
+
+    @property
+    def token_limit(self) -> int:
+        """Most tokens the run can generate: masked, the end comes at position ``codec_cap``."""
+        return min(self.max_tokens, self.codec_cap + 1 if self.use_mask else self.codec_cap)
+
+    def knobs(self) -> dict[str, Any]:
+        """The sampler's values a manifest records (the caption and the token budget aside)."""
+        return dict(cfg_scale=self.cfg_scale, codec_cap=self.codec_cap, temperature=self.temperature,
+                    top_k=self.top_k, top_p=self.top_p, seed=self.seed, use_mask=self.use_mask)

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import torch
 
-NUM_PHASES = 4  # XCodec1 RVQ layers Audex generates (tta.XCODEC1_NUM_CODEBOOKS)
+NUM_PHASES = 4  # XCodec1 RVQ layers Audex generates, one phase each: the codebook count's one home
 PHASE0_OR_END = 4  # row: a frame boundary after at least one frame
 END_ONLY = 5  # row: at or past the codec cap
 
@@ -24,7 +24,7 @@ def mask_row(position: int, codec_cap: int | None) -> int:
     """The table row that applies at generated position ``position`` (0 = right after the start)."""
     if codec_cap is not None and position >= codec_cap:
         return END_ONLY
-    phase = position & 3
+    phase = position % NUM_PHASES
     return PHASE0_OR_END if phase == 0 and position > 0 else phase
 
 

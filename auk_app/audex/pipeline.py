@@ -1,17 +1,15 @@
 """AudexPipeline: caption -> guided, phase-masked token stream -> XCodec1 -> 16 kHz mono audio.
 
-``generate`` runs the numbered steps of spec §1: check the request, build the conditional prompt
-and its length-matched null prompt, sample the stream (:mod:`auk_app.audex.sampler`), report its
-validity, keep whole frames and decode them. Models load lazily, each once, behind its own lock,
-and are then shared read-only: all per-request state (KV cache, generator, mask) lives in the
-call, so concurrent requests do not interfere.
+``generate`` runs the numbered steps of spec §1 on a request's checked
+:class:`~auk_app.audex.params.AudexSampling`: build the conditional prompt and its length-matched
+null prompt, sample the stream on the pipeline's :class:`~auk_app.audex.token_sampler.TokenSampler`
+(the LM in this process, or an Audex vLLM server), report its validity, keep whole frames and
+decode them. The tokenizer and XCodec1 load lazily, each once, behind its own lock, and are then
+shared read-only: all per-request state lives in the call, so concurrent requests do not interfere.
 
 Device policy, decided once in :meth:`AudexPipeline.from_paths`: CUDA when available; the thinker
 in bf16 on CUDA (as vLLM's stage 0) and float32 on CPU, with sampler logits always cast to
 float32; XCodec1 always float32.
-
-With an ``engine`` (:class:`auk_app.audex.remote.RemoteEngine`), step 3 runs on that vLLM server
-instead: only the tokenizer and XCodec1 are loaded here, never the LM.
 """
 
 from __future__ import annotations
@@ -25,18 +23,19 @@ from typing import Any
 import numpy as np
 import torch
 
-from auk_app.audex.params import MAX_NEW_TOKENS, TTASampling
+from auk_app.audex.params import AudexSampling
 from auk_app.audex.prompt import build_tta_cond_prompt, build_tta_null_prompt
 from auk_app.audex.report import build_report
 from auk_app.audex.rvq import stream_to_frames
-from auk_app.audex.sampler import Progress, SampledStream, ShouldStop, sample_stream, token_limit
-from auk_app.audex.thinker import AudexThinker, load_thinker, load_tokenizer
+from auk_app.audex.sampler import LocalSampler
+from auk_app.audex.thinker import TokenizerOnce
+from auk_app.audex.token_sampler import Deadline, SampledStream, TokenSampler
 from auk_app.audex.vocab import AudexVocab
 from auk_app.audex.xcodec import SAMPLE_RATE, decode_frames, load_xcodec
-from auk_app.config import Limits
 from auk_app.errors import InputError
+from auk_app.progress import Progress, ShouldStop, silent
 from auk_app.runtime import pick_device, pick_precision
-from auk_app.validate import check_caption, plain_text
+from auk_app.validate import plain_text
 
 
 @dataclass(frozen=True)
@@ -65,18 +64,16 @@ class AudexResult:
 class AudexPipeline:
     """Audex text-to-audio over local checkpoint folders; nothing is downloaded."""
 
-    def __init__(self, thinker_dir: Path, xcodec_dir: Path, *, device: torch.device, dtype: torch.dtype,
-                 engine: Any = None) -> None:
+    def __init__(self, thinker_dir: Path, xcodec_dir: Path, *, sampler: TokenSampler, device: torch.device,
+                 dtype: torch.dtype, text: TokenizerOnce | None = None) -> None:
         self.thinker_dir = thinker_dir
         self.xcodec_dir = xcodec_dir
+        self.sampler = sampler
         self.device = device
         self.dtype = dtype
         self.sample_rate = SAMPLE_RATE
-        self.engine = engine
-        self._thinker: AudexThinker | None = None
-        self._text: tuple[Any, AudexVocab] | None = None
+        self._text = text or TokenizerOnce(thinker_dir)
         self._codec: Any = None
-        self._thinker_lock = threading.Lock()
         self._codec_lock = threading.Lock()
 
     @classmethod
@@ -87,22 +84,17 @@ class AudexPipeline:
         *,
         device: torch.device | str | None = None,
         dtype: torch.dtype | None = None,
-        engine: Any = None,
+        sampler: TokenSampler | None = None,
     ) -> AudexPipeline:
         """A pipeline over ``thinker_dir`` (Audex snapshot root or its checkpoint_folder_audiogen)
-        and ``xcodec_dir`` (an XCodec1 snapshot), sampling on ``engine`` when given. Cheap: no
-        file is read until first use."""
+        and ``xcodec_dir`` (an XCodec1 snapshot), sampling on ``sampler`` (e.g. a
+        :class:`~auk_app.audex.remote.RemoteSampler`), by default the thinker in this process.
+        Cheap: no file is read until first use."""
         device = pick_device(device)
-        return cls(Path(thinker_dir), Path(xcodec_dir), device=device, dtype=pick_precision(device, dtype).weights,
-                   engine=engine)
-
-    @property
-    def thinker(self) -> AudexThinker:
-        """The loaded thinker (LM, tokenizer, token layout); loads on first access."""
-        with self._thinker_lock:
-            if self._thinker is None:
-                self._thinker = load_thinker(self.thinker_dir, device=self.device, dtype=self.dtype)
-            return self._thinker
+        dtype = pick_precision(device, dtype).weights
+        text = TokenizerOnce(Path(thinker_dir))  # shared with the in-process sampler: read once
+        sampler = sampler or LocalSampler(Path(thinker_dir), device=device, dtype=dtype, text=text)
+        return cls(Path(thinker_dir), Path(xcodec_dir), sampler=sampler, device=device, dtype=dtype, text=text)
 
     @property
     def codec(self) -> Any:
@@ -114,17 +106,13 @@ class AudexPipeline:
 
     @property
     def text(self) -> tuple[Any, AudexVocab]:
-        """The tokenizer and TTA layout: the thinker's, or with an engine, the tokenizer alone."""
-        if self.engine is None:
-            return self.thinker.tokenizer, self.thinker.vocab
-        with self._thinker_lock:
-            if self._text is None:
-                self._text = load_tokenizer(self.thinker_dir)
-            return self._text
+        """The tokenizer and TTA layout; loads on first access."""
+        return self._text()
 
     def load(self) -> AudexPipeline:
         """Load the models now (e.g. at app start) instead of on the first request."""
         _ = self.text, self.codec
+        self.sampler.load()
         return self
 
     def prompt_ids(self, caption: str, *, guided: bool) -> tuple[list[int], list[int] | None]:
@@ -146,72 +134,41 @@ class AudexPipeline:
             ) from exc
         return tokenizer.encode(cond_prompt), tokenizer.encode(null_prompt)
 
-    def _sample(self, caption: str, params: TTASampling, *, progress: Progress | None,
-                should_stop: ShouldStop | None, deadline: Any) -> SampledStream:
-        """Steps 2 and 3 of :meth:`generate`: the prompts (for CFG also the null prompt of the same
-        token length), the check that they fit the model's positions, and the sampled stream."""
-        vocab = self.text[1]
-        cond_ids, null_ids = self.prompt_ids(caption, guided=params.guided)
-        if self.engine is None:
-            max_positions = self.thinker.model.config.max_position_embeddings
-        else:
-            max_positions = self.engine.max_model_len(should_stop, deadline)
-        if len(cond_ids) + token_limit(params) > max_positions:
-            raise InputError(
-                f"The caption makes a {len(cond_ids)}-token prompt; with up to {token_limit(params)} generated "
-                f"tokens that exceeds the model's {max_positions} positions. Shorten the caption or generate fewer seconds."
-            )
-        if self.engine is None:
-            return sample_stream(
-                self.thinker.model, cond_ids, null_ids, vocab, params, progress=progress, should_stop=should_stop
-            )
-        return self.engine.sample_stream(cond_ids, null_ids, vocab, params, progress=progress,
-                                         should_stop=should_stop, deadline=deadline)
-
     def generate(
         self,
-        caption: str,
+        sampling: AudexSampling,
         *,
-        cfg_scale: float = 3.0,
-        codec_cap: int = 4000,
-        max_tokens: int | None = None,
-        temperature: float = 1.0,
-        top_k: int = 80,
-        top_p: float = 1.0,
-        seed: int = 0,
-        use_mask: bool = True,
+        label: str = "Sampling",
         decode: bool = True,
-        progress: Progress | None = None,
+        progress: Progress = silent,
         should_stop: ShouldStop | None = None,
-        deadline: Any = None,
+        deadline: Deadline | None = None,
     ) -> AudexResult:
-        """Generate one clip for ``caption``.
+        """Generate one clip for ``sampling`` (checked when it was built).
 
-        Raises InputError for bad values (before any model work), CheckpointError when weights
-        cannot be loaded, Cancelled when ``should_stop()`` turns True between tokens.
-        ``progress(done, total)`` is called after every generated token. ``deadline`` (a
-        :class:`auk_app.audex.remote.Deadline`) bounds the engine's calls, shared with the request's
-        other runs; the in-process sampler has no server to wait for and ignores it.
+        Raises InputError for a caption the tokenizer or the model's positions refuse (before any
+        sampling), CheckpointError when weights cannot be loaded, Cancelled when ``should_stop()``
+        turns True between tokens. ``progress(label, done, total)`` is called after every
+        generated token. ``deadline`` (from ``self.sampler.deadline``) bounds a server's calls,
+        shared with the request's other runs.
         """
-        # 1. Check the request.
-        caption = check_caption(caption, Limits())
-        params = TTASampling(
-            cfg_scale=cfg_scale,
-            codec_cap=codec_cap,
-            max_tokens=MAX_NEW_TOKENS if max_tokens is None else max_tokens,
-            temperature=temperature,
-            top_k=top_k,
-            top_p=top_p,
-            seed=seed,
-            use_mask=use_mask,
-        )
-        # 2. Prompts and 3. the sampled stream.
-        stream = self._sample(caption, params, progress=progress, should_stop=should_stop, deadline=deadline)
-        # 4. Report, then keep whole frames and decode.
-        return self._result(stream, self.text[1], params, decode=decode)
+        # 1. The prompts, and the check that they fit the model's positions; 2. the sampled stream.
+        vocab = self.text[1]
+        cond_ids, null_ids = self.prompt_ids(sampling.caption, guided=sampling.guided)
+        max_positions = self.sampler.max_positions(should_stop=should_stop, deadline=deadline)
+        if len(cond_ids) + sampling.token_limit > max_positions:
+            raise InputError(
+                f"The caption makes a {len(cond_ids)}-token prompt; with up to {sampling.token_limit} generated "
+                f"tokens that exceeds the model's {max_positions} positions. Shorten the caption or generate fewer seconds."
+            )
+        stream = self.sampler.sample(cond_ids, null_ids, vocab, sampling, label=label, progress=progress,
+                                     should_stop=should_stop, deadline=deadline)
+        # 3. Report, then keep whole frames and decode.
+        return self._result(stream, vocab, sampling, decode=decode)
 
-    def _result(self, stream: SampledStream, vocab: AudexVocab, params: TTASampling, *, decode: bool) -> AudexResult:
-        """Step 4 of :meth:`generate`: the validity report, then whole frames decoded (when asked)."""
+    def _result(self, stream: SampledStream, vocab: AudexVocab, sampling: AudexSampling, *,
+                decode: bool) -> AudexResult:
+        """Step 3 of :meth:`generate`: the validity report, then whole frames decoded (when asked)."""
         codec_ids = vocab.codec_ids(stream.token_ids)
         report = build_report(stream.token_ids, stream.end_reason, vocab)
         waveform = None
@@ -232,7 +189,7 @@ class AudexPipeline:
             codec_ids=tuple(codec_ids),
             report=report,
             end_reason=stream.end_reason,
-            seed=params.seed,
+            seed=sampling.seed,
             timings={"prefill": stream.prefill_seconds, "sampling": stream.sampling_seconds, "decode": decode_seconds},
             tokens_per_second=len(stream.token_ids) / lm_seconds if lm_seconds > 0 else 0.0,
         )

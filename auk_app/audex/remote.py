@@ -31,48 +31,22 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from auk_app.audex.params import TTASampling
-from auk_app.audex.sampler import Progress, SampledStream, ShouldStop, end_reason, token_limit
-from auk_app.audex.vocab import AudexVocab
 from auk_app.audex import xargs
+from auk_app.audex.params import AudexSampling
+from auk_app.audex.token_sampler import Deadline, SampledStream, end_reason
+from auk_app.audex.vocab import AudexVocab
 from auk_app.errors import AppError, Cancelled
+from auk_app.progress import Progress, ShouldStop
 
 _POLL_SECONDS = 0.05  # how often the caller's thread looks at should_stop and progress
 # Tokens per streamed chunk: one event per token made the API server's output handling and this
 # process's parsing the bottleneck at 8 users on 2 cores; 16 tokens is a tenth of a second of audio.
 _STREAM_INTERVAL = 16
 CALL_DEADLINE_SECONDS = 15.0  # the whole /v1/models exchange, however the bytes arrive
-# A request's deadline: a start-up allowance (the model list, the server's queue, the prompt) plus
-# 1 s per TOKEN_RATE_FLOOR tokens asked, at most MAX_REQUEST_SECONDS. One user gets well over 100
-# tokens/s (4000 tokens in well under a minute); a server averaging under 20 is overloaded or stuck.
-DEADLINE_ALLOWANCE_SECONDS = 30.0
-TOKEN_RATE_FLOOR = 20.0
-MAX_REQUEST_SECONDS = 600.0
 
 
 class EngineError(AppError):
     """The Audex server could not serve a run; the message says what happened and what to do."""
-
-
-@dataclass(frozen=True)
-class Deadline:
-    """When a request's time on the server ends, shared by every call it makes: with a per-call
-    limit, a request with a comparison run could hold the one model slot for two full allowances."""
-
-    seconds: float
-    basis: str  # how it was sized, for the sentence
-    ends_at: float  # perf_counter() time
-
-    @classmethod
-    def after(cls, seconds: float, basis: str) -> Deadline:
-        return cls(seconds, basis, perf_counter() + seconds)
-
-    @classmethod
-    def for_tokens(cls, tokens: int) -> Deadline:
-        """Sized from the tokens a request may generate over all its runs."""
-        seconds = min(MAX_REQUEST_SECONDS, DEADLINE_ALLOWANCE_SECONDS + tokens / TOKEN_RATE_FLOOR)
-        return cls.after(seconds, f"{DEADLINE_ALLOWANCE_SECONDS:g} s plus 1 s per {TOKEN_RATE_FLOOR:g} of the "
-                                  f"{tokens} tokens asked, at most {MAX_REQUEST_SECONDS:g} s")
 
 
 def check_server_url(url: str) -> str:
@@ -115,8 +89,38 @@ class _Stream:
     reply: bytes | None = None  # a plain request's whole reply (the model list)
 
 
-class RemoteEngine:
-    """A vLLM server running the Audex plugin, addressed by its base URL (``http://host:8000``)."""
+def completion_bodies(sampling: AudexSampling, *, model_id: str, cond_ids: Sequence[int],
+                      null_ids: Sequence[int] | None, end_tid: int, pair_id: str) -> list[dict[str, Any]]:
+    """The ``/v1/completions`` bodies of one run: the conditional request and, with guidance, its
+    null-prompt companion tied to it by ``pair_id``. The one place ``sampling`` becomes HTTP."""
+    extra = {xargs.TTA_CODEC_CAP: sampling.codec_cap} if sampling.use_mask else {}
+    prompts = [cond_ids]
+    if sampling.guided:
+        if null_ids is None or len(null_ids) != len(cond_ids):
+            raise ValueError("CFG needs a null prompt of exactly the conditional prompt's length")
+        prompts.append(null_ids)
+    bodies = [{
+        "model": model_id, "prompt": list(prompt), "max_tokens": sampling.token_limit, "stream": True,
+        "stream_interval": _STREAM_INTERVAL,
+        "temperature": sampling.temperature, "top_k": sampling.top_k, "top_p": sampling.top_p, "seed": sampling.seed,
+        "stop_token_ids": [end_tid], "ignore_eos": True, "return_token_ids": True,
+        "skip_special_tokens": False, "vllm_xargs": dict(extra),
+    } for prompt in prompts]
+    if sampling.guided:
+        for body, role in zip(bodies, (xargs.COND, xargs.UNCOND), strict=True):
+            body["vllm_xargs"].update({xargs.CFG_PAIR_ID: pair_id, xargs.CFG_ROLE: role,
+                                       xargs.CFG_SCALE: sampling.cfg_scale})
+        # The server overwrites the uncond member's draws with the cond member's tokens; unseeded,
+        # its own draws differ, so a missing copy shows up as a drifted pair instead of hiding.
+        del bodies[1]["seed"]
+    return bodies
+
+
+class RemoteSampler:
+    """The :class:`~auk_app.audex.token_sampler.TokenSampler` of a vLLM server running the Audex
+    plugin, addressed by its base URL (``http://host:8000``)."""
+
+    engine = "vllm"
 
     def __init__(self, url: str, *, connect_timeout: float = 5.0, read_timeout: float = 60.0,
                  no_token_timeout: float | None = None, call_deadline: float = CALL_DEADLINE_SECONDS) -> None:
@@ -130,8 +134,10 @@ class RemoteEngine:
         self._model: dict[str, Any] | None = None
         self._lock = threading.Lock()  # guards _model only; never held while the network is waited on
 
-    @staticmethod
-    def request_deadline(tokens: int) -> Deadline:
+    def load(self) -> None:
+        """Nothing to load here: the model card is read with the first request, within its deadline."""
+
+    def deadline(self, tokens: int) -> Deadline:
         """The deadline of a request that may generate ``tokens`` over all its runs, starting now."""
         return Deadline.for_tokens(tokens)
 
@@ -161,46 +167,27 @@ class RemoteEngine:
                 self._model = self._model or card
         return self._model
 
-    def max_model_len(self, should_stop: ShouldStop | None = None, deadline: Deadline | None = None) -> int:
+    def max_positions(self, *, should_stop: ShouldStop | None, deadline: Deadline | None) -> int:
         return self.model(should_stop, deadline)["max_model_len"]
 
-    def sample_stream(
-        self,
-        cond_ids: Sequence[int],
-        null_ids: Sequence[int] | None,
-        vocab: AudexVocab,
-        params: TTASampling,
-        *,
-        progress: Progress | None = None,
-        should_stop: ShouldStop | None = None,
-        deadline: Deadline | None = None,
-    ) -> SampledStream:
-        """What :func:`auk_app.audex.sampler.sample_stream` returns, sampled on the server before
+    def sample(self, cond_ids: Sequence[int], null_ids: Sequence[int] | None, vocab: AudexVocab,
+               sampling: AudexSampling, *, label: str, progress: Progress, should_stop: ShouldStop | None,
+               deadline: Deadline | None) -> SampledStream:
+        """What :class:`~auk_app.audex.sampler.LocalSampler` returns, sampled on the server before
         ``deadline`` (the request's; without one, a deadline sized for this run alone)."""
-        total = token_limit(params)
+        total = sampling.token_limit
         deadline = deadline or Deadline.for_tokens(total)
         model_id = self.model(should_stop, deadline)["id"]
-        streams = [_Stream(self._body(model_id, cond_ids, vocab, params, total))]
-        if params.guided:
-            if null_ids is None or len(null_ids) != len(cond_ids):
-                raise ValueError("CFG needs a null prompt of exactly the conditional prompt's length")
-            pair_id = uuid.uuid4().hex
-            streams[0].body["vllm_xargs"].update(
-                {xargs.CFG_PAIR_ID: pair_id, xargs.CFG_ROLE: xargs.COND, xargs.CFG_SCALE: params.cfg_scale})
-            uncond = self._body(model_id, null_ids, vocab, params, total)
-            # The server overwrites the uncond member's draws with the cond member's tokens; unseeded,
-            # its own draws differ, so a missing copy shows up as a drifted pair instead of hiding.
-            del uncond["seed"]
-            uncond["vllm_xargs"].update(
-                {xargs.CFG_PAIR_ID: pair_id, xargs.CFG_ROLE: xargs.UNCOND, xargs.CFG_SCALE: params.cfg_scale})
-            streams.append(_Stream(uncond))
+        bodies = completion_bodies(sampling, model_id=model_id, cond_ids=cond_ids, null_ids=null_ids,
+                                   end_tid=vocab.end_tid, pair_id=uuid.uuid4().hex)
+        streams = [_Stream(body) for body in bodies]
         started = perf_counter()
         with self._client() as client:
             threads = [threading.Thread(target=self._run, args=(client, s), daemon=True) for s in streams]
             for thread in threads:
                 thread.start()
             self._wait(threads, streams, should_stop, started=started, deadline=deadline,
-                       what="the run", progress=progress, total=total)
+                       what="the run", progress=progress, label=label, total=total)
         for stream in streams:
             if stream.error is not None:
                 raise stream.error
@@ -212,7 +199,7 @@ class RemoteEngine:
                 "processors (see the README's `vllm serve` line) and try again."
             )
         tokens = list(cond.tokens)
-        reason = end_reason(tokens, vocab, params) if tokens else None
+        reason = end_reason(tokens, vocab, sampling) if tokens else None
         if reason is None:
             raise EngineError(f"The Audex server at {self.host} ended the run after {len(tokens)} of at most {total} "
                               f"tokens ({cond.finish_reason}), so no audio was made. Try again.")
@@ -226,7 +213,7 @@ class RemoteEngine:
 
     def _wait(self, threads: list[threading.Thread], streams: list[_Stream], should_stop: ShouldStop | None, *,
               started: float, deadline: Deadline | None, what: str, call_limit: float | None = None,
-              progress: Progress | None = None, total: int = 0) -> None:
+              progress: Progress | None = None, label: str = "", total: int = 0) -> None:
         """Wait in the caller's thread for ``threads`` (one per stream), reporting progress, until they end,
         one fails, Stop is pressed (Cancelled), ``call_limit`` seconds pass, the request's ``deadline`` comes
         or no token came for ``no_token_timeout`` (EngineError); then hang up every connection, which ends
@@ -237,7 +224,7 @@ class RemoteEngine:
                 self._check_stop(should_stop, streams[0], total)
                 if any(s.error is not None for s in streams):
                     break
-                reported = self._report(progress, streams[0].tokens, reported, total)
+                reported = self._report(progress, label, streams[0].tokens, reported, total)
                 self._check_clock(streams, started, call_limit, deadline, what)
                 alive[0].join(_POLL_SECONDS)
             self._check_stop(should_stop, streams[0], total)  # a Stop pressed as the streams ended still stops
@@ -245,7 +232,7 @@ class RemoteEngine:
             for stream in streams:  # closing the connection makes vLLM abort the request
                 if stream.response is not None:
                     _hang_up(stream.response)
-        self._report(progress, streams[0].tokens, reported, total)
+        self._report(progress, label, streams[0].tokens, reported, total)
 
     @staticmethod
     def _check_stop(should_stop: ShouldStop | None, stream: _Stream, total: int) -> None:
@@ -281,17 +268,6 @@ class RemoteEngine:
             into.error = exc
         except (httpx.HTTPError, OSError) as exc:
             into.error = self._sentence(exc, 0)
-
-    def _body(self, model_id: str, prompt: Sequence[int], vocab: AudexVocab, params: TTASampling,
-              total: int) -> dict[str, Any]:
-        extra = {xargs.TTA_CODEC_CAP: params.codec_cap} if params.use_mask else {}
-        return {
-            "model": model_id, "prompt": list(prompt), "max_tokens": total, "stream": True,
-            "stream_interval": _STREAM_INTERVAL,
-            "temperature": params.temperature, "top_k": params.top_k, "top_p": params.top_p, "seed": params.seed,
-            "stop_token_ids": [vocab.end_tid], "ignore_eos": True, "return_token_ids": True,
-            "skip_special_tokens": False, "vllm_xargs": extra,
-        }
 
     def _run(self, client: httpx.Client, stream: _Stream) -> None:
         """Read one streamed completion into ``stream``; any failure is kept as a sentence."""
@@ -376,10 +352,10 @@ class RemoteEngine:
                           f"{str(message or response.text).strip()[:300]}).")
 
     @staticmethod
-    def _report(progress: Progress | None, tokens: list[int], reported: int, total: int) -> int:
+    def _report(progress: Progress | None, label: str, tokens: list[int], reported: int, total: int) -> int:
         if progress is not None:
             for done in range(reported + 1, len(tokens) + 1):
-                progress(done, total)
+                progress(label, done, total)
         return len(tokens)
 
 

@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from auk_app.audex.rvq import MAX_TTA_FRAMES
-from auk_app.audex.tta import XCODEC1_CODEBOOK_SIZE, XCODEC1_NUM_CODEBOOKS, validate_rvq_phase
+from auk_app.audex.phase_table import NUM_PHASES
+from auk_app.audex.tta import XCODEC1_CODEBOOK_SIZE, validate_rvq_phase
 from auk_app.audex.vocab import AudexVocab
 
 FRAME_RATE_HZ = 50  # XCodec1: 16 kHz / hop 320
@@ -30,11 +31,11 @@ def build_report(token_ids: Sequence[int], end_reason: str, vocab: AudexVocab) -
     """
     codec_ids = vocab.codec_ids(token_ids)
     report = validate_rvq_phase(codec_ids)
-    frames, dropped = divmod(len(codec_ids), XCODEC1_NUM_CODEBOOKS)
-    whole = validate_rvq_phase(codec_ids[: frames * XCODEC1_NUM_CODEBOOKS])
+    frames, dropped = divmod(len(codec_ids), NUM_PHASES)
+    whole = validate_rvq_phase(codec_ids[: frames * NUM_PHASES])
     decodable = frames > 0 and whole["phase_valid"]
     decoded_frames = min(frames, MAX_TTA_FRAMES) if decodable else 0
-    upper_start = XCODEC1_NUM_CODEBOOKS * XCODEC1_CODEBOOK_SIZE  # 4096
+    upper_start = NUM_PHASES * XCODEC1_CODEBOOK_SIZE  # 4096
     report.update(
         frames=frames,
         dropped_tokens=dropped,

@@ -11,7 +11,8 @@ from collections.abc import Sequence
 
 import torch
 
-from auk_app.audex.tta import XCODEC1_CODEBOOK_SIZE, XCODEC1_NUM_CODEBOOKS
+from auk_app.audex.phase_table import NUM_PHASES
+from auk_app.audex.tta import XCODEC1_CODEBOOK_SIZE
 
 MAX_TTA_FRAMES = 500  # the model was trained on 10 s clips: 500 frames x 320 samples = 160 000 at 16 kHz
 
@@ -22,9 +23,9 @@ def stream_to_frames(codec_ids: Sequence[int]) -> tuple[torch.Tensor, int]:
     A trailing partial frame cannot be decoded, so it is cut off; the ids keep their layer
     offsets (0..8191), as vLLM-Omni's payload does.
     """
-    dropped = len(codec_ids) % XCODEC1_NUM_CODEBOOKS
+    dropped = len(codec_ids) % NUM_PHASES
     usable = len(codec_ids) - dropped
-    frames = torch.tensor(list(codec_ids[:usable]), dtype=torch.long).reshape(-1, XCODEC1_NUM_CODEBOOKS)
+    frames = torch.tensor(list(codec_ids[:usable]), dtype=torch.long).reshape(-1, NUM_PHASES)
     return frames, dropped
 
 
@@ -35,6 +36,6 @@ def frames_to_codes(frames: torch.Tensor, *, max_frames: int = MAX_TTA_FRAMES) -
     clamp would hide out-of-phase ids, which is why the stream is validated before it gets here.
     """
     frames = frames[:max_frames]
-    offsets = torch.arange(XCODEC1_NUM_CODEBOOKS, dtype=torch.long, device=frames.device) * XCODEC1_CODEBOOK_SIZE
+    offsets = torch.arange(NUM_PHASES, dtype=torch.long, device=frames.device) * XCODEC1_CODEBOOK_SIZE
     codes = (frames - offsets).clamp(0, XCODEC1_CODEBOOK_SIZE - 1)
     return codes.T.unsqueeze(0).contiguous()

@@ -14,6 +14,7 @@ first, then in the sibling full folder.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -207,8 +208,26 @@ def load_tokenizer(path: str | Path) -> tuple[Any, AudexVocab]:
     return tokenizer, vocab
 
 
-def load_thinker(path: str | Path, *, device: torch.device | str, dtype: torch.dtype) -> AudexThinker:
-    """Load the tokenizer and LM from ``path`` (snapshot root or its audiogen folder), strictly.
+class TokenizerOnce:
+    """The tokenizer and TTA layout of one checkpoint folder (:func:`load_tokenizer`), loaded on
+    first call, once, behind a lock: what an AudexPipeline and its in-process sampler share."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = path
+        self._text: tuple[Any, AudexVocab] | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self) -> tuple[Any, AudexVocab]:
+        with self._lock:
+            if self._text is None:
+                self._text = load_tokenizer(self.path)
+            return self._text
+
+
+def load_thinker(path: str | Path, *, device: torch.device | str, dtype: torch.dtype,
+                 text: tuple[Any, AudexVocab] | None = None) -> AudexThinker:
+    """Load the tokenizer (unless ``text``, the folder's already loaded one, is given) and LM from
+    ``path`` (snapshot root or its audiogen folder), strictly.
 
     Raises CheckpointError naming missing files, config fields, or missing/unexpected/mis-shaped
     weight keys. Reads local files only; nothing is downloaded.
@@ -216,7 +235,7 @@ def load_thinker(path: str | Path, *, device: torch.device | str, dtype: torch.d
     directory = audiogen_dir(path)
     _check_files(directory)
     config = arcee_config(_read_json(directory / "config.json"), source=directory / "config.json")
-    tokenizer, vocab = load_tokenizer(directory)
+    tokenizer, vocab = text or load_tokenizer(directory)
     if vocab.tokenizer_size > config.vocab_size:
         raise CheckpointError(
             f"The tokenizer in {directory} has {vocab.tokenizer_size} ids but the model only "

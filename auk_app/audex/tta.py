@@ -36,7 +36,7 @@ AUDEX_AUDIOGEN_END_TOKEN_ID = 131074
 AUDEX_AUDIOCODEC_TOKEN_OFFSET = 196613  # token id of <audiocodec_0>
 AUDEX_AUDIOCODEC_VOCAB_SIZE = 8192  # <audiocodec_0..8191> = ids 196613..204804
 XCODEC1_CODEBOOK_SIZE = 1024
-XCODEC1_NUM_CODEBOOKS = NUM_PHASES  # 4: RVQ layers Audex generates, one phase each
+XCODEC1_NUM_CODEBOOKS = NUM_PHASES  # the package's public name of the codebook count (auk_app.__init__)
 NEG_INF = float("-inf")
 
 _START_MARKER = "<audiogen_start>"
@@ -59,7 +59,7 @@ def build_tta_phase_token_ids(tokenizer: Any) -> tuple[list[list[int]], int, int
     if start_tid is None or end_tid is None:
         raise ValueError(f"Missing marker token ids: audiogen_start={start_tid}, audiogen_end={end_tid}")
     phase_token_ids = []
-    for phase in range(XCODEC1_NUM_CODEBOOKS):
+    for phase in range(NUM_PHASES):
         codec_ids = range(phase * XCODEC1_CODEBOOK_SIZE, (phase + 1) * XCODEC1_CODEBOOK_SIZE)
         missing = [c for c in codec_ids if f"<audiocodec_{c}>" not in vocab]
         if missing:
@@ -74,7 +74,7 @@ def build_tta_phase_token_ids(tokenizer: Any) -> tuple[list[list[int]], int, int
 def validate_rvq_phase(
     codec_ids: list[int],
     codebook_size: int = XCODEC1_CODEBOOK_SIZE,
-    num_codebooks: int = XCODEC1_NUM_CODEBOOKS,
+    num_codebooks: int = NUM_PHASES,
 ) -> dict[str, Any]:
     """Check that ``codec_ids[i]`` lies in RVQ phase ``i % num_codebooks``'s codec range.
 

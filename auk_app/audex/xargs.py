@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from auk_app.audex.phase_table import NUM_PHASES
+
 TTA_CODEC_CAP = "audex_codec_cap"  # int: present = phase-mask this request; the mask ends it here
 CFG_PAIR_ID = "cfg_pair_id"  # str shared by both members of a pair
 CFG_ROLE = "cfg_role"  # "cond" or "uncond"
@@ -45,6 +47,6 @@ def codec_cap(extra_args: Mapping[str, Any] | None) -> int | None:
     cap = (extra_args or {}).get(TTA_CODEC_CAP)
     if cap is None:
         return None
-    if isinstance(cap, bool) or not isinstance(cap, int) or cap <= 0 or cap % 4:
-        raise ValueError(f"{TTA_CODEC_CAP} must be a positive multiple of 4; got {cap!r}.")
+    if isinstance(cap, bool) or not isinstance(cap, int) or cap <= 0 or cap % NUM_PHASES:
+        raise ValueError(f"{TTA_CODEC_CAP} must be a positive multiple of {NUM_PHASES}; got {cap!r}.")
     return cap

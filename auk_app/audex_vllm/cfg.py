@@ -3,8 +3,9 @@
 ``--logits-processors auk_app.audex_vllm.cfg:AudexCFGLogitsProcessor``, listed BEFORE the phase
 mask so the order is spec §5's: blend, then mask. Every step, for each pair whose two rows are in
 the batch at the same output length, ``uncond + s·(cond − uncond)`` is written into both rows;
-:mod:`auk_app.audex_vllm.token_sync` then copies the cond row's sampled token into the uncond
-row, and :class:`auk_app.audex_vllm.scheduler.AudexPairScheduler` keeps the pair step-locked.
+:func:`copy_cond_tokens`, run by :mod:`auk_app.audex_vllm.token_sync` after each step's draw, then
+copies the cond row's sampled token into the uncond row, and
+:class:`auk_app.audex_vllm.scheduler.AudexPairScheduler` keeps the pair step-locked.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ class AudexCFGLogitsProcessor(LogitsProcessor):
     def __init__(self, vllm_config: Any, device: torch.device, is_pin_memory: bool) -> None:
         self._members: dict[int, tuple[str, str, float]] = {}  # row -> (pair id, role, scale)
         self._outputs: dict[int, list[int]] = {}  # row -> live output-token list
-        token_sync.install()  # this runs in the worker process, where sampling happens
+        token_sync.install(copy_cond_tokens)  # this runs in the worker process, where sampling happens
 
     def is_argmax_invariant(self) -> bool:
         """False: the blend changes which token wins, so it must run for greedy requests too."""
@@ -84,3 +85,11 @@ class AudexCFGLogitsProcessor(LogitsProcessor):
             logits[cond] = blended
             logits[uncond] = blended
         return logits
+
+
+def copy_cond_tokens(processors: Any, sampled_token_ids: Any) -> None:
+    """``sampled_token_ids`` is ``[num_rows, n]``: row uncond := row cond for each blended pair."""
+    for processor in processors:
+        if isinstance(processor, AudexCFGLogitsProcessor):
+            for cond, uncond, _scale in processor.pairs(sampled_token_ids.shape[0]):
+                sampled_token_ids[uncond] = sampled_token_ids[cond]

@@ -11,13 +11,20 @@ server is run with the V1 runner; ``tests/audex_vllm`` checks the pairs stay ide
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 _WRAPPED = "_audex_token_sync"
 
+# ``copy(processors, sampled_token_ids)``: rewrite rows of ``sampled_token_ids`` [num_rows, n] in
+# place, given the batch's logits processors (the CFG processor brings its own, so this module
+# needs nothing of it).
+CopyTokens = Callable[[Any, Any], None]
 
-def install() -> None:
-    """Wrap ``GPUModelRunner._sample`` once per process (idempotent)."""
+
+def install(copy: CopyTokens) -> None:
+    """Wrap ``GPUModelRunner._sample`` once per process (idempotent) to run ``copy`` on every
+    step's sampled tokens."""
     from vllm.v1.worker.gpu_model_runner import GPUModelRunner
 
     original = GPUModelRunner._sample
@@ -26,18 +33,8 @@ def install() -> None:
 
     def _sample(self: Any, logits: Any, spec_decode_metadata: Any) -> Any:
         output = original(self, logits, spec_decode_metadata)
-        copy_cond_tokens(self.input_batch.logitsprocs.all, output.sampled_token_ids)
+        copy(self.input_batch.logitsprocs.all, output.sampled_token_ids)
         return output
 
     setattr(_sample, _WRAPPED, True)
     GPUModelRunner._sample = _sample
-
-
-def copy_cond_tokens(processors: Any, sampled_token_ids: Any) -> None:
-    """``sampled_token_ids`` is ``[num_rows, n]``: row uncond := row cond for each blended pair."""
-    from auk_app.audex_vllm.cfg import AudexCFGLogitsProcessor
-
-    for processor in processors:
-        if isinstance(processor, AudexCFGLogitsProcessor):
-            for cond, uncond, _scale in processor.pairs(sampled_token_ids.shape[0]):
-                sampled_token_ids[uncond] = sampled_token_ids[cond]

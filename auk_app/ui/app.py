@@ -28,7 +28,7 @@ from auk_app import instructions
 from auk_app.ui import figures, outputs
 from auk_app.ui import text as ui_text
 from auk_app.audex.request import DECODED_SECONDS, MAX_SECONDS
-from auk_app.audex.request import DEFAULTS as AUDEX_DEFAULTS
+from auk_app.audex.request import DEFAULT_CFG_SCALE, DEFAULT_TEMPERATURE, DEFAULT_TOP_K
 from auk_app.config import Limits
 from auk_app.service import ModelEntry, Studio
 from auk_app.ui.handlers import (KNOBS, Handlers, field_updates, inputs_of, knob_updates, model_choices,
@@ -281,7 +281,7 @@ def _audex_tab(handlers: Handlers) -> SimpleNamespace:
             c.caption = gr.Textbox(label="Caption", lines=2, elem_id="caption",
                                    placeholder="Rain falling on a tin roof, distant thunder.")
             with gr.Row():
-                c.cfg = gr.Number(AUDEX_DEFAULTS.cfg_scale, label="cfg", step=0.5, elem_id="audex-cfg",
+                c.cfg = gr.Number(DEFAULT_CFG_SCALE, label="cfg", step=0.5, elem_id="audex-cfg",
                                   info="1–10; 3.0 recommended, 1 = no guidance")
                 c.max_seconds = gr.Number(
                     handlers.audex_seconds, label="Max seconds", step=0.5, elem_id="max-seconds",
@@ -289,9 +289,9 @@ def _audex_tab(handlers: Handlers) -> SimpleNamespace:
                          f"{DECODED_SECONDS:g} s are decoded",
                 )
             with gr.Row():
-                c.temperature = gr.Number(AUDEX_DEFAULTS.temperature, label="Temperature", step=0.1,
+                c.temperature = gr.Number(DEFAULT_TEMPERATURE, label="Temperature", step=0.1,
                                           elem_id="temperature", info="0.0001–10; 1.0 recommended")
-                c.top_k = gr.Number(AUDEX_DEFAULTS.top_k, label="top-k", step=1, elem_id="top-k",
+                c.top_k = gr.Number(DEFAULT_TOP_K, label="top-k", step=1, elem_id="top-k",
                                     info="1–8192; 80 recommended")
             with gr.Row():
                 c.seed = gr.Number(0, label="Seed", step=1, elem_id="audex-seed",

@@ -28,8 +28,10 @@ from auk_app import instructions, upload_check
 from auk_app.audio_io import write_companions
 from auk_app.ui import outputs, rvq_table
 from auk_app.ui import text as ui_text
-from auk_app.audex.request import DEFAULTS as AUDEX_DEFAULTS
-from auk_app.audex.request import MAX_CODEC_CAP, TRAINED_SECONDS, AudexRequest, audex_problems, codec_cap
+from auk_app.audex.request import (
+    DEFAULT_CFG_SCALE, DEFAULT_TEMPERATURE, DEFAULT_TOP_K, MAX_CODEC_CAP, TRAINED_SECONDS, AudexRequest, audex_problems,
+    codec_cap,
+)
 from auk_app.auk.request import EditRequest, edit_problems
 from auk_app.errors import AppError, Cancelled
 from auk_app.service import ModelEntry, Studio
@@ -123,12 +125,13 @@ def _auk_progress(progress: gr.Progress):
     return report
 
 
-def _audex_progress(progress: gr.Progress, label: str):
-    """Token progress, forwarded about a hundred times per run rather than for each of up to 4001 tokens."""
+def _audex_progress(progress: gr.Progress):
+    """The pipeline's ``progress(phase, done, total)`` (the phase is the run's label) as Gradio token
+    progress, forwarded about a hundred times per run rather than for each of up to 4001 tokens."""
 
-    def report(done: int, total: int) -> None:
+    def report(phase: str, done: int, total: int) -> None:
         if done == total or done % max(1, total // 100) == 0:
-            progress((done, total), desc=f"{label}: codec token {done} of at most {total}", unit="tokens")
+            progress((done, total), desc=f"{phase}: codec token {done} of at most {total}", unit="tokens")
 
     return report
 
@@ -402,8 +405,8 @@ class Handlers:
         problems.update(audex_problems(values, self.limits))
         return problems
 
-    def _text_to_audio(self, caption=None, cfg=AUDEX_DEFAULTS.cfg_scale, max_seconds=None,
-                       temperature=AUDEX_DEFAULTS.temperature, top_k=AUDEX_DEFAULTS.top_k, seed=0,
+    def _text_to_audio(self, caption=None, cfg=DEFAULT_CFG_SCALE, max_seconds=None,
+                       temperature=DEFAULT_TEMPERATURE, top_k=DEFAULT_TOP_K, seed=0,
                        randomize_seed=True, compare_unmasked=False, progress=gr.Progress(),
                        request: gr.Request = None):
         """Generate a sound from a caption with Audex (16 kHz).
@@ -420,8 +423,7 @@ class Handlers:
                 temperature=temperature, top_k=top_k, seed=None if randomize_seed else seed,
                 compare_unmasked=compare_unmasked, limits=self.limits,
             )
-            made = self.studio.text_to_audio(ask, progress=lambda label: _audex_progress(progress, label),
-                                             should_stop=stop.is_set)
+            made = self.studio.text_to_audio(ask, progress=_audex_progress(progress), should_stop=stop.is_set)
             _raise_if_stopped(stop)
             files = outputs.render_audex(made, randomized_seed=bool(randomize_seed), root=_output_root())
         except Exception as exc:

@@ -79,7 +79,7 @@ def audex_manifest(made: TextToAudioResult, *, output: dict[str, Any] | None, ra
     request, result, unmasked = made.request, made.result, made.unmasked
     report = result.report
     # The app's knobs and the sampler's arguments they became (cfg_scale, codec_cap, top_p, use_mask, …).
-    knobs = {"cfg": request.cfg, "max_seconds": request.max_seconds, **request.sampling()}
+    knobs = {"cfg": request.cfg, "max_seconds": request.max_seconds, **request.sampling.knobs()}
     return {
         "kind": "audex_text_to_audio",
         "created": _now(),

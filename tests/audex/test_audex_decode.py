@@ -1,13 +1,17 @@
 """The device-side decode pieces: mask rows, the draw, the static-cache LM step, reusable states."""
 
+from dataclasses import replace
+
 import pytest
 import torch
 
 import torch.nn.functional as F
 
-from auk_app.audex.decode import DecodeState, Knobs, _cache_bias, draw, lm_logits
+from auk_app.audex.decode import DecodeState, _cache_bias, draw, lm_logits
 from auk_app.audex.phase_table import allowed_table, row_schedule
 from auk_app.audex.tta import TTARVQPhaseMaskLogitsProcessor
+from auk_app.progress import silent
+from tests.audex.runs import sampling
 from tests.audex.test_audex_tta_processor import END, PHASES, START, VOCAB, BatchUpdate, Params, tta
 from tests.conftest import requires_cuda
 
@@ -28,7 +32,7 @@ def test_table_rows_mask_exactly_as_the_processor_does(codec_cap):
 
 def test_table_rows_on_the_demo_vocabulary(pipeline):
     """The real layout (codec block after the markers, padding rows past the tokenizer)."""
-    vocab, width = pipeline.thinker.vocab, pipeline.thinker.model.config.vocab_size
+    vocab, width = pipeline.sampler.thinker.vocab, pipeline.sampler.thinker.model.config.vocab_size
     allowed = allowed_table(vocab.phase_token_ids, vocab.end_tid, width, "cpu")
     assert allowed.sum(1).tolist() == [1024, 1024, 1024, 1024, 1025, 1]
     assert not allowed[:, vocab.tokenizer_size:].any()
@@ -71,10 +75,10 @@ def test_draw_top_k_keeps_ties_and_top_p_keeps_the_most_likely():
 
 def test_static_cache_logits_equal_transformers_forward(pipeline):
     """Prompt, then two fed tokens: the last-position logits of the full transformers forward."""
-    model = pipeline.thinker.model
+    model = pipeline.sampler.thinker.model
     cond, null = pipeline.prompt_ids("Rain falling on a tin roof.", guided=True)
-    fed = [[pipeline.thinker.vocab.phase_token_ids[p][7 * p] for p in range(2)]] * 2
-    state = DecodeState(model, pipeline.thinker.vocab, rows=2, positions=len(cond) + 8, masked=True)
+    fed = [[pipeline.sampler.thinker.vocab.phase_token_ids[p][7 * p] for p in range(2)]] * 2
+    state = DecodeState(model, pipeline.sampler.thinker.vocab, rows=2, positions=len(cond) + 8, masked=True)
     prompts = torch.tensor([cond, null])
     with torch.no_grad():
         got = [lm_logits(model, state.keys, state.values, prompts, torch.arange(len(cond)))]
@@ -92,7 +96,7 @@ def test_static_cache_logits_equal_transformers_forward(pipeline):
 def test_the_cache_bias_attends_exactly_as_the_boolean_mask(pipeline, dtype):
     """Built once per step, the additive mask gives each layer's attention the boolean mask's result
     to the bit (the attention call would convert the boolean mask into the same tensor)."""
-    model = pipeline.thinker.model
+    model = pipeline.sampler.thinker.model
     groups = model.model.layers[0].self_attn.num_key_value_groups
     keys = [torch.zeros(2, 2, 24, 16, dtype=dtype)]
     positions = torch.tensor([9, 10, 11])
@@ -109,10 +113,10 @@ def test_the_cache_bias_attends_exactly_as_the_boolean_mask(pipeline, dtype):
 
 def test_a_reused_state_decodes_as_a_fresh_one(pipeline):
     """States are pooled on CUDA: a request after another must not see the earlier one's cache."""
-    model, vocab = pipeline.thinker.model, pipeline.thinker.vocab
+    model, vocab = pipeline.sampler.thinker.model, pipeline.sampler.thinker.vocab
     cond, null = pipeline.prompt_ids("Rain falling on a tin roof.", guided=True)
     other, other_null = pipeline.prompt_ids("A dog barking in the distance.", guided=True)
-    knobs = Knobs(cfg_scale=3.0, temperature=1.0, top_k=80, top_p=1.0, seed=1, codec_cap=40)
+    knobs = sampling(cfg_scale=3.0, temperature=1.0, top_k=80, top_p=1.0, seed=1, codec_cap=40)
 
     def decode(state, prompts, knobs):
         state.start(knobs)
@@ -124,7 +128,7 @@ def test_a_reused_state_decodes_as_a_fresh_one(pipeline):
     with torch.no_grad():
         fresh = decode(DecodeState(model, vocab, rows=2, positions=96, masked=True), [cond, null], knobs)
         reused = DecodeState(model, vocab, rows=2, positions=96, masked=True)
-        decode(reused, [other, other_null], Knobs(**{**knobs.__dict__, "seed": 9, "cfg_scale": 1.5}))
+        decode(reused, [other, other_null], replace(knobs, seed=9, cfg_scale=1.5))
         again = decode(reused, [cond, null], knobs)
     assert again == fresh
 
@@ -133,15 +137,15 @@ def test_a_reused_state_decodes_as_a_fresh_one(pipeline):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_graph_replays_give_the_eager_tokens_on_cuda(demo_snapshot, dtype):
     """The first request of a shape captures, the next ones replay the pooled graph."""
-    from auk_app.audex.params import TTASampling
     from auk_app.audex.pipeline import AudexPipeline
     from auk_app.audex.sampler import sample_stream
+    from tests.audex.reference_loop import sample_stream_eager
 
     pipeline = AudexPipeline.from_paths(demo_snapshot.audex_root, demo_snapshot.xcodec_dir, device="cuda", dtype=dtype)
-    thinker = pipeline.load().thinker
+    thinker = pipeline.load().sampler.thinker
     cond, null = pipeline.prompt_ids("Rain falling on a tin roof.", guided=True)
     for seed in range(3):
-        params = TTASampling(codec_cap=200, seed=seed)
-        fast = sample_stream(thinker.model, cond, null, thinker.vocab, params)
-        eager = sample_stream(thinker.model, cond, null, thinker.vocab, params, fast=False)
+        params = sampling(codec_cap=200, seed=seed)
+        fast = sample_stream(thinker.model, cond, null, thinker.vocab, params, label="Sampling", progress=silent)
+        eager = sample_stream_eager(thinker.model, cond, null, thinker.vocab, params)
         assert fast.token_ids == eager.token_ids, seed

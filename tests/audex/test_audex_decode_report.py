@@ -9,6 +9,7 @@ from auk_app.audex.report import build_report
 from auk_app.ui.token_plot import draw_token_stream, save_token_plot
 from auk_app.audex.rvq import frames_to_codes, stream_to_frames
 from auk_app.audex.xcodec import decode_frames
+from tests.audex.runs import run
 
 
 def test_stream_to_frames_drops_the_partial_frame():
@@ -44,7 +45,7 @@ def _tokens(vocab, codec_ids):
 
 
 def test_report_of_a_valid_stream(pipeline):
-    vocab = pipeline.thinker.vocab
+    vocab = pipeline.sampler.thinker.vocab
     tokens = _tokens(vocab, [3, 1030, 2100, 3999, 0, 1024, 2048, 3072]) + [vocab.end_tid]
     assert build_report(tokens, "end_token", vocab) == {
         "phase_valid": True, "mismatch_count": 0, "first_mismatch": None, "codec_count": 8, "frames": 2,
@@ -54,9 +55,9 @@ def test_report_of_a_valid_stream(pipeline):
 
 
 def test_report_counts_what_unmasked_sampling_leaks(pipeline):
-    vocab = pipeline.thinker.vocab
-    padding_id = pipeline.thinker.model.config.vocab_size - 1
-    text_id = pipeline.thinker.tokenizer.convert_tokens_to_ids("rain")
+    vocab = pipeline.sampler.thinker.vocab
+    padding_id = pipeline.sampler.thinker.model.config.vocab_size - 1
+    text_id = pipeline.sampler.thinker.tokenizer.convert_tokens_to_ids("rain")
     tokens = _tokens(vocab, [3, 5000]) + [text_id, vocab.start_tid] + _tokens(vocab, [2049, 3100, 7]) + [padding_id]
     report = build_report(tokens, "max_tokens", vocab)
     assert report["first_mismatch"] == [1, 5000, 4, 1] and report["mismatch_count"] == 1
@@ -67,7 +68,7 @@ def test_report_counts_what_unmasked_sampling_leaks(pipeline):
 
 
 def test_report_judges_decodability_on_whole_frames_only(pipeline):
-    vocab = pipeline.thinker.vocab
+    vocab = pipeline.sampler.thinker.vocab
     report = build_report(_tokens(vocab, [0, 1024, 2048, 3072, 9]), "max_tokens", vocab)
     assert report["phase_valid"] and report["decodable"]
     report = build_report(_tokens(vocab, [0, 1024, 2048, 3072, 1024]), "max_tokens", vocab)
@@ -76,18 +77,18 @@ def test_report_judges_decodability_on_whole_frames_only(pipeline):
 
 
 def test_plot_is_written_as_png(pipeline, tmp_path):
-    masked = pipeline.generate("Rain falling on a tin roof.", codec_cap=40, decode=False)
-    unmasked = pipeline.generate("Rain falling on a tin roof.", codec_cap=40, use_mask=False, decode=False)
+    masked = run(pipeline, "Rain falling on a tin roof.", codec_cap=40, decode=False)
+    unmasked = run(pipeline, "Rain falling on a tin roof.", codec_cap=40, use_mask=False, decode=False)
     for name, result in (("masked", masked), ("unmasked", unmasked)):
         path = save_token_plot(result.codec_ids, result.report, tmp_path / f"{name}.png")
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 5000
-    empty = build_report([], "max_tokens", pipeline.thinker.vocab)
+    empty = build_report([], "max_tokens", pipeline.sampler.thinker.vocab)
     assert save_token_plot([], empty, tmp_path / "empty.png").read_bytes()[:4] == b"\x89PNG"
 
 
 def test_panel_titles_are_one_block_per_stream(pipeline):
     """A heading and the report's summary share one title: nothing drawn over anything else."""
-    result = pipeline.generate("Rain falling on a tin roof.", codec_cap=40, decode=False)
+    result = run(pipeline, "Rain falling on a tin roof.", codec_cap=40, decode=False)
     ax = Figure().add_subplot()
     draw_token_stream(ax, result.codec_ids, result.report, heading="With the mask")
     assert ax.get_title(loc="center") == "" and ax.get_title(loc="right") == ""

@@ -4,6 +4,7 @@ import json
 import time
 
 from auk_app.audex_demo import SHARD_NAME, write_demo_snapshot
+from tests.audex.runs import run
 
 
 def _files(root):
@@ -36,19 +37,19 @@ def test_real_layout(demo_snapshot):
 
 
 def test_tokenizer_and_vocab_padding(pipeline):
-    tokenizer, vocab = pipeline.thinker.tokenizer, pipeline.thinker.vocab
+    tokenizer, vocab = pipeline.sampler.thinker.tokenizer, pipeline.sampler.thinker.vocab
     names = tokenizer.get_vocab()
     for marker in ("<unk>", "<|im_start|>", "<|im_end|>", "<|text to audio|>", "<think>", "</think>",
                    "<audiogen_start>", "<audiogen_end>"):
         assert len(tokenizer.encode(marker)) == 1 and marker in names, marker
     assert len(vocab.codec_of) == 8192
-    assert pipeline.thinker.model.config.vocab_size > vocab.tokenizer_size  # padding rows, as in the real 205312
+    assert pipeline.sampler.thinker.model.config.vocab_size > vocab.tokenizer_size  # padding rows, as in the real 205312
     assert tokenizer.encode("Rain falling on a tin roof.").count(names["<unk>"]) == 0
 
 
 def test_demo_sound_stays_below_full_scale(pipeline):
     import numpy as np
 
-    peaks = [float(np.abs(pipeline.generate("rain on a tin roof", codec_cap=600, seed=seed).waveform).max())
+    peaks = [float(np.abs(run(pipeline, "rain on a tin roof", codec_cap=600, seed=seed).waveform).max())
              for seed in range(3)]
     assert 0.05 < min(peaks) and max(peaks) < 0.9, peaks  # audible, and no clipping in the PCM16 write

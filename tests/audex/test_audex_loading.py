@@ -75,10 +75,10 @@ def _nemotron_dense_reference(state, config, ids):
 def test_arcee_matches_nemotron_dense_math(pipeline, demo_snapshot):
     config = json.loads((demo_snapshot.thinker_dir / "config.json").read_text())
     state = load_file(str(demo_snapshot.audex_root / "checkpoint_folder_full" / SHARD_NAME))
-    ids = pipeline.thinker.tokenizer.encode("<|im_start|>user\nrain falling on a tin roof<audiogen_start>")
-    ids += [pipeline.thinker.vocab.phase_token_ids[i % 4][i * 37] for i in range(12)]
+    ids = pipeline.sampler.thinker.tokenizer.encode("<|im_start|>user\nrain falling on a tin roof<audiogen_start>")
+    ids += [pipeline.sampler.thinker.vocab.phase_token_ids[i % 4][i * 37] for i in range(12)]
     with torch.no_grad():
-        got = pipeline.thinker.model(torch.tensor([ids])).logits[0].float()
+        got = pipeline.sampler.thinker.model(torch.tensor([ids])).logits[0].float()
     want = _nemotron_dense_reference(state, config, ids)
     # float32 both ways; only the op order differs (measured ~1e-6 at logit scale ~1).
     assert torch.allclose(got, want, rtol=0, atol=1e-4)
@@ -118,7 +118,7 @@ def test_loading_says_nothing_about_an_unknown_model_type(demo_snapshot):
 def test_bf16_weights_keep_rope_in_float32(pipeline, demo_snapshot):
     thinker = load_thinker(demo_snapshot.audex_root, device="cpu", dtype=torch.bfloat16)
     assert {p.dtype for p in thinker.model.parameters()} == {torch.bfloat16}
-    assert torch.equal(thinker.model.model.rotary_emb.inv_freq, pipeline.thinker.model.model.rotary_emb.inv_freq)
+    assert torch.equal(thinker.model.model.rotary_emb.inv_freq, pipeline.sampler.thinker.model.model.rotary_emb.inv_freq)
 
 
 def test_missing_folder(tmp_path):

@@ -3,9 +3,10 @@
 import pytest
 import torch
 
-from auk_app.audex.decode import DecodeState, Knobs, draw, guide, lm_hidden, lm_logits, sampling_probs
+from auk_app.audex.decode import DecodeState, draw, guide, lm_hidden, lm_logits, sampling_probs
 from auk_app.audex.phase_head import PhaseHead
 from auk_app.audex.phase_table import allowed_table
+from tests.audex.runs import sampling
 
 KNOB_SETS = [
     dict(temperature=1.0, top_k=80, top_p=1.0),  # the recipe
@@ -20,7 +21,7 @@ KNOB_SETS = [
 @pytest.fixture(scope="module")
 def layout(pipeline):
     """(allowed table [6, V], a PhaseHead of the demo LM) for the demo vocabulary."""
-    vocab, model = pipeline.thinker.vocab, pipeline.thinker.model
+    vocab, model = pipeline.sampler.thinker.vocab, pipeline.sampler.thinker.model
     allowed = allowed_table(vocab.phase_token_ids, vocab.end_tid, model.config.vocab_size, "cpu")
     return allowed, PhaseHead(allowed, model.lm_head)
 
@@ -87,7 +88,7 @@ def test_restricted_draws_pick_the_full_draws_ids_and_use_the_same_noise(layout,
 def test_restricted_logits_are_the_full_heads_at_those_ids(pipeline, layout):
     """Prompt, then one fed token, guided and not: the restricted head's scores are the full head's."""
     _, head = layout
-    model, vocab = pipeline.thinker.model, pipeline.thinker.vocab
+    model, vocab = pipeline.sampler.thinker.model, pipeline.sampler.thinker.vocab
     cond, null = pipeline.prompt_ids("Rain falling on a tin roof.", guided=True)
     state = DecodeState(model, vocab, rows=2, positions=len(cond) + 4, masked=False)
     head.gather_rows(model.lm_head)
@@ -104,9 +105,9 @@ def test_restricted_logits_are_the_full_heads_at_those_ids(pipeline, layout):
 
 
 def test_a_masked_state_scores_the_union_and_an_unmasked_one_the_whole_vocabulary(pipeline):
-    model, vocab = pipeline.thinker.model, pipeline.thinker.vocab
+    model, vocab = pipeline.sampler.thinker.model, pipeline.sampler.thinker.vocab
     cond, _ = pipeline.prompt_ids("Rain falling on a tin roof.", guided=False)
-    knobs = Knobs(cfg_scale=1.0, temperature=1.0, top_k=80, top_p=1.0, seed=0, codec_cap=8)
+    knobs = sampling(cfg_scale=1.0, temperature=1.0, top_k=80, top_p=1.0, seed=0, codec_cap=8)
     prompts = torch.tensor([cond])
     with torch.no_grad():
         masked, unmasked = (DecodeState(model, vocab, rows=1, positions=len(cond) + 2, masked=m) for m in (True, False))

@@ -62,11 +62,11 @@ def test_null_prompt_matches_length_with_counting_tokenizer(caption):
     ["Rain falling on a tin roof.", "A dog barking in the distance while birds chirp.", "Unknownword soup, quietly!"],
 )
 def test_null_prompt_matches_length_with_demo_tokenizer(pipeline, caption):
-    tokenizer = pipeline.thinker.tokenizer
+    tokenizer = pipeline.sampler.thinker.tokenizer
     cond = build_tta_cond_prompt(caption)
     null = build_tta_null_prompt(tokenizer, cond)
     assert len(tokenizer.encode(null)) == len(tokenizer.encode(cond))
-    assert tokenizer.encode(cond)[-1] == pipeline.thinker.vocab.start_tid
+    assert tokenizer.encode(cond)[-1] == pipeline.sampler.thinker.vocab.start_tid
 
 
 def test_unreachable_length_raises():
@@ -91,7 +91,7 @@ def _with_every_added_token(text: str, tokenizer) -> str:
 
 
 def test_special_tokens_typed_into_a_caption_cannot_rewrite_the_prompt(pipeline):
-    tokenizer = pipeline.thinker.tokenizer
+    tokenizer = pipeline.sampler.thinker.tokenizer
     caption = "Rain falling on a tin roof."
     hostile = _with_every_added_token(caption, tokenizer)
     specials = set(tokenizer.get_added_vocab().values())

@@ -9,13 +9,16 @@ import json
 import socket
 import threading
 import time
+from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
 
-from auk_app.audex.params import TTASampling
-from auk_app.audex.remote import Deadline, EngineError, RemoteEngine
+from auk_app.audex.remote import EngineError, RemoteSampler
+from auk_app.audex.token_sampler import Deadline
 from auk_app.errors import Cancelled
+from auk_app.progress import silent
+from tests.audex.runs import sampling
 
 CARD = json.dumps({"data": [{"id": "audex", "max_model_len": 8192}]}).encode()
 DRIP_FOR_SECONDS = 8.0  # the fake server stops dripping then, so a broken client fails instead of hanging
@@ -104,6 +107,16 @@ def server():
 VOCAB = SimpleNamespace(end_tid=2)  # all the request body needs of the vocabulary
 
 
+def _sample(engine, run=None, *, should_stop=None, deadline=None):
+    """An unguided run of the prompt [1, 2, 3] on ``engine``."""
+    return engine.sample([1, 2, 3], None, VOCAB, run or sampling(cfg_scale=1.0), label="Sampling", progress=silent,
+                         should_stop=should_stop, deadline=deadline)
+
+
+def _positions(engine, should_stop=None, deadline=None):
+    return engine.max_positions(should_stop=should_stop, deadline=deadline)
+
+
 def _timed(call):
     started = time.monotonic()
     with pytest.raises((EngineError, Cancelled)) as failed:
@@ -112,8 +125,8 @@ def _timed(call):
 
 
 def test_a_model_list_that_drips_meets_the_call_deadline(server):
-    engine = RemoteEngine(server("drip_models"), read_timeout=5.0, call_deadline=1.0)
-    message, took = _timed(engine.max_model_len)
+    engine = RemoteSampler(server("drip_models"), read_timeout=5.0, call_deadline=1.0)
+    message, took = _timed(lambda: _positions(engine))
     assert "did not complete the model list (/v1/models) within 1 s" in message and took < 1.0 + SLACK
 
 
@@ -121,12 +134,12 @@ def test_a_call_stuck_on_the_model_list_does_not_hold_up_the_next(server):
     """The abandoned thread once held the engine's lock over the network, so the next request hung:
     while one call waits on a dripping model list, another on the same engine meets its own deadline."""
     url = server("drip_models")
-    engine, stop_first = RemoteEngine(url, read_timeout=5.0, call_deadline=60.0), threading.Event()
-    first = threading.Thread(target=lambda: _timed(lambda: engine.max_model_len(stop_first.is_set)), daemon=True)
+    engine, stop_first = RemoteSampler(url, read_timeout=5.0, call_deadline=60.0), threading.Event()
+    first = threading.Thread(target=lambda: _timed(lambda: _positions(engine, stop_first.is_set)), daemon=True)
     first.start()
     try:
         assert server.models_asked.wait(10)
-        message, took = _timed(lambda: engine.max_model_len(deadline=Deadline.after(1.0, "set by the test")))
+        message, took = _timed(lambda: _positions(engine, deadline=Deadline.after(1.0, "set by the test")))
         assert "did not complete the request within its 1 s deadline (set by the test; hit during the model list" \
             in message and took < 1.0 + SLACK
         assert first.is_alive()  # the first is still waiting: the second did not wait for it
@@ -136,29 +149,28 @@ def test_a_call_stuck_on_the_model_list_does_not_hold_up_the_next(server):
 
 
 def test_stop_reaches_a_run_waiting_for_a_dripping_model_list(server):
-    engine = RemoteEngine(server("drip_models"), read_timeout=5.0, call_deadline=30.0)
+    engine = RemoteSampler(server("drip_models"), read_timeout=5.0, call_deadline=30.0)
     stop_at = time.monotonic() + 0.5
-    message, took = _timed(lambda: engine.max_model_len(lambda: time.monotonic() > stop_at))
+    message, took = _timed(lambda: _positions(engine, lambda: time.monotonic() > stop_at))
     assert "Generation was stopped before it started" in message and took < 0.5 + SLACK
 
 
 def test_a_model_list_that_is_not_json_gets_our_sentence(server):
-    engine = RemoteEngine(server("garbage_models"), read_timeout=5.0, call_deadline=5.0)
-    message, _ = _timed(engine.max_model_len)
+    engine = RemoteSampler(server("garbage_models"), read_timeout=5.0, call_deadline=5.0)
+    message, _ = _timed(lambda: _positions(engine))
     assert "sent a reply this app cannot read" in message and "JSONDecodeError" not in message
 
 
 def test_keep_alives_without_tokens_end_the_run_after_the_no_token_timeout(server):
     """Keep-alives every 0.2 s satisfy the 5 s per-read timeout; the no-token timer (1 s) ends the run."""
-    engine = RemoteEngine(server("ok", "keepalive_run"), read_timeout=5.0, no_token_timeout=1.0)
-    message, took = _timed(lambda: engine.sample_stream([1, 2, 3], None, VOCAB, TTASampling(cfg_scale=1.0)))
+    engine = RemoteSampler(server("ok", "keepalive_run"), read_timeout=5.0, no_token_timeout=1.0)
+    message, took = _timed(lambda: _sample(engine))
     assert "sent no tokens for 1 s after 0 tokens" in message and took < 1.0 + SLACK
 
 
 def test_a_run_that_never_ends_meets_the_request_deadline(server):
-    engine = RemoteEngine(server("ok", "endless_run"), read_timeout=5.0)
-    message, took = _timed(lambda: engine.sample_stream([1, 2, 3], None, VOCAB, TTASampling(cfg_scale=1.0),
-                                                        deadline=Deadline.after(1.0, "set by the test")))
+    engine = RemoteSampler(server("ok", "endless_run"), read_timeout=5.0)
+    message, took = _timed(lambda: _sample(engine, deadline=Deadline.after(1.0, "set by the test")))
     assert "did not complete the request within its 1 s deadline (set by the test; hit during the run (" in message
     assert "tokens came)" in message and took < 1.0 + SLACK
 
@@ -172,20 +184,21 @@ def test_a_request_with_a_comparison_run_shares_one_deadline(server, monkeypatch
 
     url = server("ok", "second_long_run")
     studio = Studio(StudioConfig(demo_dir=REPO / "assets" / "AuK-Tiny", device="cpu", audex_server=url))
-    engine, runs, asked = RemoteEngine(url, read_timeout=5.0), [], []
-    monkeypatch.setattr(engine, "request_deadline", lambda tokens: asked.append(tokens) or Deadline.after(1.6, "test"))
+    engine, runs, asked = RemoteSampler(url, read_timeout=5.0), [], []
+    monkeypatch.setattr(engine, "deadline", lambda tokens: asked.append(tokens) or Deadline.after(1.6, "test"))
 
-    class Pipeline:  # the engine's part of AudexPipeline.generate, without a tokenizer or a codec
-        def generate(self, caption, *, progress=None, should_stop=None, deadline=None, **sampling):
-            runs.append("masked" if sampling["use_mask"] else "unmasked")
-            params = TTASampling(cfg_scale=1.0, codec_cap=sampling["codec_cap"], use_mask=sampling["use_mask"])
-            return engine.sample_stream([1, 2, 3], None, VOCAB, params, should_stop=should_stop, deadline=deadline)
+    class Pipeline:  # the sampler's part of AudexPipeline.generate, without a tokenizer or a codec
+        sampler = engine
+        thinker_dir = xcodec_dir = REPO
+        device, dtype = "cpu", "float32"
+
+        def generate(self, run, *, label, progress, should_stop, deadline, decode=True):
+            runs.append("masked" if run.use_mask else "unmasked")
+            return _sample(engine, replace(run, cfg_scale=1.0), should_stop=should_stop, deadline=deadline)
 
     pipeline = Pipeline()
-    pipeline.engine, pipeline.thinker_dir, pipeline.xcodec_dir = engine, REPO, REPO
-    pipeline.device, pipeline.dtype = "cpu", "float32"
     monkeypatch.setattr(studio, "audex", lambda: pipeline)
-    request = AudexRequest(caption="rain", max_seconds=1.0, compare_unmasked=True)
+    request = AudexRequest(caption="rain", max_seconds=1.0, compare_unmasked=True, limits=studio.config.limits)
     message, took = _timed(lambda: studio.text_to_audio(request))
     assert asked == [200 + 1 + 200]  # both runs' tokens: the masked one's cap and end token, the comparison's cap
     assert runs == ["masked", "unmasked"] and "within its 1.6 s deadline (test; hit during the run (" in message
@@ -220,6 +233,6 @@ ANSWERS.update({
 def test_unexpected_replies_get_our_sentence_naming_what_came(server, answer, words):
     """Issue 44 review: each of these raised IndexError, AttributeError or TypeError in the reader
     thread, and the user read "ended the run after 0 of at most … tokens (None)"."""
-    engine = RemoteEngine(server("ok", answer), read_timeout=5.0)
-    message, _ = _timed(lambda: engine.sample_stream([1, 2, 3], None, VOCAB, TTASampling(cfg_scale=1.0)))
+    engine = RemoteSampler(server("ok", answer), read_timeout=5.0)
+    message, _ = _timed(lambda: _sample(engine))
     assert words in message, message

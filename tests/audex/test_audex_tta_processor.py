@@ -4,38 +4,18 @@ Phases [[10, 11], [12, 13], [14, 15], [16, 17]], ``<audiogen_start>`` = 7, ``<au
 small enough to name every allowed id.
 """
 
-import enum
 import random
-from dataclasses import dataclass, field
 
 import pytest
 import torch
 
 from auk_app.audex.tta import TTARVQPhaseMaskLogitsProcessor, validate_rvq_phase
+from tests.audex.vllm_types import BatchUpdate, MoveDirectionality, Params
 
 VOCAB = 32
 PHASES = [[10, 11], [12, 13], [14, 15], [16, 17]]
 START, END = 7, 8
 ALL = set(range(VOCAB))
-
-
-class MoveDirectionality(enum.Enum):
-    """Stand-in for vLLM's enum: the processor must recognise members by name only."""
-
-    SWAP = 0
-    UNIDIRECTIONAL = 1
-
-
-@dataclass
-class Params:
-    extra_args: dict | None
-
-
-@dataclass
-class BatchUpdate:
-    added: list = field(default_factory=list)
-    removed: list = field(default_factory=list)
-    moved: list = field(default_factory=list)
 
 
 def tta(*, codec_cap=None, start_in_prompt=True, phases=PHASES):

@@ -3,7 +3,8 @@
 import pytest
 
 from auk_app.audex import xargs
-from auk_app.audex.remote import EngineError, RemoteEngine, server_host
+from auk_app.audex.remote import EngineError, RemoteSampler, completion_bodies, server_host
+from tests.audex.runs import sampling
 
 
 def test_pair_members_and_other_requests():
@@ -34,4 +35,21 @@ def test_server_urls_show_host_and_port_only():
     assert server_host("https://user:secret@gpu-host:8000/v1?key=x") == "gpu-host:8000"
     assert server_host("gpu-host") == "gpu-host"
     with pytest.raises(EngineError, match="is not an http\\(s\\) URL"):
-        RemoteEngine("ftp://gpu-host:8000")
+        RemoteSampler("ftp://gpu-host:8000")
+
+
+def test_the_http_bodies_are_the_runs_sampling():
+    """A guided, masked run: the CFG pair, both phase-masked and tied by one id, the uncond one unseeded."""
+    run = sampling(cfg_scale=2.5, codec_cap=40, temperature=0.9, top_k=7, top_p=0.8, seed=5)
+    cond, uncond = completion_bodies(run, model_id="audex", cond_ids=[1, 2], null_ids=[3, 4], end_tid=9, pair_id="p")
+    assert cond == {
+        "model": "audex", "prompt": [1, 2], "max_tokens": 41, "stream": True, "stream_interval": 16,
+        "temperature": 0.9, "top_k": 7, "top_p": 0.8, "seed": 5, "stop_token_ids": [9], "ignore_eos": True,
+        "return_token_ids": True, "skip_special_tokens": False,
+        "vllm_xargs": {"audex_codec_cap": 40, "cfg_pair_id": "p", "cfg_role": "cond", "cfg_scale": 2.5},
+    }
+    assert uncond == {**{k: v for k, v in cond.items() if k != "seed"}, "prompt": [3, 4],
+                      "vllm_xargs": {"audex_codec_cap": 40, "cfg_pair_id": "p", "cfg_role": "uncond", "cfg_scale": 2.5}}
+    alone, = completion_bodies(sampling(cfg_scale=1.0, codec_cap=40, use_mask=False), model_id="audex",
+                               cond_ids=[1, 2], null_ids=None, end_tid=9, pair_id="p")
+    assert alone["vllm_xargs"] == {} and alone["max_tokens"] == 40 and alone["seed"] == 0

@@ -21,9 +21,11 @@ import pytest
 
 from auk_app.audex.remote import EngineError
 from auk_app.audex.request import AudexRequest
+from auk_app.config import Limits
 from auk_app.errors import Cancelled
 from auk_app.service import Studio, StudioConfig
 
+LIMITS = Limits()  # the StudioConfig default the studios below run under
 CAPTIONS = ("Rain falling on a tin roof.", "A dog barking in the distance.", "Ocean waves crashing on a rocky shore.",
             "Birds chirping in the morning.", "A steam train whistle blowing as it departs.",
             "Thunder rumbling during a storm.", "Wind chimes ringing in a gentle breeze.", "Footsteps crunching on fresh snow.")
@@ -40,7 +42,7 @@ def remote(vllm_server) -> Studio:
 
 
 def _greedy(caption: str, cfg: float) -> AudexRequest:
-    return AudexRequest(caption=caption, cfg=cfg, max_seconds=1.0, top_k=1, seed=0)
+    return AudexRequest(caption=caption, cfg=cfg, max_seconds=1.0, top_k=1, seed=0, limits=LIMITS)
 
 
 @pytest.mark.parametrize("cfg", [1.0, 3.0])
@@ -63,7 +65,7 @@ def test_eight_concurrent_users_each_get_their_own_stream(local, remote):
 
 
 def test_sampled_streams_are_phase_valid_and_pairs_identical_over_many_seeds(remote):
-    requests = [AudexRequest(caption=CAPTIONS[seed % 8], cfg=3.0, max_seconds=1.0, seed=seed) for seed in range(16)]
+    requests = [AudexRequest(caption=CAPTIONS[seed % 8], cfg=3.0, max_seconds=1.0, seed=seed, limits=LIMITS) for seed in range(16)]
     with ThreadPoolExecutor(8) as pool:  # EngineError here would mean a pair drifted apart
         results = list(pool.map(lambda r: remote.text_to_audio(r).result, requests))
     for result in results:
@@ -73,7 +75,8 @@ def test_sampled_streams_are_phase_valid_and_pairs_identical_over_many_seeds(rem
 
 
 def test_the_mask_is_what_makes_server_streams_valid(remote):
-    made = remote.text_to_audio(AudexRequest(caption=CAPTIONS[0], max_seconds=1.0, seed=1, compare_unmasked=True))
+    made = remote.text_to_audio(AudexRequest(caption=CAPTIONS[0], max_seconds=1.0, seed=1, compare_unmasked=True,
+                                                 limits=LIMITS))
     assert made.result.report["phase_valid"]
     assert not made.unmasked.report["phase_valid"]
 
@@ -112,16 +115,14 @@ def test_stopping_in_the_app_cancels_the_server_requests(remote, vllm_server):
     made_before = _server_metric(url, "vllm:generation_tokens_total")
     stop = threading.Event()
 
-    def progress(label):
-        def tick(done, total):
-            seen.append(done)
-            if done >= 40:
-                stop.set()
-        return tick
+    def progress(phase, done, total):
+        seen.append(done)
+        if done >= 40:
+            stop.set()
 
     with pytest.raises(Cancelled, match="Generation was stopped after"):
-        remote.text_to_audio(AudexRequest(caption=CAPTIONS[1], max_seconds=20.0, seed=3), progress=progress,
-                             should_stop=stop.is_set)
+        remote.text_to_audio(AudexRequest(caption=CAPTIONS[1], max_seconds=20.0, seed=3, limits=LIMITS),
+                             progress=progress, should_stop=stop.is_set)
     assert 40 <= max(seen) < 4001  # stopped where Stop was pressed, not at the cap
     # Waits on the server's own state, not on a time budget: under a full two-core suite its prefill
     # and aborts can take long, and the generous bound only keeps a broken abort from hanging CI.
@@ -146,14 +147,14 @@ def test_a_server_that_is_not_there_is_one_sentence():
 
 def test_a_server_that_says_nothing_times_out_in_one_sentence():
     """A listening socket that never answers: the read timeout, not a hang."""
-    from auk_app.audex.remote import RemoteEngine
+    from auk_app.audex.remote import RemoteSampler
 
     with socket.socket() as silent:
         silent.bind(("127.0.0.1", 0))
         silent.listen()
         port = silent.getsockname()[1]
         studio = Studio(StudioConfig(device="cpu", audex_server=f"http://127.0.0.1:{port}"))
-        studio.audex().engine = RemoteEngine(f"http://127.0.0.1:{port}", read_timeout=1.0)
+        studio.audex().sampler = RemoteSampler(f"http://127.0.0.1:{port}", read_timeout=1.0)
         started = time.monotonic()
         with pytest.raises(EngineError, match=r"sent nothing for 1 s after 0 tokens"):
             studio.text_to_audio(_greedy(CAPTIONS[0], 3.0))
@@ -167,8 +168,8 @@ def test_zz_a_server_that_dies_mid_request_is_one_sentence(remote, vllm_server):
 
     def run():
         try:
-            remote.text_to_audio(AudexRequest(caption=CAPTIONS[2], max_seconds=20.0, seed=4),
-                                 progress=lambda label: lambda done, total: streaming.set())
+            remote.text_to_audio(AudexRequest(caption=CAPTIONS[2], max_seconds=20.0, seed=4, limits=LIMITS),
+                                 progress=lambda phase, done, total: streaming.set())
         except Exception as exc:  # noqa: BLE001 - the test inspects what came out
             errors.append(exc)
 
