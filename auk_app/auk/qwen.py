@@ -40,6 +40,8 @@ from transformers import (
 from transformers.processing_utils import OmniModalProcessorMixin
 
 from auk_app.errors import CheckpointError, InputError
+from auk_app.resolve import QWEN_OMNI_FILES as REQUIRED_FILES
+from auk_app.resolve import WEIGHT_INDEX as INDEX_FILE
 from auk_app.validate import plain_text
 from auk_app.weights import mismatch
 
@@ -48,8 +50,6 @@ AUDIO_TOKEN = "<|AUDIO|>"  # the placeholder the processor expands to one token 
 AUDIO_PART = f"<|audio_bos|>{AUDIO_TOKEN}<|audio_eos|>"
 NO_AUDIO_MARKER = "|<no_prompt_audio>|"  # AuK was trained with it on text-only requests
 DOWNLOAD_HINT = "hf download Qwen/Qwen2.5-Omni-3B --local-dir {directory}"
-REQUIRED_FILES = ("config.json", "tokenizer_config.json", "preprocessor_config.json")
-INDEX_FILE = "model.safetensors.index.json"
 # Modules the thinker builds and this conditioner removes; their checkpoint tensors stay on disk.
 # (talker.* and token2wav.* are skipped by transformers' own thinker model.)
 DROPPED_MODULES = ("model.visual", "lm_head")
