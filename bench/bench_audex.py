@@ -28,7 +28,7 @@ import torch  # noqa: E402
 
 from auk_app.audex.pipeline import AudexPipeline  # noqa: E402
 from auk_app.audex.remote import RemoteEngine  # noqa: E402
-from auk_app.audex_demo import shared_demo_snapshot, write_demo_snapshot  # noqa: E402
+from auk_app.demo.audex_snapshot import shared_demo_snapshot, write_demo_snapshot  # noqa: E402
 
 CAPTION = "Rain falling on a tin roof."
 USERS = (1, 4, 8)

@@ -1,6 +1,6 @@
 """The demo model's codec: harmonic-plus-noise settings and the fit of its latent statistics.
 
-Why a parametric codec (auk_app/auk/harmonic_codec.py) and not a learned or STFT one: the
+Why a parametric codec (auk_app/demo/harmonic_codec.py) and not a learned or STFT one: the
 previous demo codec wrote an exact STFT into AuKVAE's layers, so its latents carried phase; a
 pitch shift then asked the DiT to re-synthesise rotating phases, and the small model never
 learned it (±2 semitones came out as +10 cents). Here volume is an offset of the log
@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from auk_app.auk.harmonic_codec import HarmonicNoiseCodec
+from auk_app.demo.harmonic_codec import HarmonicNoiseCodec
 
 DIT_DIM_HEAD = 64
 ROPE_THETA = 10_000.0

@@ -137,12 +137,12 @@ class AuKPipeline:
         model = load_auk_checkpoint(self.checkpoint, device=home, dtype=self.precision.weights)
         if self.compile:
             model.dit.compile_blocks()
-        kind = self.checkpoint.text_encoder["kind"]
-        conditioner = load_conditioner(kind, self.text_encoder_path, device=home, dtype=self.precision.weights)
-        if conditioner.hidden_size != self.checkpoint.dit_config["text_hidden_dim"]:
+        encoder = self.checkpoint.text_encoder
+        conditioner = load_conditioner(encoder, self.text_encoder_path, device=home, dtype=self.precision.weights)
+        if conditioner.hidden_size != self.checkpoint.dit_config.text_hidden_dim:
             raise CheckpointError(
                 f"The text encoder's hidden size {conditioner.hidden_size} does not match the DiT's text input "
-                f"{self.checkpoint.dit_config['text_hidden_dim']}; the checkpoint needs a different text encoder."
+                f"{self.checkpoint.dit_config.text_hidden_dim}; the checkpoint needs a different text encoder."
             )
         self._model, self._conditioner = model, conditioner
         self._batcher = StepBatcher(model.dit, max_batch=self.max_batch) if self._batched else None
@@ -282,19 +282,19 @@ class AuKPipeline:
 
     def _uses_audio(self) -> bool:
         """Whether the text encoder reads the clip (Qwen does; MiniLM conditions on text only)."""
-        return self.checkpoint.text_encoder["kind"] == "qwen2_5_omni"
+        return self.checkpoint.text_encoder.reads_audio
 
     def _recipe(self, request: EditRequest) -> _Recipe:
         """The request's knobs with the checkpoint's defaults filled in; Flash's fixed recipe wins."""
         given = {"nfe": request.nfe, "cfg": request.cfg, "sway": request.sway, "t_grid": request.t_grid}
         defaults = self.checkpoint.defaults
-        declared = {"noise_scale": defaults["noise_scale"], "start": defaults["start"]}
+        declared = {"noise_scale": defaults.noise_scale, "start": defaults.start}
         if self.checkpoint.is_flash:
             grid = tuple(self.checkpoint.t_grid)
             fixed = {"nfe": len(grid) - 1, "cfg": 0.0, "sway": None, "t_grid": grid}
             ignored = tuple(sorted(k for k, v in given.items() if v is not None and v != fixed[k]))
             return _Recipe(**fixed, **declared, ignored=ignored)
-        knobs = {k: defaults[k] if given[k] is None else given[k] for k in ("nfe", "cfg", "sway")}
+        knobs = {k: getattr(defaults, k) if given[k] is None else given[k] for k in ("nfe", "cfg", "sway")}
         grid = request.t_grid
         ignored = tuple(sorted(k for k in ("nfe", "sway") if grid is not None and given[k] is not None))
         if grid is not None:

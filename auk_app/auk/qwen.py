@@ -148,13 +148,15 @@ class QwenConditioner:
         self.hidden_size = text_config.hidden_size
 
     @classmethod
-    def from_pretrained(cls, snapshot_dir: str | Path, *, device="cpu", dtype=torch.float32) -> QwenConditioner:
+    def from_pretrained(cls, snapshot_dir: str | Path | None, *, device="cpu", dtype=torch.float32) -> QwenConditioner:
         """Load from a local snapshot folder; nothing is downloaded.
 
         Weights are read on the CPU in ``dtype`` and then moved to ``device`` (a direct load onto
         the GPU needs ``accelerate``, which the app does not install). What stays resident is the
         text decoder and audio tower, ~3.7 B parameters: ~7.4 GB in bf16, ~15 GB in float32.
         """
+        if snapshot_dir is None:
+            raise CheckpointError("The Qwen2.5-Omni-3B text encoder was not found.")
         directory = Path(snapshot_dir)
         _check_snapshot(directory)
         config = _thinker_config(directory)
