@@ -39,7 +39,6 @@ def fuse_hidden_states(layers: Sequence[torch.Tensor], layer_weights: torch.Tens
 
 class TextConditioner(Protocol):
     model: torch.nn.Module  # what the pipeline moves between devices
-    fused_layers: int
     hidden_size: int
 
     def hidden_states(self, instruction: str, audio_16k: np.ndarray | None) -> tuple[list[torch.Tensor], torch.Tensor]:

@@ -136,16 +136,14 @@ def _check_loading_info(info: dict, directory: Path) -> None:
 class QwenConditioner:
     """Qwen2.5-Omni-3B thinker + processor → per-layer hidden states for AuK's fused text condition.
 
-    ``fused_layers`` is the text decoder's layer count (36) and ``hidden_size`` its width (2048);
-    the fusion itself is :func:`auk_app.auk.conditioner.fuse_hidden_states`.
+    ``hidden_size`` is the text decoder's width (2048); the fusion of its 36 layers is
+    :func:`auk_app.auk.conditioner.fuse_hidden_states`.
     """
 
     def __init__(self, thinker: _AudioTextThinker, processor: _AudioTextProcessor):
         self.model = thinker
         self.processor = processor
-        text_config = thinker.config.get_text_config()
-        self.fused_layers = text_config.num_hidden_layers
-        self.hidden_size = text_config.hidden_size
+        self.hidden_size = thinker.config.get_text_config().hidden_size
 
     @classmethod
     def from_pretrained(cls, snapshot_dir: str | Path | None, *, device="cpu", dtype=torch.float32) -> QwenConditioner:

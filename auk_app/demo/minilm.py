@@ -25,7 +25,6 @@ class MiniLMConditioner:
     def __init__(self, tokenizer, model):
         self.tokenizer = tokenizer
         self.model = model
-        self.fused_layers = model.config.num_hidden_layers
         self.hidden_size = model.config.hidden_size
 
     @classmethod
