@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from auk_app.auk.configs import SAMPLE_RATE
 from auk_app.auk.request import EditRequest
 from auk_app.service import DEMO_DIR, Studio, StudioConfig
 from training.data import heldout_cases
@@ -27,7 +28,7 @@ def demo_edit(studio: Studio):
     """The app's /edit_audio semantics: default knobs, automatic duration fitted to the source."""
 
     def edit(source, instruction, seconds):
-        audio = None if source is None else (source, 24000)
+        audio = None if source is None else (source, SAMPLE_RATE)
         request = EditRequest(instruction, audio=audio, seconds=None if source is not None else seconds,
                               seed=0, fit_to_source=True)
         return studio.edit(request, "demo")[0].wav

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from auk_app.auk.configs import HOP, SAMPLE_RATE
 from auk_app.demo.harmonic_codec import HarmonicNoiseCodec
 
 DIT_DIM_HEAD = 64
@@ -24,8 +25,8 @@ LENGTH_CODE_FREQS = [ROPE_THETA ** (-2 * i / DIT_DIM_HEAD) for i in (0, 2, 4, 6,
 NOISE_BAND_EDGES_HZ = [0, 100, 200, 300, 400, 510, 630, 770, 920, 1080, 1270, 1480, 1720, 2000, 2320, 2700,
                        3150, 3700, 4400, 5300, 6400, 7700, 9500, 12000]  # fmt: skip
 CODEC_CONFIG = {
-    "sample_rate": 24_000,
-    "hop": 480,
+    "sample_rate": SAMPLE_RATE,
+    "hop": HOP,
     "f0_copies": 4,
     "f0_fine_copies": 2,
     "f0_circle_semitones": [4.0, 1.0],
