@@ -114,14 +114,14 @@ def read_auk_checkpoint(directory: str | Path) -> AuKCheckpoint:
     directory = Path(directory)
     if not directory.is_dir():
         raise CheckpointError(f"AuK checkpoint directory {directory} does not exist.")
-    if (directory / "config.json").is_file() and (directory / "auk.safetensors").exists():
+    if (directory / AUK_ASSEMBLED_CONFIG).is_file() and (directory / AUK_ASSEMBLED_DIT).exists():
         return _read_assembled(directory)
-    if (directory / "config.yaml").is_file():
+    if (directory / AUK_RELEASE_CONFIG).is_file():
         return _read_release(directory)
     raise CheckpointError(
-        f"{directory} is not an AuK checkpoint: expected config.yaml with auk_base.safetensors or "
-        "auk_flash.safetensors and vae.safetensors (the tencent/AuK release), or config.json with "
-        "auk.safetensors and vae.safetensors (a vLLM-Omni assembled directory)."
+        f"{directory} is not an AuK checkpoint: expected {AUK_RELEASE_CONFIG} with {AUK_RELEASE_DIT['base']} or "
+        f"{AUK_RELEASE_DIT['flash']} and {AUK_VAE} (the tencent/AuK release), or {AUK_ASSEMBLED_CONFIG} with "
+        f"{AUK_ASSEMBLED_DIT} and {AUK_VAE} (a vLLM-Omni assembled directory)."
     )
 
 
