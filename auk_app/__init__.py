@@ -18,7 +18,7 @@ _PUBLIC = {
     "AuKVAE": "auk_app.auk.vae",
     "AuKCheckpoint": "auk_app.auk.checkpoint",
     "load_auk_checkpoint": "auk_app.auk.checkpoint",
-    "FLASH_T_GRID": "auk_app.auk.checkpoint",
+    "FLASH_T_GRID": "auk_app.auk.configs",
     # Audex text-to-audio token space
     "AUDEX_AUDIOCODEC_TOKEN_OFFSET": "auk_app.audex.tta",
     "AUDEX_AUDIOCODEC_VOCAB_SIZE": "auk_app.audex.tta",

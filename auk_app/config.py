@@ -1,19 +1,21 @@
-"""Audio constants and the request limits the app enforces before any model runs."""
+"""Audio constants and the request limits the app enforces before any model runs.
+
+AuK's audio grid (24 kHz, 480 samples per frame) has its one home in :mod:`auk_app.auk.configs`.
+"""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
 
-AUK_SAMPLE_RATE = 24_000
-AUK_HOP = 480
-AUK_FRAME_RATE = AUK_SAMPLE_RATE // AUK_HOP  # 50 latent frames per second
+from auk_app.auk.configs import FRAME_RATE, HOP, SAMPLE_RATE
+
 QWEN_SAMPLE_RATE = 16_000  # what the thinker's Whisper-style feature extractor expects
 MAX_TOTAL_FRAMES = 65_536  # reference + target, the DiT's hard cap (≈ 21.8 min)
 # The shortest clip or target: two latent frames. Measured on the demo model, a one-frame target
 # (a clip under 40 ms, or seconds ≤ 0.02) decodes to all zeros after the PCM16 write; two frames
 # give sound (tests/app/test_api.py holds both sides of this line).
-MIN_SECONDS = 2 * AUK_HOP / AUK_SAMPLE_RATE
+MIN_SECONDS = 2 * HOP / SAMPLE_RATE
 # --dtype choices (runtime.PRECISIONS defines them; named here so argument parsing stays torch-free)
 DTYPE_CHOICES = ("auto", "float32", "bfloat16", "float16", "autocast-bf16")
 
@@ -22,7 +24,7 @@ def frames_for_seconds(seconds: float) -> int:
     """Target latent frames for a duration, with upstream AuK's and vLLM-Omni's own float expression,
     ``ceil(s · 24000 / 480)``, float error included: 2.24 s → 113 frames (2.24 · 24000 / 480 is
     112.00000000000001), 1.1 s → 56. Same seconds, same frames as the reference implementations."""
-    return math.ceil(seconds * AUK_SAMPLE_RATE / AUK_HOP)
+    return math.ceil(seconds * SAMPLE_RATE / HOP)
 
 
 def seconds_for_frames(n_frames: int) -> float:
@@ -32,9 +34,9 @@ def seconds_for_frames(n_frames: int) -> float:
     (112 frames: 2.24 s gives 113) half a frame less, ``n / 50 − 0.01`` s (2.23 s), which is
     half a frame away from either boundary.
     """
-    seconds = n_frames / AUK_FRAME_RATE
+    seconds = n_frames / FRAME_RATE
     if frames_for_seconds(seconds) != n_frames:
-        seconds = round((n_frames - 0.5) / AUK_FRAME_RATE, 2)
+        seconds = round((n_frames - 0.5) / FRAME_RATE, 2)
     return seconds
 
 

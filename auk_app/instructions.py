@@ -25,7 +25,8 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from auk_app.config import AUK_FRAME_RATE, Limits, frames_for_seconds, seconds_for_frames
+from auk_app.auk.configs import FRAME_RATE, LANGUAGES
+from auk_app.config import Limits, frames_for_seconds, seconds_for_frames
 
 SECONDS_PER_BYTE_EN = 0.0656  # prompt-enhancer TTS baseline, spec §7
 SECONDS_PER_BYTE_ZH = 0.0803
@@ -36,8 +37,7 @@ DEFAULT_EMOTION_STRETCH = 1.06
 NONVERBAL_SECONDS = 1.0  # room for one added laugh, cough or breath (our estimate; spec gives none)
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 
-EN, ZH = "en", "zh"
-LANGUAGES = (EN, ZH)  # the order of each template pair
+EN, ZH = LANGUAGES  # the order of each template pair
 LANGUAGE_CHOICES = (("English", EN), ("中文", ZH))  # the builder's language choice: label, value
 FIELD_NAMES = ("mode", "text", "original", "option", "amount")  # the builder's five generic inputs
 CHOICE_FIELDS = ("mode", "option", "amount")  # dropdowns; "text" and "original" are text boxes
@@ -109,7 +109,7 @@ def estimate_frames(seconds: float) -> int:
     """An estimate in whole 20 ms latent frames: the nearest, at least one, as upstream's prompt
     enhancer rounds (nearest, unlike ceil, is also blind to an estimate's float noise: 5 s × 1.06
     is 5.300000000000001 s, which ceil would make 266 frames)."""
-    return max(1, round(seconds * AUK_FRAME_RATE))
+    return max(1, round(seconds * FRAME_RATE))
 
 
 def speech_seconds(text: str, *, whole_utterance: bool = True) -> float:
@@ -151,7 +151,7 @@ def _content_delta(fields: Fields, source: float | None) -> Duration:
     else:  # Remove
         delta = -new
     sign = "+" if delta >= 0 else "−"
-    return Duration(max(source + delta, 1 / AUK_FRAME_RATE), f"source {source:.2f} s {sign} {abs(delta):.2f} s for the changed words")
+    return Duration(max(source + delta, 1 / FRAME_RATE), f"source {source:.2f} s {sign} {abs(delta):.2f} s for the changed words")
 
 
 def _speed(fields: Fields, source: float | None) -> Duration:
@@ -447,7 +447,7 @@ def build(
         cap = frames_for_seconds(limits.max_target_seconds)
         if frames > cap:
             frames, reason = cap, f"{reason}, capped at the {limits.max_target_seconds:g} s limit"
-        reason = f"{reason}; {frames} frames = {frames / AUK_FRAME_RATE:g} s of audio"
+        reason = f"{reason}; {frames} frames = {frames / FRAME_RATE:g} s of audio"
         duration = Duration(seconds_for_frames(frames), reason)
     problem = ""
     empty = [slot.label for name, slot in chosen.slots.items()

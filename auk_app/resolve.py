@@ -17,6 +17,21 @@ from auk_app.errors import CheckpointError
 
 CKPT_ROOT = Path("ckpts")
 
+# The files of each kind of snapshot, named once: Repo.required below (is a local copy complete?)
+# and the loaders' own checks (which file is missing?) read these same lists.
+AUK_RELEASE_CONFIG = "config.yaml"  # tencent/AuK and tencent/AuK-Flash
+AUK_RELEASE_DIT = {"base": "auk_base.safetensors", "flash": "auk_flash.safetensors"}
+AUK_ASSEMBLED_CONFIG = "config.json"  # a vLLM-Omni assembled directory
+AUK_ASSEMBLED_DIT = "auk.safetensors"
+AUK_VAE = "vae.safetensors"  # both layouts
+WEIGHT_INDEX = "model.safetensors.index.json"  # a sharded transformers checkpoint's weight map
+QWEN_OMNI_FILES = ("config.json", "tokenizer_config.json", "preprocessor_config.json")  # plus weights, tokenizer
+AUDEX_AUDIOGEN_DIR = "checkpoint_folder_audiogen"  # config, tokenizer and the weight index
+AUDEX_FULL_DIR = "checkpoint_folder_full"  # the shard the index names, stored once
+AUDEX_SHARD = "model-00001-of-00002.safetensors"  # the one shard of checkpoint_folder_full the thinker reads
+AUDEX_AUDIOGEN_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", WEIGHT_INDEX)
+XCODEC_FILES = ("config.json", "model.safetensors")
+
 
 @dataclass(frozen=True)
 class Repo:
@@ -38,30 +53,31 @@ class Repo:
         return f"hf download {self.repo_id} --local-dir {CKPT_ROOT / self.local_name}"
 
 
-AUK_BASE = Repo(
-    "tencent/AuK", "AUK_BASE_DIR", "AuK",
-    ("config.yaml", "auk_base.safetensors", "vae.safetensors"),
-    ("config.yaml|config.json", "auk_base.safetensors|auk.safetensors", "vae.safetensors"),
-)
-AUK_FLASH = Repo(
-    "tencent/AuK-Flash", "AUK_FLASH_DIR", "AuK-Flash",
-    ("config.yaml", "auk_flash.safetensors", "vae.safetensors"),
-    ("config.yaml|config.json", "auk_flash.safetensors|auk.safetensors", "vae.safetensors"),
-)
+def _auk(variant: str, repo_id: str, env_var: str, local_name: str) -> Repo:
+    dit = AUK_RELEASE_DIT[variant]
+    return Repo(
+        repo_id, env_var, local_name,
+        (AUK_RELEASE_CONFIG, dit, AUK_VAE),
+        (f"{AUK_RELEASE_CONFIG}|{AUK_ASSEMBLED_CONFIG}", f"{dit}|{AUK_ASSEMBLED_DIT}", AUK_VAE),
+    )
+
+
+AUK_BASE = _auk("base", "tencent/AuK", "AUK_BASE_DIR", "AuK")
+AUK_FLASH = _auk("flash", "tencent/AuK-Flash", "AUK_FLASH_DIR", "AuK-Flash")
 QWEN_OMNI = Repo(
     "Qwen/Qwen2.5-Omni-3B", "AUK_QWEN_DIR", "Qwen2.5-Omni-3B",
     ("*.json", "*.safetensors", "*.txt", "*.model"),
-    ("config.json", "preprocessor_config.json", "tokenizer_config.json"),
+    QWEN_OMNI_FILES,
 )
 AUDEX = Repo(
     "nvidia/Nemotron-Labs-Audex-2B", "AUDEX_DIR", "Nemotron-Labs-Audex-2B",
-    ("config.json", "checkpoint_folder_audiogen/*", "checkpoint_folder_full/model-00001-of-00002.safetensors"),
-    ("checkpoint_folder_audiogen/config.json", "checkpoint_folder_audiogen/model.safetensors.index.json"),
+    ("config.json", f"{AUDEX_AUDIOGEN_DIR}/*", f"{AUDEX_FULL_DIR}/{AUDEX_SHARD}"),
+    tuple(f"{AUDEX_AUDIOGEN_DIR}/{name}" for name in AUDEX_AUDIOGEN_FILES),
 )
 XCODEC1 = Repo(
     "hf-audio/xcodec-hubert-general-balanced", "XCODEC1_PATH", "xcodec-hubert-general-balanced",
     ("*.json", "*.safetensors"),
-    ("config.json", "model.safetensors"),
+    XCODEC_FILES,
 )
 
 

@@ -19,6 +19,7 @@ from auk_app.auk.batching import DEFAULT_MAX_BATCH
 from auk_app.auk.checkpoint import AuKCheckpoint, read_auk_checkpoint
 from auk_app.auk.pipeline import AuKPipeline
 from auk_app.auk.plan import plan_edit
+from auk_app.auk.registry import QWEN_OMNI
 from auk_app.auk.request import EditRequest, EditResult
 from auk_app.config import Limits
 from auk_app.errors import InputError
@@ -162,7 +163,7 @@ class Studio:
             pipeline = self._pipelines.get(entry.key)
             if pipeline is None:
                 text_encoder = None
-                if entry.checkpoint.text_encoder["kind"] == "qwen2_5_omni":
+                if entry.checkpoint.text_encoder.kind == QWEN_OMNI:  # a snapshot to find (MiniLM is installed)
                     text_encoder = self._qwen_dir(entry)
                 pipeline = AuKPipeline(
                     entry.checkpoint, text_encoder_path=text_encoder, device=self.device, dtype=self.precision,
@@ -221,11 +222,12 @@ class Studio:
         """The Audex pipeline: the released weights when found, else the tiny random demo snapshot."""
         from auk_app.audex.pipeline import AudexPipeline
         from auk_app.audex.remote import RemoteSampler
-        from auk_app.audex_demo import shared_demo_snapshot
 
         with self._lock:
             if self._audex is None:
                 if self.audex_demo:
+                    from auk_app.demo.audex_snapshot import shared_demo_snapshot
+
                     demo = shared_demo_snapshot()
                     root, xcodec = demo.thinker_dir, demo.xcodec_dir
                 else:
@@ -292,7 +294,7 @@ class Studio:
             "audex_server": self._audex_server_host(),
             "models": {
                 e.key: {"label": e.label, "variant": e.checkpoint.variant, "folder": e.checkpoint.directory.name,
-                        "demo": e.demo, "defaults": e.checkpoint.defaults,
+                        "demo": e.demo, "defaults": asdict(e.checkpoint.defaults),
                         "t_grid": list(e.checkpoint.t_grid) if e.checkpoint.t_grid else None,
                         "capabilities": asdict(e.checkpoint.capabilities)}
                 for e in self._entries.values()

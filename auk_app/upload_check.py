@@ -17,7 +17,8 @@ import numpy as np
 
 from auk_app import dsp
 from auk_app.audio_io import read_mono
-from auk_app.config import AUK_SAMPLE_RATE, Limits
+from auk_app.auk.configs import SAMPLE_RATE
+from auk_app.config import Limits
 from auk_app.errors import InputError
 from auk_app.levels import dbfs_or_none
 from auk_app.validate import SILENCE_PEAK, check_clip
@@ -67,8 +68,8 @@ def check_upload(path: str | Path | None, limits: Limits) -> dict[str, Any]:
     conversions = []
     if clip.channels > 1:
         conversions.append(f"mixed from {clip.channels} channels to mono")
-    if clip.sample_rate != AUK_SAMPLE_RATE:
-        conversions.append(f"resampled from {clip.sample_rate / 1000:g} kHz to 24 kHz")
+    if clip.sample_rate != SAMPLE_RATE:
+        conversions.append(f"resampled from {clip.sample_rate / 1000:g} kHz to {SAMPLE_RATE / 1000:g} kHz")
     summary = (
         f"{clip.seconds:.2f} s, {clip.sample_rate / 1000:g} kHz, {clip.channels} channel(s), "
         f"peak {_level(findings['peak_dbfs'])}, RMS {_level(findings['rms_dbfs'])}."

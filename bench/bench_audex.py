@@ -29,8 +29,8 @@ import torch  # noqa: E402
 from auk_app.audex.params import AudexSampling  # noqa: E402
 from auk_app.audex.pipeline import AudexPipeline  # noqa: E402
 from auk_app.audex.remote import RemoteSampler  # noqa: E402
-from auk_app.audex_demo import shared_demo_snapshot, write_demo_snapshot  # noqa: E402
 from auk_app.config import Limits  # noqa: E402
+from auk_app.demo.audex_snapshot import shared_demo_snapshot, write_demo_snapshot  # noqa: E402
 
 CAPTION = "Rain falling on a tin roof."
 USERS = (1, 4, 8)

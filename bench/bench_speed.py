@@ -46,7 +46,7 @@ from auk_app.audex.params import AudexSampling  # noqa: E402
 from auk_app.audex.sampler import sample_stream  # noqa: E402
 from auk_app.audex.thinker import cast_keeping_rope_fp32  # noqa: E402
 from auk_app.audex.vocab import AudexVocab  # noqa: E402
-from auk_app.auk.checkpoint import FLASH_T_GRID  # noqa: E402
+from auk_app.auk.configs import FLASH_T_GRID, HOP  # noqa: E402
 from auk_app.auk.conditioner import fuse_hidden_states  # noqa: E402
 from auk_app.auk.dit import AuKTransformer  # noqa: E402
 from auk_app.auk.sampler import CFG_OFF_BELOW, build_time_grid, draw_noise, sample_latents  # noqa: E402
@@ -248,7 +248,7 @@ def _auk_figures(sizes: Sizes, device: torch.device, repeats: int, compile: bool
     layers = sizes.thinker["num_hidden_layers"]
     fusion = (torch.zeros(layers, device=device), torch.ones(1, device=device))
     ids = torch.randint(0, sizes.thinker["vocab_size"], (1, sizes.text_tokens), generator=generator).to(device)
-    ref_wav = (0.1 * torch.randn(1, sizes.ref_frames * 480, generator=generator)).to(device)
+    ref_wav = (0.1 * torch.randn(1, sizes.ref_frames * HOP, generator=generator)).to(device)
     ref_mask = torch.ones(1, sizes.ref_frames, dtype=torch.bool, device=device)
     with torch.inference_mode():
         text = torch.randn(1, sizes.text_tokens, sizes.dit["text_hidden_dim"], generator=generator).to(device)

@@ -7,6 +7,7 @@ code that produces the demo model, so the model package holds no code the app ne
 from __future__ import annotations
 
 import json
+from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import Any
 
@@ -14,10 +15,19 @@ import torch
 import yaml
 from safetensors.torch import save_file
 
-from auk_app.auk.checkpoint import BASE_DEFAULTS, DIM_HEAD_DEFAULT, DIT_PREFIX, FLASH_T_GRID, RELEASE_FILES
+from auk_app.auk.checkpoint import DIM_HEAD_DEFAULT, DIT_PREFIX
+from auk_app.auk.configs import BASE_DEFAULTS, FLASH_T_GRID
 from auk_app.auk.dit import AuKTransformer
-from auk_app.auk.harmonic_codec import CODEC_NAME as HARMONIC_NOISE, HarmonicNoiseCodec
 from auk_app.auk.vae import AuKVAE
+from auk_app.demo.harmonic_codec import CODEC_NAME as HARMONIC_NOISE, HarmonicNoiseCodec
+from auk_app.resolve import AUK_ASSEMBLED_CONFIG, AUK_ASSEMBLED_DIT, AUK_RELEASE_CONFIG, AUK_RELEASE_DIT, AUK_VAE
+
+
+def _plain(config: Any) -> dict[str, Any] | None:
+    """A typed config (or a mapping) as the plain dict a YAML or JSON file holds: tuples as lists."""
+    if config is None:
+        return None
+    return json.loads(json.dumps(asdict(config) if is_dataclass(config) else dict(config)))
 
 
 def write_auk_checkpoint(
@@ -25,15 +35,15 @@ def write_auk_checkpoint(
     *,
     layout: str,
     dit: AuKTransformer,
-    dit_config: dict[str, Any],
+    dit_config: Any,  # a DiTConfig or its dict
     vae: AuKVAE | HarmonicNoiseCodec,
-    vae_config: dict[str, Any],
+    vae_config: Any,  # the codec's config (VAEConfig, HarmonicCodecConfig) or its model_init_kwargs
     layer_weights: torch.Tensor,
     layer_scale: torch.Tensor,
     name: str = "AuK",
     variant: str = "base",
-    text_encoder: dict[str, Any] | None = None,
-    defaults: dict[str, Any] | None = None,
+    text_encoder: Any = None,  # a TextEncoderConfig or its dict
+    defaults: Any = None,  # SamplingDefaults or its dict
     capabilities: dict[str, Any] | None = None,
 ) -> Path:
     """Write a checkpoint directory in the release (``layout="release"``) or assembled layout.
@@ -45,6 +55,9 @@ def write_auk_checkpoint(
 
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
+    dit_config, vae_config = _plain(dit_config), _plain(vae_config)
+    text_encoder = {k: v for k, v in (_plain(text_encoder) or {}).items() if v is not None}
+    defaults = _plain(defaults)
     harmonic = isinstance(vae, HarmonicNoiseCodec)
     if harmonic and layout != "assembled":
         raise ValueError("the harmonic-noise codec is declared in the assembled layout's config.json only")
@@ -56,7 +69,7 @@ def write_auk_checkpoint(
     vae_tensors = as_saved(vae.state_dict())
 
     if layout == "release":
-        dit_file = directory / RELEASE_FILES[variant]
+        dit_file = directory / AUK_RELEASE_DIT[variant]
         arch = {k: dit_config[k] for k in ("dim", "heads", "ff_mult", "text_hidden_dim", "num_layers", "num_single_layers")}
         arch["attn_mask_enabled"] = dit_config.get("attn_mask_enabled", True)
         if dit_config["dim_head"] != DIM_HEAD_DEFAULT:
@@ -78,9 +91,9 @@ def write_auk_checkpoint(
             model["text_encoder"] = text_encoder
         if capabilities:
             model["capabilities"] = capabilities
-        (directory / "config.yaml").write_text(yaml.safe_dump({"model": model}, sort_keys=False))
+        (directory / AUK_RELEASE_CONFIG).write_text(yaml.safe_dump({"model": model}, sort_keys=False))
     elif layout == "assembled":
-        dit_file = directory / "auk.safetensors"
+        dit_file = directory / AUK_ASSEMBLED_DIT
         config = {
             "model_type": "auk",
             "name": name,
@@ -94,15 +107,15 @@ def write_auk_checkpoint(
             },
             "variant": variant,
             "flash_t_grid": list(FLASH_T_GRID),
-            "defaults": defaults or dict(BASE_DEFAULTS),
+            "defaults": defaults or asdict(BASE_DEFAULTS),
         }
         if text_encoder:
             config["text_encoder"] = text_encoder
         if capabilities:
             config["capabilities"] = capabilities
-        (directory / "config.json").write_text(json.dumps(config, indent=1))
+        (directory / AUK_ASSEMBLED_CONFIG).write_text(json.dumps(config, indent=1))
     else:
         raise ValueError(f"layout must be 'release' or 'assembled', not {layout!r}")
     save_file(as_saved(dit_tensors), str(dit_file))
-    save_file(vae_tensors, str(directory / "vae.safetensors"))
+    save_file(vae_tensors, str(directory / AUK_VAE))
     return directory

@@ -1,6 +1,6 @@
 """The demo model's codec: harmonic-plus-noise settings and the fit of its latent statistics.
 
-Why a parametric codec (auk_app/auk/harmonic_codec.py) and not a learned or STFT one: the
+Why a parametric codec (auk_app/demo/harmonic_codec.py) and not a learned or STFT one: the
 previous demo codec wrote an exact STFT into AuKVAE's layers, so its latents carried phase; a
 pitch shift then asked the DiT to re-synthesise rotating phases, and the small model never
 learned it (±2 semitones came out as +10 cents). Here volume is an offset of the log
@@ -13,7 +13,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from auk_app.auk.harmonic_codec import HarmonicNoiseCodec
+from auk_app.auk.configs import HOP, SAMPLE_RATE
+from auk_app.demo.harmonic_codec import HarmonicNoiseCodec
 
 DIT_DIM_HEAD = 64
 ROPE_THETA = 10_000.0
@@ -24,8 +25,8 @@ LENGTH_CODE_FREQS = [ROPE_THETA ** (-2 * i / DIT_DIM_HEAD) for i in (0, 2, 4, 6,
 NOISE_BAND_EDGES_HZ = [0, 100, 200, 300, 400, 510, 630, 770, 920, 1080, 1270, 1480, 1720, 2000, 2320, 2700,
                        3150, 3700, 4400, 5300, 6400, 7700, 9500, 12000]  # fmt: skip
 CODEC_CONFIG = {
-    "sample_rate": 24_000,
-    "hop": 480,
+    "sample_rate": SAMPLE_RATE,
+    "hop": HOP,
     "f0_copies": 4,
     "f0_fine_copies": 2,
     "f0_circle_semitones": [4.0, 1.0],

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from auk_app.auk.configs import HOP
 from auk_app.config import seconds_for_frames
 from training.instructions import (
     denoise_instruction,
@@ -43,7 +44,6 @@ from training.speech import speech_clip
 TASKS = ("volume", "pitch", "denoise", "tone")
 MATERIALS = ("tone", "speech")  # held-out material: harmonic tones or espeak-ng speech
 SPEECH_SHARE = 0.45  # of volume, pitch and denoise sources
-HOP = 480  # VAE hop: 24 kHz / 480 = 50 latent frames per second
 TRAIN_SPACE = 0
 HELDOUT_SPACE = 1
 PEAK_MAX = 0.95

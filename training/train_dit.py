@@ -40,11 +40,13 @@ import torch
 from threadpoolctl import threadpool_limits
 
 from training.checkpoint_writer import write_auk_checkpoint
-from auk_app.auk.conditioner import MiniLMConditioner, fuse_hidden_states
+from auk_app.auk.conditioner import fuse_hidden_states
+from auk_app.demo.minilm import MiniLMConditioner
 from auk_app.auk.dit import AuKTransformer
 from auk_app.auk.sampler import source_origin
 from training.codec import CODEC_CONFIG, DIT_DIM_HEAD, build_codec, fit_statistics
-from training.data import HOP, Example, ProceduralDataset
+from auk_app.auk.configs import HOP
+from training.data import Example, ProceduralDataset
 
 DIT_CONFIG = {
     "dim": 256,

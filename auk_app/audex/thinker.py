@@ -26,12 +26,12 @@ from transformers.initialization import no_init_weights
 
 from auk_app.audex.vocab import AudexVocab
 from auk_app.errors import CheckpointError
+from auk_app.resolve import AUDEX_AUDIOGEN_DIR as AUDIOGEN_SUBDIR
+from auk_app.resolve import AUDEX_AUDIOGEN_FILES as REQUIRED_FILES
+from auk_app.resolve import AUDEX_FULL_DIR as FULL_SUBDIR
+from auk_app.resolve import WEIGHT_INDEX as INDEX_FILE
 from auk_app.weights import load_strict, read_safetensors
 
-AUDIOGEN_SUBDIR = "checkpoint_folder_audiogen"
-FULL_SUBDIR = "checkpoint_folder_full"
-INDEX_FILE = "model.safetensors.index.json"
-REQUIRED_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", INDEX_FILE)
 DEFAULT_MAX_POSITIONS = 131072  # the 2B config's 128K context
 
 # Config fields that, when present, must hold these values for Arcee's math to be the model's.

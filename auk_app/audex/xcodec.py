@@ -17,9 +17,9 @@ from transformers.initialization import no_init_weights
 
 from auk_app.audex.rvq import frames_to_codes
 from auk_app.errors import CheckpointError
+from auk_app.resolve import XCODEC_FILES
 from auk_app.weights import load_strict, read_safetensors
 
-XCODEC_FILES = ("config.json", "model.safetensors")
 SAMPLE_RATE = 16000  # XcodecConfig.sample_rate of every XCodec1 checkpoint Audex uses
 
 
@@ -33,19 +33,18 @@ def load_xcodec(xcodec_dir: str | Path, *, device: torch.device | str) -> Xcodec
     if missing:
         raise CheckpointError(
             f"XCodec1 folder {directory} is missing {', '.join(missing)}. "
-            "Download hf-audio/xcodec-hubert-general-balanced (config.json and model.safetensors) into it."
+            f"Download hf-audio/xcodec-hubert-general-balanced ({' and '.join(XCODEC_FILES)}) into it."
         )
+    config_file, weights_file = (directory / name for name in XCODEC_FILES)
     try:
-        config = XcodecConfig.from_json_file(str(directory / "config.json"))
+        config = XcodecConfig.from_json_file(str(config_file))
     except (OSError, ValueError, TypeError) as exc:
-        raise CheckpointError(
-            f"{directory / 'config.json'} is not an XCodec config ({exc}). Download it again."
-        ) from exc
-    state = read_safetensors(directory / "model.safetensors")
+        raise CheckpointError(f"{config_file} is not an XCodec config ({exc}). Download it again.") from exc
+    state = read_safetensors(weights_file)
     with no_init_weights(), torch.device(device):
         codec = XcodecModel(config)
     codec.float()
-    load_strict(codec, state, source=directory / "model.safetensors", what="XCodec1 codec (XcodecModel)")
+    load_strict(codec, state, source=weights_file, what="XCodec1 codec (XcodecModel)")
     return codec.eval()
 
 

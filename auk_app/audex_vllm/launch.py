@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.demo == (args.snapshot is not None):
         parser.error("give either --snapshot DIR or --demo")
     if args.demo:
-        from auk_app.audex_demo import shared_demo_snapshot
+        from auk_app.demo.audex_snapshot import shared_demo_snapshot
 
         args.snapshot = shared_demo_snapshot().audex_root
     served = write_served_model(args.snapshot, Path(tempfile.mkdtemp(prefix="audex_served_")))

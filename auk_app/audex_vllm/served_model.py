@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.demo == (args.snapshot is not None):
         parser.error("give either a snapshot or --demo")
     if args.demo:
-        from auk_app.audex_demo import shared_demo_snapshot
+        from auk_app.demo.audex_snapshot import shared_demo_snapshot
 
         args.snapshot = shared_demo_snapshot().audex_root
     print(write_served_model(args.snapshot, args.out_dir))

@@ -12,47 +12,46 @@ Both DiT files hold the backbone under ``transformer.`` plus the text-fusion ten
 optional ``text_encoder`` section (``{"kind": "minilm"}``) selects the conditioner; without
 it the text encoder is Qwen2.5-Omni-3B, as in every release. Likewise an assembled config's
 ``vae.codec`` may name ``harmonic_noise`` (the demo model's parametric codec, whose weight
-file holds only latent statistics); without it the codec is the released BigVGAN-flow VAE. Weights are read with
-safetensors only, and every mismatch raises one CheckpointError naming file and keys.
+file holds only latent statistics); without it the codec is the released BigVGAN-flow VAE.
+Both names are looked up in :mod:`auk_app.auk.registry`, which imports a codec only when a
+checkpoint uses it. The sections are parsed once into the typed configs of
+:mod:`auk_app.auk.configs`. Weights are read with safetensors only, and every mismatch raises
+one CheckpointError naming file and keys.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 import yaml
 
+from auk_app.auk import registry
+from auk_app.auk.configs import (
+    BASE_DEFAULTS,
+    FLASH_DEFAULTS,
+    FLASH_T_GRID,
+    LANGUAGES,
+    SAMPLE_RATE,
+    CodecConfig,
+    DiTConfig,
+    SamplingDefaults,
+    TextEncoderConfig,
+)
 from auk_app.auk.dit import AuKTransformer, dit_state_dict
-from auk_app.auk.harmonic_codec import CODEC_NAME as HARMONIC_NOISE, HarmonicNoiseCodec
-from auk_app.auk.vae import AuKVAE
 from auk_app.errors import CheckpointError
+from auk_app.resolve import AUK_ASSEMBLED_CONFIG, AUK_ASSEMBLED_DIT, AUK_RELEASE_CONFIG, AUK_RELEASE_DIT, AUK_VAE
 from auk_app.weights import check_state_dict, mismatch, read_safetensors
 
-# The sway = -1, nfe = 4 grid evaluated in torch float32; rounding it changes the output level.
-FLASH_T_GRID = (0.0, 0.07612049579620361, 0.2928932309150696, 0.6173166036605835, 1.0)
-# noise_scale multiplies the sampler's initial noise; the releases sample at 1, an assembled
-# config's defaults may declare less. start is where the flow begins: "noise" (the releases) or
-# "source", the source clip's latents plus that noise (the demo model declares both: see
-# training.train_dit).
-BASE_DEFAULTS = {"nfe": 32, "cfg": 2.0, "sway": -1.0, "noise_scale": 1.0, "start": "noise"}
-FLASH_DEFAULTS = {"nfe": 4, "cfg": 0.0, "sway": None, "noise_scale": 1.0, "start": "noise"}
-STARTS = ("noise", "source")
+__all__ = ["FLASH_T_GRID", "AuKCheckpoint", "AuKModel", "Capabilities", "load_auk_checkpoint", "read_auk_checkpoint"]
+
 FUSION_KEYS = ("layer_weights", "layer_scale")
 DIT_PREFIX = "transformer."
-TEXT_ENCODERS = ("qwen2_5_omni", "minilm")
 DIM_HEAD_DEFAULT = 64  # Flux2Edit's constructor default; the release yaml does not set it
-RELEASE_FILES = {"base": "auk_base.safetensors", "flash": "auk_flash.safetensors"}
-BIGVGAN_FLOW = "bigvgan_flow"  # the released VAE; a config's vae.codec may name HARMONIC_NOISE instead
-CODECS = {BIGVGAN_FLOW: AuKVAE, HARMONIC_NOISE: HarmonicNoiseCodec}
-
-
-LANGUAGES = ("en", "zh")  # the cookbook's two instruction languages, which the releases were trained on
 
 
 @dataclass(frozen=True)
@@ -76,11 +75,11 @@ class AuKCheckpoint:
     variant: str  # "base" or "flash"
     dit_file: Path
     vae_file: Path
-    dit_config: dict[str, Any]
-    vae_config: dict[str, Any]  # the codec's model_init_kwargs
-    codec: str  # a key of CODECS
-    text_encoder: dict[str, Any]
-    defaults: dict[str, Any]  # nfe, cfg, sway, noise_scale, start
+    dit_config: DiTConfig
+    codec: str  # a key of registry.CODECS
+    codec_config: CodecConfig  # the codec's model_init_kwargs, as its class's config_type
+    text_encoder: TextEncoderConfig
+    defaults: SamplingDefaults
     t_grid: tuple[float, ...] | None  # Flash's fixed grid, overriding nfe/cfg/sway
     capabilities: Capabilities = Capabilities()  # the releases: every task, English and Chinese
 
@@ -90,15 +89,13 @@ class AuKCheckpoint:
 
     @property
     def sample_rate(self) -> int:
-        """The VAE's audio rate, which clips are resampled to and outputs come at."""
-        return int(self.vae_config.get("sample_rate", 24_000))  # AuKVAE's own default
+        """The codec's audio rate, which clips are resampled to and outputs come at."""
+        return self.codec_config.sample_rate
 
     @property
     def hop(self) -> int:
-        """Samples per latent frame (480): the VAE's downsampling strides' product, or the codec's hop."""
-        if self.codec == HARMONIC_NOISE:
-            return int(self.vae_config.get("hop", 480))
-        return math.prod(self.vae_config["downsample_rates"])
+        """Samples per latent frame (480), as the codec's config declares or derives it."""
+        return self.codec_config.hop
 
 
 @dataclass
@@ -107,7 +104,7 @@ class AuKModel:
 
     checkpoint: AuKCheckpoint
     dit: AuKTransformer
-    vae: AuKVAE | HarmonicNoiseCodec
+    vae: torch.nn.Module  # the codec registry.CODECS names: AuKVAE for every release
     layer_weights: torch.Tensor
     layer_scale: torch.Tensor
 
@@ -117,14 +114,14 @@ def read_auk_checkpoint(directory: str | Path) -> AuKCheckpoint:
     directory = Path(directory)
     if not directory.is_dir():
         raise CheckpointError(f"AuK checkpoint directory {directory} does not exist.")
-    if (directory / "config.json").is_file() and (directory / "auk.safetensors").exists():
+    if (directory / AUK_ASSEMBLED_CONFIG).is_file() and (directory / AUK_ASSEMBLED_DIT).exists():
         return _read_assembled(directory)
-    if (directory / "config.yaml").is_file():
+    if (directory / AUK_RELEASE_CONFIG).is_file():
         return _read_release(directory)
     raise CheckpointError(
-        f"{directory} is not an AuK checkpoint: expected config.yaml with auk_base.safetensors or "
-        "auk_flash.safetensors and vae.safetensors (the tencent/AuK release), or config.json with "
-        "auk.safetensors and vae.safetensors (a vLLM-Omni assembled directory)."
+        f"{directory} is not an AuK checkpoint: expected {AUK_RELEASE_CONFIG} with {AUK_RELEASE_DIT['base']} or "
+        f"{AUK_RELEASE_DIT['flash']} and {AUK_VAE} (the tencent/AuK release), or {AUK_ASSEMBLED_CONFIG} with "
+        f"{AUK_ASSEMBLED_DIT} and {AUK_VAE} (a vLLM-Omni assembled directory)."
     )
 
 
@@ -154,7 +151,7 @@ def load_auk_checkpoint(
             f"{tuple(fusion['layer_scale'].shape)}; expected one weight per text-encoder layer and a single scale."
         )
     with torch.device("meta"):
-        dit = AuKTransformer(**checkpoint.dit_config)
+        dit = AuKTransformer(**asdict(checkpoint.dit_config))
     state = dit_state_dict(tensors, DIT_PREFIX)
     check_state_dict(
         {k: v.shape for k, v in dit.state_dict().items()}, state, source=checkpoint.dit_file, what="AuK DiT"
@@ -166,13 +163,12 @@ def load_auk_checkpoint(
 
     try:
         with torch.device(device):
-            vae = CODECS[checkpoint.codec].from_config(checkpoint.vae_config)
+            vae = registry.codec_class(checkpoint.codec).from_config(checkpoint.codec_config)
     except (TypeError, ValueError) as exc:
         raise CheckpointError(f"{checkpoint.directory}: the {checkpoint.codec} codec settings are not usable ({exc}).") from exc
     missing, unexpected = vae.load_weights(checkpoint.vae_file, device=device)
     if missing or unexpected:
-        what = "AuK VAE" if checkpoint.codec == BIGVGAN_FLOW else "AuK harmonic-noise codec"
-        raise mismatch(checkpoint.vae_file, what, missing=missing, unexpected=unexpected)
+        raise mismatch(checkpoint.vae_file, vae.description, missing=missing, unexpected=unexpected)
     if vae.latent_dim != dit.latent_dim:
         raise CheckpointError(
             f"{checkpoint.vae_file.parent}: the codec makes {vae.latent_dim} latent channels, the DiT takes {dit.latent_dim}."
@@ -190,33 +186,22 @@ def load_auk_checkpoint(
 
 
 def _read_release(directory: Path) -> AuKCheckpoint:
-    config_file = directory / "config.yaml"
+    config_file = directory / AUK_RELEASE_CONFIG
     try:
         tree = _resolve_references(yaml.safe_load(config_file.read_text()) or {})
         model = tree["model"]
         arch, vae = model["arch"], model["vae"]
         name = str(model.get("name", "AuK"))
         variant = "flash" if name == "AuK-Flash" else "base"
-        dit_config = {
-            "dim": int(arch["dim"]),
-            "heads": int(arch["heads"]),
-            "dim_head": int(arch.get("dim_head", DIM_HEAD_DEFAULT)),
-            "ff_mult": float(arch["ff_mult"]),
-            "latent_dim": int(vae["latent_dim"]),
-            "text_hidden_dim": int(arch["text_hidden_dim"]),
-            "num_layers": int(arch["num_layers"]),
-            "num_single_layers": int(arch["num_single_layers"]),
-            "attn_mask_enabled": bool(arch.get("attn_mask_enabled", True)),
-        }
-        vae_config = dict(vae["model_init_kwargs"])
-        vae_config.setdefault("sample_rate", int(vae.get("target_sample_rate", 24000)))
+        dit_config = _dit_config(arch, dim_head=arch.get("dim_head", DIM_HEAD_DEFAULT), latent_dim=vae["latent_dim"])
+        codec_config = _codec_config(registry.BIGVGAN_FLOW, vae)
         text_encoder = dict(model.get("text_encoder") or {})
         capabilities = _capabilities(model.get("capabilities") or {})
     except (KeyError, TypeError, ValueError, yaml.YAMLError) as exc:
         raise CheckpointError(f"{config_file} is not a readable AuK config ({exc!r}).") from exc
 
-    dit_file = directory / RELEASE_FILES[variant]
-    other = directory / RELEASE_FILES["base" if variant == "flash" else "flash"]
+    dit_file = directory / AUK_RELEASE_DIT[variant]
+    other = directory / AUK_RELEASE_DIT["base" if variant == "flash" else "flash"]
     if not dit_file.is_file():
         hint = f" It holds {other.name}: the config's model.name ({name!r}) does not match it." if other.is_file() else ""
         raise CheckpointError(f"{directory} lacks {dit_file.name}, which model.name {name!r} calls for.{hint}")
@@ -226,50 +211,32 @@ def _read_release(directory: Path) -> AuKCheckpoint:
         name=name,
         variant=variant,
         dit_file=dit_file,
-        vae_file=_required(directory / "vae.safetensors"),
+        vae_file=_required(directory / AUK_VAE),
         dit_config=dit_config,
-        vae_config=vae_config,
-        codec=BIGVGAN_FLOW,
+        codec=registry.BIGVGAN_FLOW,
+        codec_config=codec_config,
         text_encoder=_text_encoder(text_encoder),
-        defaults=dict(FLASH_DEFAULTS if variant == "flash" else BASE_DEFAULTS),
+        defaults=FLASH_DEFAULTS if variant == "flash" else BASE_DEFAULTS,
         t_grid=FLASH_T_GRID if variant == "flash" else None,
         capabilities=capabilities,
     )
 
 
 def _read_assembled(directory: Path) -> AuKCheckpoint:
-    config_file = directory / "config.json"
+    config_file = directory / AUK_ASSEMBLED_CONFIG
     try:
         config = json.loads(config_file.read_text())
         dit, vae = dict(config["dit"]), config["vae"]
         variant = str(config.get("variant", "base"))
         if variant not in ("base", "flash"):
             raise ValueError(f"variant must be 'base' or 'flash', not {variant!r}")
-        dit_config = {
-            "dim": int(dit["dim"]),
-            "heads": int(dit["heads"]),
-            "dim_head": int(dit.get("dim_head", int(dit["dim"]) // int(dit["heads"]))),
-            "ff_mult": float(dit["ff_mult"]),
-            "latent_dim": int(dit.get("latent_dim", vae["latent_dim"])),
-            "text_hidden_dim": int(dit["text_hidden_dim"]),
-            "num_layers": int(dit["num_layers"]),
-            "num_single_layers": int(dit["num_single_layers"]),
-            "attn_mask_enabled": bool(dit.get("attn_mask_enabled", True)),
-        }
-        vae_config = dict(vae["model_init_kwargs"])
-        vae_config.setdefault("sample_rate", int(vae.get("target_sample_rate", 24000)))
-        codec = str(vae.get("codec", BIGVGAN_FLOW))
-        if codec not in CODECS:
-            raise ValueError(f"vae.codec must be one of {sorted(CODECS)}, not {codec!r}")
-        defaults = {**(FLASH_DEFAULTS if variant == "flash" else BASE_DEFAULTS), **config.get("defaults", {})}
-        if variant == "flash":
-            defaults.update(FLASH_DEFAULTS)
-        scale = defaults["noise_scale"]
-        if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not 0 < scale <= 1:
-            raise ValueError(f"defaults.noise_scale must be a number in (0, 1], not {scale!r}")
-        defaults["noise_scale"] = float(scale)
-        if defaults["start"] not in STARTS:
-            raise ValueError(f"defaults.start must be one of {STARTS}, not {defaults['start']!r}")
+        dit_config = _dit_config(
+            dit, dim_head=dit.get("dim_head", int(dit["dim"]) // int(dit["heads"])),
+            latent_dim=dit.get("latent_dim", vae["latent_dim"]),
+        )
+        codec = str(vae.get("codec", registry.BIGVGAN_FLOW))
+        codec_config = _codec_config(codec, vae)
+        defaults = _defaults(variant, config.get("defaults", {}))
         t_grid = tuple(float(t) for t in config.get("flash_t_grid") or FLASH_T_GRID) if variant == "flash" else None
         name = str(config.get("name") or ("AuK-Flash" if variant == "flash" else "AuK"))
         capabilities = _capabilities(config.get("capabilities") or {})
@@ -280,16 +247,50 @@ def _read_assembled(directory: Path) -> AuKCheckpoint:
         layout="assembled",
         name=name,
         variant=variant,
-        dit_file=_required(directory / "auk.safetensors"),
-        vae_file=_required(directory / "vae.safetensors"),
+        dit_file=_required(directory / AUK_ASSEMBLED_DIT),
+        vae_file=_required(directory / AUK_VAE),
         dit_config=dit_config,
-        vae_config=vae_config,
         codec=codec,
+        codec_config=codec_config,
         text_encoder=_text_encoder(config.get("text_encoder") or {}),
         defaults=defaults,
         t_grid=t_grid,
         capabilities=capabilities,
     )
+
+
+def _dit_config(section: dict[str, Any], *, dim_head: Any, latent_dim: Any) -> DiTConfig:
+    """The DiT's constructor arguments from a config section (``model.arch`` or ``dit``)."""
+    return DiTConfig(
+        dim=int(section["dim"]),
+        heads=int(section["heads"]),
+        dim_head=int(dim_head),
+        ff_mult=float(section["ff_mult"]),
+        latent_dim=int(latent_dim),
+        text_hidden_dim=int(section["text_hidden_dim"]),
+        num_layers=int(section["num_layers"]),
+        num_single_layers=int(section["num_single_layers"]),
+        attn_mask_enabled=bool(section.get("attn_mask_enabled", True)),
+    )
+
+
+def _codec_config(codec: str, vae: dict[str, Any]) -> CodecConfig:
+    """The ``vae`` section's ``model_init_kwargs`` as the named codec's config type; the section's
+    ``target_sample_rate`` (else AuK's 24 kHz) stands in for a ``sample_rate`` the kwargs leave out."""
+    kwargs = dict(vae["model_init_kwargs"])
+    kwargs.setdefault("sample_rate", int(vae.get("target_sample_rate", SAMPLE_RATE)))
+    return registry.codec_class(codec).config_type.from_kwargs(kwargs)
+
+
+def _defaults(variant: str, declared: dict[str, Any]) -> SamplingDefaults:
+    """The variant's defaults, overridden by what an assembled config declares; Flash's own
+    nfe, cfg and sway win whatever it declares."""
+    known = SamplingDefaults.__dataclass_fields__
+    defaults = {**asdict(FLASH_DEFAULTS if variant == "flash" else BASE_DEFAULTS)}
+    defaults.update({k: v for k, v in declared.items() if k in known})
+    if variant == "flash":
+        defaults.update(asdict(FLASH_DEFAULTS))
+    return SamplingDefaults(**defaults)
 
 
 def _capabilities(section: dict[str, Any]) -> Capabilities:
@@ -303,11 +304,12 @@ def _capabilities(section: dict[str, Any]) -> Capabilities:
     return Capabilities(None if tasks is None else tuple(tasks), languages)
 
 
-def _text_encoder(section: dict[str, Any]) -> dict[str, Any]:
-    kind = section.get("kind", "qwen2_5_omni")
-    if kind not in TEXT_ENCODERS:
-        raise CheckpointError(f"Unknown text encoder kind {kind!r}; expected 'qwen2_5_omni' or 'minilm'.")
-    return {**section, "kind": kind}
+def _text_encoder(section: dict[str, Any]) -> TextEncoderConfig:
+    """The ``text_encoder`` section (``kind``, an informative ``name``); none means Qwen2.5-Omni-3B."""
+    try:
+        return TextEncoderConfig(kind=section.get("kind", registry.QWEN_OMNI), name=section.get("name"))
+    except ValueError as exc:
+        raise CheckpointError(str(exc)) from exc
 
 
 def _required(path: Path) -> Path:

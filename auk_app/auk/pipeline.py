@@ -102,12 +102,12 @@ class AuKPipeline:
         model = load_auk_checkpoint(self.checkpoint, device=home, dtype=self.precision.weights)
         if self.compile:
             model.dit.compile_blocks()
-        kind = self.checkpoint.text_encoder["kind"]
-        conditioner = load_conditioner(kind, self.text_encoder_path, device=home, dtype=self.precision.weights)
-        if conditioner.hidden_size != self.checkpoint.dit_config["text_hidden_dim"]:
+        encoder = self.checkpoint.text_encoder
+        conditioner = load_conditioner(encoder, self.text_encoder_path, device=home, dtype=self.precision.weights)
+        if conditioner.hidden_size != self.checkpoint.dit_config.text_hidden_dim:
             raise CheckpointError(
                 f"The text encoder's hidden size {conditioner.hidden_size} does not match the DiT's text input "
-                f"{self.checkpoint.dit_config['text_hidden_dim']}; the checkpoint needs a different text encoder."
+                f"{self.checkpoint.dit_config.text_hidden_dim}; the checkpoint needs a different text encoder."
             )
         self._model, self._conditioner = model, conditioner
         self._graphs = StepGraphs(model.dit, compute=self.precision.compute)

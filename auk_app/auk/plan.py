@@ -107,7 +107,7 @@ class EditPlan:
 def plan_edit(request: EditRequest, checkpoint: AuKCheckpoint, limits: Limits) -> EditPlan:
     """The plan of ``request`` on ``checkpoint``; a source that cannot be used raises InputError here."""
     started = time.perf_counter()
-    want_16k = checkpoint.text_encoder["kind"] == "qwen2_5_omni"
+    want_16k = checkpoint.text_encoder.reads_audio
     clip, whole, region = None, None, None
     if request.region is not None:
         source = _checked_source(request.audio, limits.for_region(request.region_end))
@@ -133,13 +133,13 @@ def _recipe(request: EditRequest, checkpoint: AuKCheckpoint) -> Recipe:
     """The request's knobs with the checkpoint's defaults filled in; Flash's fixed recipe wins."""
     given = {"nfe": request.nfe, "cfg": request.cfg, "sway": request.sway, "t_grid": request.t_grid}
     defaults = checkpoint.defaults
-    declared = {"noise_scale": defaults["noise_scale"], "start": defaults["start"]}
+    declared = {"noise_scale": defaults.noise_scale, "start": defaults.start}
     if checkpoint.is_flash:
         grid = tuple(checkpoint.t_grid)
         fixed = {"nfe": len(grid) - 1, "cfg": 0.0, "sway": None, "t_grid": grid}
         ignored = tuple(sorted(k for k, v in given.items() if v is not None and v != fixed[k]))
         return Recipe(**fixed, **declared, ignored=ignored)
-    knobs = {k: defaults[k] if given[k] is None else given[k] for k in ("nfe", "cfg", "sway")}
+    knobs = {k: getattr(defaults, k) if given[k] is None else given[k] for k in ("nfe", "cfg", "sway")}
     grid = request.t_grid
     ignored = tuple(sorted(k for k in ("nfe", "sway") if grid is not None and given[k] is not None))
     if grid is not None:

@@ -40,6 +40,8 @@ from transformers import (
 from transformers.processing_utils import OmniModalProcessorMixin
 
 from auk_app.errors import CheckpointError, InputError
+from auk_app.resolve import QWEN_OMNI_FILES as REQUIRED_FILES
+from auk_app.resolve import WEIGHT_INDEX as INDEX_FILE
 from auk_app.validate import plain_text
 from auk_app.weights import mismatch
 
@@ -48,8 +50,6 @@ AUDIO_TOKEN = "<|AUDIO|>"  # the placeholder the processor expands to one token 
 AUDIO_PART = f"<|audio_bos|>{AUDIO_TOKEN}<|audio_eos|>"
 NO_AUDIO_MARKER = "|<no_prompt_audio>|"  # AuK was trained with it on text-only requests
 DOWNLOAD_HINT = "hf download Qwen/Qwen2.5-Omni-3B --local-dir {directory}"
-REQUIRED_FILES = ("config.json", "tokenizer_config.json", "preprocessor_config.json")
-INDEX_FILE = "model.safetensors.index.json"
 # Modules the thinker builds and this conditioner removes; their checkpoint tensors stay on disk.
 # (talker.* and token2wav.* are skipped by transformers' own thinker model.)
 DROPPED_MODULES = ("model.visual", "lm_head")
@@ -136,25 +136,25 @@ def _check_loading_info(info: dict, directory: Path) -> None:
 class QwenConditioner:
     """Qwen2.5-Omni-3B thinker + processor → per-layer hidden states for AuK's fused text condition.
 
-    ``fused_layers`` is the text decoder's layer count (36) and ``hidden_size`` its width (2048);
-    the fusion itself is :func:`auk_app.auk.conditioner.fuse_hidden_states`.
+    ``hidden_size`` is the text decoder's width (2048); the fusion of its 36 layers is
+    :func:`auk_app.auk.conditioner.fuse_hidden_states`.
     """
 
     def __init__(self, thinker: _AudioTextThinker, processor: _AudioTextProcessor):
         self.model = thinker
         self.processor = processor
-        text_config = thinker.config.get_text_config()
-        self.fused_layers = text_config.num_hidden_layers
-        self.hidden_size = text_config.hidden_size
+        self.hidden_size = thinker.config.get_text_config().hidden_size
 
     @classmethod
-    def from_pretrained(cls, snapshot_dir: str | Path, *, device="cpu", dtype=torch.float32) -> QwenConditioner:
+    def from_pretrained(cls, snapshot_dir: str | Path | None, *, device="cpu", dtype=torch.float32) -> QwenConditioner:
         """Load from a local snapshot folder; nothing is downloaded.
 
         Weights are read on the CPU in ``dtype`` and then moved to ``device`` (a direct load onto
         the GPU needs ``accelerate``, which the app does not install). What stays resident is the
         text decoder and audio tower, ~3.7 B parameters: ~7.4 GB in bf16, ~15 GB in float32.
         """
+        if snapshot_dir is None:
+            raise CheckpointError("The Qwen2.5-Omni-3B text encoder was not found.")
         directory = Path(snapshot_dir)
         _check_snapshot(directory)
         config = _thinker_config(directory)

@@ -15,7 +15,6 @@ normalising flow (``flow.*``) is not built.
 
 from __future__ import annotations
 
-import logging
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -24,7 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-logger = logging.getLogger(__name__)
+from auk_app.auk.configs import SAMPLE_RATE, VAEConfig
 
 TRAINING_ONLY_PREFIX = "flow."
 _FILTER_TAPS = 12
@@ -294,6 +293,9 @@ class AMPBlock(nn.Module):
 class AuKVAE(nn.Module):
     """AuK's audio codec: :meth:`encode` waveform to normalised latents, :meth:`decode` back."""
 
+    config_type = VAEConfig
+    description = "AuK VAE"  # what a key mismatch of its weight file names
+
     def __init__(
         self,
         *,
@@ -309,9 +311,11 @@ class AuKVAE(nn.Module):
         use_vae: bool = True,
         causal: bool = True,
         act_causal: bool = True,
-        sample_rate: int = 24000,
+        sample_rate: int = SAMPLE_RATE,
     ):
         super().__init__()
+        # The arguments above as one frozen config: the rate and hop below are read from it.
+        self.config = VAEConfig.from_kwargs({k: v for k, v in locals().items() if k in self._CONFIG_KEYS})
         if math.prod(upsample_rates) != math.prod(downsample_rates):
             raise ValueError(
                 f"upsample_rates {list(upsample_rates)} and downsample_rates {list(downsample_rates)} "
@@ -319,9 +323,9 @@ class AuKVAE(nn.Module):
             )
         if len(downsample_channels) != len(downsample_rates) + 1:
             raise ValueError("downsample_channels needs one more entry than downsample_rates")
-        self.sample_rate = sample_rate
+        self.sample_rate = self.config.sample_rate
         self.causal = causal and act_causal  # whether the decoder reads only the past (bar two look-aheads)
-        self.hop_size = math.prod(downsample_rates)
+        self.hop_size = self.config.hop
         self.latent_dim = latent_dim
         self.use_vae = use_vae
         self.num_kernels = len(resblock_kernel_sizes)
@@ -352,19 +356,13 @@ class AuKVAE(nn.Module):
         self.activation_post = AliasFreeActivation(SnakeBeta(channels, snake_logscale), causal=act_causal)
         self.conv_post = NormedConv(channels, 1, 7, padding=_causal(7) if causal else _same(7), bias=False)
 
-    _CONFIG_KEYS = (
-        "upsample_rates", "upsample_kernel_sizes", "upsample_initial_channel", "resblock_kernel_sizes",
-        "resblock_dilation_sizes", "downsample_rates", "downsample_channels", "latent_dim", "snake_logscale",
-        "use_vae", "causal", "act_causal", "sample_rate",
-    )  # fmt: skip
+    _CONFIG_KEYS = frozenset(VAEConfig.__dataclass_fields__)
 
     @classmethod
-    def from_config(cls, cfg: Mapping) -> AuKVAE:
-        """Build from the released ``model_init_kwargs``; training-only entries are ignored."""
-        ignored = sorted(set(cfg) - set(cls._CONFIG_KEYS))
-        if ignored:
-            logger.debug("AuKVAE ignores config entries %s", ignored)
-        return cls(**{k: cfg[k] for k in cls._CONFIG_KEYS if k in cfg})
+    def from_config(cls, cfg: VAEConfig | Mapping) -> AuKVAE:
+        """Build from a :class:`VAEConfig` or the released ``model_init_kwargs`` (training-only entries ignored)."""
+        config = cfg if isinstance(cfg, VAEConfig) else VAEConfig.from_kwargs(cfg)
+        return cls(**{name: getattr(config, name) for name in VAEConfig.__dataclass_fields__})
 
     # -- weights
 

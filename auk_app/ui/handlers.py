@@ -158,10 +158,10 @@ def knob_updates(entry: ModelEntry) -> tuple[dict, dict, dict, dict, dict]:
         )
     defaults = checkpoint.defaults  # noise_scale and start are the checkpoint's own, with no slider
     return (
-        gr.update(value=defaults["nfe"], interactive=True, label=f"nfe (Euler steps), default {defaults['nfe']}"),
-        gr.update(value=defaults["cfg"], interactive=True, label=f"cfg (guidance), default {defaults['cfg']:g}"),
-        gr.update(value=defaults["sway"], interactive=True, visible=defaults["sway"] is not None,
-                  label=f"sway, default {defaults['sway']:g}" if defaults["sway"] is not None else "sway"),
+        gr.update(value=defaults.nfe, interactive=True, label=f"nfe (Euler steps), default {defaults.nfe}"),
+        gr.update(value=defaults.cfg, interactive=True, label=f"cfg (guidance), default {defaults.cfg:g}"),
+        gr.update(value=defaults.sway, interactive=True, visible=defaults.sway is not None,
+                  label=f"sway, default {defaults.sway:g}" if defaults.sway is not None else "sway"),
         gr.update(value="", interactive=True, label="Time grid (t_grid)",
                   placeholder="empty: built from nfe and sway, e.g. 0, 0.1, 0.4, 1"),
         gr.update(value=ui_text.base_note(entry.label), elem_classes=["note"]),
@@ -175,7 +175,7 @@ def slider_knobs(entry: ModelEntry, nfe, cfg, sway, t_grid) -> tuple:
     if entry.checkpoint.is_flash:
         return None, None, None, None
     defaults = entry.checkpoint.defaults
-    moved = [None if value == defaults[name] else value for name, value in (("nfe", nfe), ("cfg", cfg), ("sway", sway))]
+    moved = [None if value == getattr(defaults, name) else value for name, value in (("nfe", nfe), ("cfg", cfg), ("sway", sway))]
     return (*moved, t_grid)
 
 

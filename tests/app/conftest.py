@@ -113,7 +113,7 @@ def flash_dir(demo_dir, tmp_path_factory) -> Path:
     model = load_auk_checkpoint(demo)
     return write_auk_checkpoint(
         tmp_path_factory.mktemp("flash_ckpt"), layout="assembled", dit=model.dit, dit_config=demo.dit_config,
-        vae=model.vae, vae_config=demo.vae_config, layer_weights=model.layer_weights, layer_scale=model.layer_scale,
+        vae=model.vae, vae_config=demo.codec_config, layer_weights=model.layer_weights, layer_scale=model.layer_scale,
         name="AuK-Flash-test", variant="flash", text_encoder=demo.text_encoder,
     )
 

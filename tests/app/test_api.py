@@ -90,8 +90,8 @@ def test_edit_with_automatic_duration_returns_exactly_the_source_length(client, 
     defaults = read_auk_checkpoint(demo_dir).defaults
     assert manifest["seed"] == 1234 and manifest["randomized_seed"] is False
     assert manifest["sample_rate"] == 24_000 and manifest["model"] == "demo"
-    assert (manifest["nfe"], manifest["cfg"], manifest["sway"], manifest["t_grid"]) == (4, defaults["cfg"],
-                                                                                      defaults["sway"], None)
+    assert (manifest["nfe"], manifest["cfg"], manifest["sway"], manifest["t_grid"]) == (4, defaults.cfg,
+                                                                                      defaults.sway, None)
     assert manifest["gen_frames"] == 30 and manifest["seconds"] == pytest.approx(0.6)
     assert {"condition", "sample", "decode", "total", "render"} <= manifest["timings"].keys()
     assert manifest["output"]["sha256"] and manifest["source"]["channels"] == 1
@@ -100,9 +100,9 @@ def test_edit_with_automatic_duration_returns_exactly_the_source_length(client, 
 def test_empty_knobs_mean_the_checkpoints_defaults(client, clips, demo_dir):
     _, _, manifest = _edit(client, clips.voice, seed=5, nfe=None)
     defaults = read_auk_checkpoint(demo_dir).defaults
-    assert (manifest["nfe"], manifest["cfg"], manifest["sway"]) == (defaults["nfe"], defaults["cfg"], defaults["sway"])
-    assert manifest["noise_scale"] == defaults["noise_scale"] < 1  # the demo samples at its declared temperature
-    assert manifest["start"] == defaults["start"] == "source"  # from the source's latents, as it was trained
+    assert (manifest["nfe"], manifest["cfg"], manifest["sway"]) == (defaults.nfe, defaults.cfg, defaults.sway)
+    assert manifest["noise_scale"] == defaults.noise_scale < 1  # the demo samples at its declared temperature
+    assert manifest["start"] == defaults.start == "source"  # from the source's latents, as it was trained
 
 
 def test_clipping_is_counted_as_the_wav_holds_it_and_headroom_avoids_it(client, clips):

@@ -58,7 +58,7 @@ def test_flash_locks_the_sampling_knobs_with_the_reason(flash_app):
     assert [u["interactive"] for u in unlocked[:4]] == [True] * 4
     defaults = demo.checkpoint.defaults
     # The sliders hold the checkpoint's real defaults (the demo's 16 steps, not the releases' 32).
-    assert [u["value"] for u in unlocked[:3]] == [defaults["nfe"], defaults["cfg"], defaults["sway"]] == [16, 0.0, -1.0]
+    assert [u["value"] for u in unlocked[:3]] == [defaults.nfe, defaults.cfg, defaults.sway] == [16, 0.0, -1.0]
     # A slider left at its default sends nothing, as an empty API knob; Flash's locked ones never send.
     assert slider_knobs(demo, 16.0, 0.0, -1.0, "") == (None, None, None, "")
     assert slider_knobs(demo, 8.0, 0.0, 0.5, "") == (8.0, None, 0.5, "")

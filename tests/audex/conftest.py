@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from auk_app.audex_demo import write_demo_snapshot
+from auk_app.demo.audex_snapshot import write_demo_snapshot
 from auk_app.audex.pipeline import AudexPipeline
 
 

@@ -3,7 +3,7 @@
 import json
 import time
 
-from auk_app.audex_demo import SHARD_NAME, write_demo_snapshot
+from auk_app.demo.audex_snapshot import SHARD_NAME, write_demo_snapshot
 from tests.audex.runs import run
 
 

@@ -10,7 +10,7 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from auk_app.audex_demo import SHARD_NAME
+from auk_app.demo.audex_snapshot import SHARD_NAME
 from auk_app.audex.thinker import arcee_config, load_thinker
 from auk_app.audex.xcodec import load_xcodec
 from auk_app.errors import CheckpointError

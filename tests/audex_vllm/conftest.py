@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from auk_app.audex_demo import shared_demo_snapshot
+from auk_app.demo.audex_snapshot import shared_demo_snapshot
 from auk_app.audex_vllm.launch import start_server, wait_until_ready
 from auk_app.audex_vllm.served_model import write_served_model
 from tests.conftest import REPO

@@ -9,6 +9,7 @@ from safetensors.torch import load_file, save_file
 
 from auk_app import FLASH_T_GRID, AuKTransformer, AuKVAE, load_auk_checkpoint
 from auk_app.auk.checkpoint import Capabilities, read_auk_checkpoint
+from auk_app.auk.configs import SamplingDefaults
 from training.checkpoint_writer import write_auk_checkpoint
 from auk_app.errors import CheckpointError
 from tests.conftest import fixture_config
@@ -47,10 +48,10 @@ def test_both_layouts_load(tmp_path, layout, variant):
     assert model.layer_weights.shape == (36,) and model.layer_scale.tolist() == [1.5]
     assert "conv_pre.weight" in model.vae.state_dict()
     if variant == "flash":
-        assert ckpt.t_grid == FLASH_T_GRID and ckpt.defaults["cfg"] == 0.0 and ckpt.defaults["sway"] is None
+        assert ckpt.t_grid == FLASH_T_GRID and ckpt.defaults.cfg == 0.0 and ckpt.defaults.sway is None
     else:
-        assert ckpt.t_grid is None and ckpt.defaults == {"nfe": 32, "cfg": 2.0, "sway": -1.0, "noise_scale": 1.0,
-                                                       "start": "noise"}
+        assert ckpt.t_grid is None and ckpt.defaults == SamplingDefaults(nfe=32, cfg=2.0, sway=-1.0, noise_scale=1.0,
+                                                                        start="noise")
     assert model.dit.rotary_embed.inv_freq.dtype == torch.float32
 
 
@@ -64,7 +65,7 @@ def test_an_assembled_config_may_declare_a_noise_scale_within_0_and_1(tmp_path, 
         with pytest.raises(CheckpointError, match="noise_scale"):
             read_auk_checkpoint(tmp_path)
     else:
-        assert read_auk_checkpoint(tmp_path).defaults["noise_scale"] == loaded
+        assert read_auk_checkpoint(tmp_path).defaults.noise_scale == loaded
 
 
 @pytest.mark.parametrize("declared", ["source", "noise", "reference", None])
@@ -74,7 +75,7 @@ def test_an_assembled_config_may_declare_the_flow_starts_at_the_source(tmp_path,
     config["defaults"]["start"] = declared
     (tmp_path / "config.json").write_text(json.dumps(config))
     if declared in ("source", "noise"):
-        assert read_auk_checkpoint(tmp_path).defaults["start"] == declared
+        assert read_auk_checkpoint(tmp_path).defaults.start == declared
     else:
         with pytest.raises(CheckpointError, match="start must be one of"):
             read_auk_checkpoint(tmp_path)
@@ -99,7 +100,7 @@ def test_release_config_references_are_resolved(tmp_path):
     _write(tmp_path)
     text = (tmp_path / "config.yaml").read_text()
     assert "${model.vae.latent_dim}" in text
-    assert read_auk_checkpoint(tmp_path).vae_config["latent_dim"] == 64
+    assert read_auk_checkpoint(tmp_path).codec_config.latent_dim == 64
 
 
 def test_bf16_weights_keep_the_stored_frequencies(tmp_path):
@@ -179,3 +180,35 @@ def test_pickle_files_are_never_read(tmp_path):
     (tmp_path / "auk_base.safetensors").write_bytes(b"\x80\x04\x95 pickle bytes")
     with pytest.raises(CheckpointError, match="not a readable safetensors file"):
         load_auk_checkpoint(tmp_path)
+
+
+_LOAD_AND_LIST_DEMO_MODULES = """
+import sys
+from auk_app.auk.checkpoint import load_auk_checkpoint
+from auk_app.auk.conditioner import load_conditioner
+from auk_app.errors import CheckpointError
+
+model = load_auk_checkpoint(sys.argv[1])
+assert type(model.vae).__name__ == "AuKVAE" and model.checkpoint.text_encoder.reads_audio
+try:  # the release's text encoder is looked up too; there is no Qwen snapshot here
+    load_conditioner(model.checkpoint.text_encoder, None)
+except CheckpointError:
+    pass
+print(sorted(name for name in sys.modules if name == "auk_app.demo" or name.startswith("auk_app.demo.")))
+"""
+
+
+@pytest.mark.parametrize("layout", ["release", "assembled"])
+def test_loading_a_release_imports_nothing_of_the_demo(tmp_path, layout):
+    """The codec and text-encoder registry imports the demo's harmonic codec and MiniLM only for a
+    checkpoint that names them; a fresh interpreter loads a BigVGAN-flow + Qwen checkpoint without them."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    _write(tmp_path, layout=layout, flow=False)
+    repo = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", _LOAD_AND_LIST_DEMO_MODULES, str(tmp_path)], cwd=repo,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "[]"

@@ -8,7 +8,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from auk_app import AuKTransformer, load_auk_checkpoint
-from auk_app.auk.harmonic_codec import HarmonicNoiseCodec
+from auk_app.demo.harmonic_codec import HarmonicNoiseCodec
 from auk_app.errors import CheckpointError
 from training.checkpoint_writer import write_auk_checkpoint
 from training.codec import build_codec, fit_statistics

@@ -36,8 +36,9 @@ from transformers import ArceeForCausalLM, PreTrainedTokenizerFast, XcodecConfig
 
 from auk_app.audex.thinker import AUDIOGEN_SUBDIR, FULL_SUBDIR, INDEX_FILE, arcee_config
 from auk_app.audex.tta import AUDEX_AUDIOCODEC_VOCAB_SIZE
+from auk_app.resolve import AUDEX_SHARD
 
-SHARD_NAME = "model-00001-of-00002.safetensors"  # the real index names shard 1 of the full folder
+SHARD_NAME = AUDEX_SHARD  # the real index names shard 1 of the full folder
 _CHAT_MARKERS = ("<|im_start|>", "<|im_end|>", "<|text to audio|>", "<think>", "</think>")
 _WORDS = (
     "system user assistant you are a an the helpful and harmless not allowed to use any tools "

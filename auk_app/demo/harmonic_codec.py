@@ -1,5 +1,8 @@
 """A parametric harmonic-plus-noise codec with AuK's codec interface (the demo model's codec).
 
+A checkpoint names it ``harmonic_noise`` in its config's ``vae.codec``; :mod:`auk_app.auk.registry`
+imports this module only then.
+
 Legend: b batch, T samples, n frames (one per ``hop`` samples, T ≤ n·hop), L latent channels.
 
 Every 20 ms frame is described by numbers a small DiT can edit with simple moves:
@@ -43,12 +46,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 from numpy.lib.stride_tricks import sliding_window_view
 from torch import nn
+
+from auk_app.auk.configs import HOP, SAMPLE_RATE, frozen
 
 CODEC_NAME = "harmonic_noise"
 F0_REFERENCE_HZ = 220.0
@@ -65,14 +72,47 @@ LOWPASS_TAPER_HZ = 500.0  # the YIN low-pass falls linearly to zero over this sp
 TAPER_HZ = 1000.0  # harmonics fade out over this span below the top frequency
 
 
+@dataclass(frozen=True)
+class HarmonicCodecConfig:
+    """The codec's settings (a config's ``model_init_kwargs``); see :class:`HarmonicNoiseCodec`."""
+
+    sample_rate: int = SAMPLE_RATE
+    hop: int = HOP
+    f0_copies: int = 2
+    f0_fine_copies: int = 2
+    f0_circle_semitones: tuple[float, ...] = (1.0,)
+    length_code_freqs: tuple[float, ...] = ()
+    harmonics: int = 40
+    noise_band_edges_hz: tuple[float, ...] = (0.0, 12_000.0)
+    f0_range_hz: tuple[float, ...] = (50.0, 1100.0)
+    voicing_aperiodicity: float = 0.4
+    yin_lowpass_hz: float | None = None
+    silence_db: float = -70.0
+    floor_db: float = -100.0
+    top_hz: float = 11_000.0
+    noise_seed: int = 0
+    posterior_std: float = 0.01
+
+    @classmethod
+    def from_kwargs(cls, kwargs: Mapping[str, Any]) -> HarmonicCodecConfig:
+        """From a config's settings; one this codec does not know raises ValueError naming it."""
+        unknown = sorted(set(kwargs) - {f.name for f in fields(cls)})
+        if unknown:
+            raise ValueError(f"unknown harmonic_noise codec settings {unknown}")
+        return cls(**{k: frozen(v) for k, v in kwargs.items()})
+
+
 class HarmonicNoiseCodec(nn.Module):
     """Waveform [b, T] ↔ normalised latents [b, n, L]; same methods as :class:`AuKVAE`."""
+
+    config_type = HarmonicCodecConfig
+    description = "AuK harmonic-noise codec"  # what a key mismatch of its weight file names
 
     def __init__(
         self,
         *,
-        sample_rate: int = 24_000,
-        hop: int = 480,
+        sample_rate: int = SAMPLE_RATE,
+        hop: int = HOP,
         f0_copies: int = 2,
         f0_fine_copies: int = 2,
         f0_circle_semitones: Sequence[float] = (1.0,),
@@ -123,17 +163,10 @@ class HarmonicNoiseCodec(nn.Module):
         self.register_buffer("latent_mean", torch.zeros(self.latent_dim))
         self.register_buffer("latent_std", torch.ones(self.latent_dim))
 
-    _CONFIG_KEYS = (
-        "sample_rate", "hop", "f0_copies", "f0_fine_copies", "f0_circle_semitones", "length_code_freqs", "harmonics",
-        "noise_band_edges_hz", "f0_range_hz", "voicing_aperiodicity", "yin_lowpass_hz", "silence_db", "floor_db", "top_hz", "noise_seed", "posterior_std",
-    )  # fmt: skip
-
     @classmethod
-    def from_config(cls, cfg: Mapping) -> HarmonicNoiseCodec:
-        unknown = sorted(set(cfg) - set(cls._CONFIG_KEYS))
-        if unknown:
-            raise ValueError(f"unknown harmonic_noise codec settings {unknown}")
-        return cls(**cfg)
+    def from_config(cls, cfg: HarmonicCodecConfig | Mapping) -> HarmonicNoiseCodec:
+        config = cfg if isinstance(cfg, HarmonicCodecConfig) else HarmonicCodecConfig.from_kwargs(cfg)
+        return cls(**asdict(config))
 
     def load_weights(self, path: str | Path, *, device: str | torch.device | None = None) -> tuple[list[str], list[str]]:
         """Load the latent statistics; returns ``(missing, unexpected)`` key lists like AuKVAE."""
