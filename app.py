@@ -113,7 +113,8 @@ def server_address(args: argparse.Namespace) -> tuple[str, int]:
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     # Heavy imports after argument parsing, so --help is instant.
-    from auk_app import ui
+    from auk_app.ui.app import build_demo, launch_options
+    from auk_app.ui.text import serving_line
     from auk_app.errors import AppError
     from auk_app.service import Studio, StudioConfig
 
@@ -133,9 +134,9 @@ def main(argv: list[str] | None = None) -> None:
     except AppError as exc:  # one sentence and status 2, as `python -m auk_app` answers a bad request
         print(f"AuK Studio cannot start: {exc}", file=sys.stderr)
         sys.exit(2)
-    print(ui.serving_line(studio.info()), flush=True)
-    demo = ui.build_demo(studio)
-    demo.launch(server_name=host, server_port=port, share=args.share, **ui.launch_options())
+    print(serving_line(studio.info()), flush=True)
+    demo = build_demo(studio)
+    demo.launch(server_name=host, server_port=port, share=args.share, **launch_options())
 
 
 if __name__ == "__main__":

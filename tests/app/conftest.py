@@ -79,10 +79,10 @@ def port() -> int:
 @contextlib.contextmanager
 def launched(studio):
     """The app over ``studio`` on a free port, closed at the end."""
-    from auk_app import ui
+    from auk_app.ui.app import build_demo, launch_options
 
-    demo = ui.build_demo(studio)
-    _, url, _ = demo.launch(prevent_thread_lock=True, server_port=free_port(), quiet=True, **ui.launch_options())
+    demo = build_demo(studio)
+    _, url, _ = demo.launch(prevent_thread_lock=True, server_port=free_port(), quiet=True, **launch_options())
     try:
         yield SimpleNamespace(url=url, demo=demo, studio=studio)
     finally:

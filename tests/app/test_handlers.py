@@ -207,8 +207,8 @@ def test_the_pages_edit_returns_the_audio_before_its_figure_is_drawn(handlers, c
 
 
 def test_the_audio_is_set_by_an_event_that_does_not_draw_and_figures_are_warm_at_build(app, monkeypatch):
-    from auk_app import ui
     from auk_app.ui import figures
+    from auk_app.ui.app import build_demo
 
     fns = {getattr(f.fn, "__name__", ""): (index, f) for index, f in app.demo.fns.items()}
     page_index, page = fns["_edit_from_ui"]
@@ -219,7 +219,7 @@ def test_the_audio_is_set_by_an_event_that_does_not_draw_and_figures_are_warm_at
     assert [block.elem_id for block in figure.outputs][0] == "edit-figure"
     calls = []
     monkeypatch.setattr(figures, "warm_up", lambda: calls.append("warm"))
-    ui.build_demo(app.studio)
+    build_demo(app.studio)
     assert calls == ["warm"]
 
 

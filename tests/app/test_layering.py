@@ -60,3 +60,46 @@ def test_models_and_pipelines_do_not_import_the_app_layer():
     } | {f"auk_app.ui.{p.stem}" for p in UI_PACKAGE.glob("*.py")} | {"auk_app.ui"}
     for path in [*PACKAGE.glob("auk/*.py"), *PACKAGE.glob("audex/*.py")]:
         assert not (_modules(path) & app_layer), path
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """Module → the package's modules it imports (a package's ``__init__`` is the package's node)."""
+    graph = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        graph[name] = _modules(path) - {name}
+    return graph
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle of ``graph``, or None (depth-first search for a back edge)."""
+    state: dict[str, str] = {}
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = "open"
+        path.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == "open":
+                return path[path.index(nxt):] + [nxt]
+            if nxt not in state and (found := visit(nxt)):
+                return found
+        state[node] = "done"
+        path.pop()
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (found := visit(node)):
+            return found
+    return None
+
+
+def test_the_cycle_finder_finds_one():
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b"}, "b": set(), "c": {"a", "b"}}) is None
+
+
+def test_no_module_imports_itself_round_a_circle():
+    """No import circles, deferred imports included: each module can be read bottom up."""
+    assert _cycle(_import_graph()) is None
