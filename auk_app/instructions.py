@@ -395,7 +395,12 @@ def _template_pattern(template: str) -> re.Pattern:
     return re.compile("(?:.+?)".join(re.escape(re.sub(r"\s+", " ", part)) for part in parts), re.IGNORECASE)
 
 
-_TEMPLATE_PATTERNS = [(key, _template_pattern(text)) for key, pair in TEMPLATES.items() for text in set(pair)]
+# Most literal wording first: "Remove '{text}'." also matches the whole of "Remove 'a' before 'b'.".
+_TEMPLATE_PATTERNS = [
+    (key, _template_pattern(text))
+    for key, text in sorted(((key, text) for key, pair in TEMPLATES.items() for text in set(pair)),
+                            key=lambda item: -len(re.sub(r"\{\w+\}", "", item[1])))
+]
 
 
 def template_key(instruction: str) -> str | None:

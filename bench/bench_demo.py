@@ -33,6 +33,7 @@ from auk_app import instructions
 from auk_app.auk.configs import SAMPLE_RATE as RATE
 from auk_app.auk.request import EditRequest
 from auk_app.check import Clip, EditCheck, check, rank
+from auk_app.config import Limits
 from auk_app.service import DEMO_DIR, Studio, StudioConfig
 from training.data import Example, heldout_cases
 from training.evaluation import FAMILIES, LEVEL, PITCH, TONE_F0, evaluate_family, score_clip
@@ -119,7 +120,7 @@ def check_study(edit: SeededEdit, clips: int, seed: int = 0, materials=("tone", 
             rows.append(_row(case, 0, check(case.instruction, None, out, RATE), _bench_got(case, out)))
     chinese = []
     for key, fields in CHINESE_WRONG:
-        instruction = instructions.build(key, fields, source_seconds=3.0, language=instructions.ZH).instruction
+        instruction = instructions.build(key, fields, source_seconds=3.0, limits=Limits(), language=instructions.ZH).instruction
         for material in materials:
             case = heldout_cases(key, 1, seed, material)[0]
             out = edit(case.source, instruction, case.seconds, 0)

@@ -15,6 +15,7 @@ from auk_app import instructions
 from auk_app.check import (
     MEASURED, UNMEASURED, Clip, EditCheck, check, rank, target_from_fields, target_from_text, template_fields,
 )
+from auk_app.config import Limits
 from auk_app.dsp import resample
 
 RATE = 24000
@@ -54,7 +55,7 @@ def gain(wav: np.ndarray, db: float) -> np.ndarray:
     ("speed", {"amount": "0.75"}, 0.75),
 ])
 def test_builder_templates_parse_back_to_their_fields_and_target(language, key, fields, asked):
-    instruction = instructions.build(key, fields, source_seconds=3.0, language=language).instruction
+    instruction = instructions.build(key, fields, source_seconds=3.0, limits=Limits(), language=language).instruction
     assert target_from_fields(key, fields).asked == asked
     assert target_from_text(instruction).asked == asked
     parsed_key, parsed = template_fields(instruction)
@@ -64,7 +65,7 @@ def test_builder_templates_parse_back_to_their_fields_and_target(language, key, 
 def test_every_builder_task_is_measured_or_says_why_not():
     for key in instructions.TASKS_BY_KEY:
         for language in instructions.LANGUAGES:
-            built = instructions.build(key, {"text": "hi", "original": "there"}, source_seconds=3.0, language=language)
+            built = instructions.build(key, {"text": "hi", "original": "there"}, source_seconds=3.0, limits=Limits(), language=language)
             target = target_from_text(built.instruction)
             assert target.task in MEASURED or target.reason == UNMEASURED[key], (key, language)
     for mode in ("Remove noise", "Remove noise and reverberation"):

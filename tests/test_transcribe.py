@@ -23,6 +23,7 @@ from auk_app.check.transcribe import (
     load_lm_head, score_transcript,
 )
 from auk_app.check.wer import error_rate, normalize
+from auk_app.config import Limits
 from auk_app.errors import CheckpointError
 from tests.qwen_snapshot import write_tiny_qwen_snapshot
 
@@ -151,7 +152,7 @@ def test_a_word_edit_that_did_nothing_fails_even_under_the_tolerance():
 @pytest.mark.parametrize("language", instructions.LANGUAGES)
 def test_target_text_comes_from_the_tts_and_word_edit_templates(language):
     def built(key, **fields):
-        return instructions.build(key, fields, source_seconds=3.0, language=language).instruction
+        return instructions.build(key, fields, source_seconds=3.0, limits=Limits(), language=language).instruction
 
     tts = content_target(built("zero_shot_tts", text="Ladies and gentlemen, it's an honor."))
     assert (tts.task, tts.expected()) == ("zero_shot_tts", "Ladies and gentlemen, it's an honor.")

@@ -36,7 +36,6 @@ check also needs the result nearer the edited text than the unedited source tran
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,10 +44,9 @@ import torch
 from safetensors import safe_open
 
 from auk_app.check.result import AT_MOST, EditCheck, unmeasured
-from auk_app.check.targets import _fields_pattern, template_fields
+from auk_app.check.targets import template_fields
 from auk_app.check.wer import error_rate, is_cjk, normalize
 from auk_app.errors import CheckpointError
-from auk_app.instructions import TEMPLATES
 
 CONTENT = "content"
 WER_TOLERANCE = 0.2
@@ -214,7 +212,7 @@ def content_target(instruction: str) -> ContentTarget | None:
     """The content target of an instruction that follows a cookbook template for zero-shot or
     instruct TTS ('Say the following with the same voice: "{text}"') or a word edit ("Replace
     '{original}' with '{text}'.", "把‘{original}’改成‘{text}’", lyric edits); None otherwise."""
-    parsed = _word_edit_fields(instruction) or template_fields(instruction)
+    parsed = template_fields(instruction)
     if parsed is None:
         return None
     key, fields = parsed
@@ -224,23 +222,6 @@ def content_target(instruction: str) -> ContentTarget | None:
         return ContentTarget(key, fields["text"].strip(), fields.get("original", "").strip(), fields["mode"])
     if key == "lyric_edit":
         return ContentTarget(key, fields["text"].strip(), fields["original"].strip(), "Replace")
-    return None
-
-
-# The content-edit templates, most literal words first: "Remove '{text}'." also matches the whole
-# of "Remove 'a' before 'b'.", and ``instructions.template_key`` takes the first in table order.
-_WORD_EDIT_PATTERNS = sorted(
-    ((key.partition(":")[2], _fields_pattern(text)) for key, pair in TEMPLATES.items()
-     if key.startswith("content_edit:") for text in pair),
-    key=lambda item: -len(re.sub(r"\(\?P<\w+>[^)]*\)", "", item[1].pattern)),
-)
-
-
-def _word_edit_fields(instruction: str) -> tuple[str, dict[str, str]] | None:
-    text = " ".join(instruction.split())
-    for mode, pattern in _WORD_EDIT_PATTERNS:
-        if match := pattern.fullmatch(text):
-            return "content_edit", {**match.groupdict(), "mode": mode}
     return None
 
 

@@ -183,8 +183,8 @@ def test_every_cookbook_template_is_recognised_as_its_own_task(key, language):
     if chosen.variant:
         fields[chosen.variant] = key.split(":", 1)[1]
     recognised = instructions.template_key(chosen.render(fields, language))
-    # §1.1 has one template for both languages; Remove '{text}' before/after is also a plain Remove.
-    assert recognised == key or recognised.split(":")[0] == chosen.key
+    # The most literal template wins: "Remove 'a' before 'b'." is Remove before, not a plain Remove.
+    assert recognised == key
 
 
 DEMO_TASKS = ("volume", "pitch", "enhance:Remove noise", "sine_tone")
