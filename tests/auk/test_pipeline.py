@@ -283,7 +283,8 @@ def test_bad_requests_are_refused_when_built(request_, message):
 )
 def test_precision_recipes_keep_weights_and_autocast_as_named(weights, tmp_path, dtype, weights_dtype, matmul_dtype):
     """autocast-bf16 is upstream's recipe: float32 weights, bf16 matmuls under autocast (CPU has it too)."""
-    pipeline = AuKPipeline(weights / "AuK", text_encoder_path=weights / "Qwen2.5-Omni-3B", device="cpu", dtype=dtype)
+    pipeline = AuKPipeline(weights / "AuK", text_encoder_path=weights / "Qwen2.5-Omni-3B", device="cpu", dtype=dtype,
+                           limits=Limits())
     seen = []
 
     def record(module, inputs, output):
