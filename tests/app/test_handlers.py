@@ -72,10 +72,11 @@ def test_builder_fields_follow_the_task(handlers):
     assert mode["visible"] and mode["choices"] == ["Increase", "Decrease"] and amount["value"] == "10"
     assert not text["visible"] and not original["visible"] and not option["visible"]
     preview, built = handlers.preview("speed", None, None, None, None, "2.0", 3.0)
-    assert built == {"instruction": "Adjust the speech speed to 2.0x.", "seconds": 1.5}
+    assert built == {"instruction": "Adjust the speech speed to 2.0x.", "seconds": 1.5, "task": "speed",
+                     "fields": {"mode": None, "text": None, "original": None, "option": None, "amount": "2.0"}}
     assert "1.5 s" in preview and "source 3.00 s ÷ 2" in preview
     _, built = handlers.preview("speed", None, None, None, None, "2.0", 3.0, "zh")
-    assert built == {"instruction": "将语速调整为2.0倍。", "seconds": 1.5}
+    assert built["instruction"] == "将语速调整为2.0倍。" and built["seconds"] == 1.5 and built["task"] == "speed"
 
 
 def test_gpu_budgets_grow_with_the_request(handlers):
@@ -190,7 +191,7 @@ def test_the_pages_edit_returns_the_audio_before_its_figure_is_drawn(handlers, c
         return draw(*args, **kwargs)
 
     monkeypatch.setattr(figures, "before_after", held)
-    audio, figure, manifest, state = asyncio.run(handlers.edit_from_ui(
+    audio, figure, manifest, state, *_ = asyncio.run(handlers.edit_from_ui(
         str(clips.voice), "Decrease the volume by 10 dB.", nfe=16, cfg=0, sway=-1, seed=3, randomize_seed=False,
         progress=lambda *a, **k: None))
     assert not drawing.is_set() and figure is None  # the audio arrived with no drawing begun
