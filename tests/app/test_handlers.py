@@ -239,3 +239,29 @@ def test_the_example_clips_are_small_shipped_files_listed_on_the_page(app):
     listed = next(b for b in app.demo.blocks.values() if isinstance(b, gr.Dataset) and b.elem_id == "clip-examples")
     assert [Path(sample[0]).name for sample in listed.samples] == names
     assert all(sample[1] for sample in listed.samples)  # each with an instruction the demo model does
+
+
+def test_a_request_of_n_candidates_holds_n_places_in_the_model_queue(handlers):
+    from auk_app.ui.handlers import inputs_of
+    from auk_app.ui.runs import Admission, Busy
+
+    at = inputs_of(handlers.edit_audio).index("candidates")
+    assert at == inputs_of(handlers.edit_from_ui).index("candidates")  # both edits count alike
+    waiting = SimpleNamespace(_id="a", fn=SimpleNamespace(api_name="edit_audio"),
+                              data=SimpleNamespace(data=[None] * at + [6]))
+    queue = SimpleNamespace(event_queue_per_concurrency_id={"auk": SimpleNamespace(queue=[waiting])}, active_jobs=[])
+    admission = Admission(api_names=("edit_audio",), weights={"edit_audio": at})
+    admission.bind(SimpleNamespace(_queue=queue), cap=16)
+    admission.reserve(8)  # 6 waiting + 8 = 14
+    admission.reserve(2)  # 16: full
+    with pytest.raises(Busy, match=r"16 runs are already waiting for the model, the most it queues is 16 "
+                                   r"\(this request asks for 4\)"):
+        admission.check_room(4)
+    empty = Admission(api_names=("edit_audio",), weights={"edit_audio": at})
+    empty.bind(SimpleNamespace(_queue=SimpleNamespace(event_queue_per_concurrency_id={}, active_jobs=[])), cap=4)
+    empty.reserve(8)  # one request always fits an empty queue, however many candidates it asks for
+
+
+def test_gpu_budget_grows_with_the_candidates(handlers):
+    one, four = (handlers.edit_gpu_seconds(None, "Hi.", nfe=8, seconds=5, candidates=n) for n in (1, 4))
+    assert one < four <= 180
