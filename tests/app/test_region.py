@@ -65,6 +65,9 @@ def test_a_region_edit_reports_the_regions_own_level_change(client, long_clip):
     measured = 20 * np.log10(np.sqrt(np.mean(out[part] ** 2)) / np.sqrt(np.mean(source[part] ** 2)))
     assert manifest["region_level_change"]["rms_dbfs"] == pytest.approx(measured, abs=0.05)
     assert manifest["region_level_change"]["rms_dbfs"] < -6  # the whole file's change is diluted by 36 s
+    # The edit check measures the region alone too: its LUFS change, near the region's RMS change.
+    assert manifest["check"]["task"] == "volume" and manifest["check"]["asked"] == -10.0
+    assert manifest["check"]["got"] == pytest.approx(measured, abs=1.5)
     assert manifest["level_change"]["rms_dbfs"] > -2
 
 
