@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -265,3 +266,22 @@ def test_a_request_of_n_candidates_holds_n_places_in_the_model_queue(handlers):
 def test_gpu_budget_grows_with_the_candidates(handlers):
     one, four = (handlers.edit_gpu_seconds(None, "Hi.", nfe=8, seconds=5, candidates=n) for n in (1, 4))
     assert one < four <= 180
+
+
+def test_stop_stops_every_candidate_and_progress_counts_their_steps_together(app, clips):
+    from auk_app.auk.request import EditRequest
+    from auk_app.errors import Cancelled
+
+    stop, reports = threading.Event(), []
+
+    def progress(phase, done, total):
+        reports.append((phase, done, total))
+        if phase == "sample" and done >= 3:
+            stop.set()
+
+    request = EditRequest("Decrease the volume by 6 dB.", audio=str(clips.voice), nfe=8, seed=1)
+    with pytest.raises(Cancelled):
+        app.studio.edit_candidates(request, "demo", candidates=3, progress=progress, should_stop=stop.is_set)
+    steps = [(done, total) for phase, done, total in reports if phase == "sample"]
+    assert steps and all(total == 24 for _, total in steps)  # 3 candidates × 8 steps, in all
+    assert max(done for done, _ in steps) < 24  # none of them ran on to its end
