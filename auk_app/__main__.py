@@ -2,8 +2,12 @@
 
     python -m auk_app edit --input in.wav --instruction "Raise the pitch by 2 semitones." --output out.wav
 
-Prints the result record (seed, knobs, frames, timings) as JSON on stdout. A request that cannot
-be served prints one sentence on stderr, exits with status 2 and writes no file.
+Prints the result record (seed, knobs, frames, timings) and its edit check ("check": task, asked,
+got, unit, tolerance, pass, and the line "asked −6 dB · got −5.9 dB ✓", also on stderr) as JSON on
+stdout. --candidates N runs seeds seed … seed+N−1 together and writes the best by the check to
+--output and every other one beside it as <output>_seed<seed>.wav; "candidates" lists all, best
+first. A request that cannot be served prints one sentence on stderr, exits with status 2 and
+writes no file.
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ def _parser() -> argparse.ArgumentParser:
     edit.add_argument("--sway", type=float)
     edit.add_argument("--t-grid", help="comma-separated time grid, e.g. 0,0.3,0.7,1")
     edit.add_argument("--seed", type=int)
+    edit.add_argument("--candidates", type=int, default=1,
+                      help="run this many seeds (seed, seed+1, …; 1–8) together and keep the best by the edit check")
     edit.add_argument("--region", type=float, nargs=2, metavar=("START", "END"),
                       help="edit only these seconds of --input (up to 30 s of a file of up to 10 minutes); "
                            "the whole file is written, --seconds is then the region's new length")
@@ -78,10 +84,11 @@ def check_output(path: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     from auk_app.audio_io import write_wav
-    from auk_app.auk.request import EditRequest
+    from auk_app.auk.request import EditRequest, check_candidates
     from auk_app.service import Studio, StudioConfig
 
     try:
+        candidates = check_candidates(args.candidates)
         check_output(args.output)
         studio = Studio(StudioConfig(
             extra_auk=(args.checkpoint,) if args.checkpoint else (), qwen=args.qwen, device=args.device,
@@ -93,16 +100,37 @@ def main(argv: list[str] | None = None) -> int:
             region_start=args.region[0] if args.region else None, region_end=args.region[1] if args.region else None,
             limits=studio.config.limits,
         )
-        result, _ = studio.edit(request, args.checkpoint.name if args.checkpoint else "auto")
-        write_wav(args.output, result.wav, result.sample_rate)
+        made, _ = studio.edit_candidates(request, args.checkpoint.name if args.checkpoint else "auto",
+                                         candidates=candidates)
+        table = []
+        for candidate in made:
+            path = args.output if candidate.rank == 1 else candidate_path(args.output, candidate.result.record.seed)
+            write_wav(path, candidate.result.wav, candidate.result.sample_rate)
+            table.append({"rank": candidate.rank, "seed": candidate.result.record.seed, "file": str(path),
+                          "check": _check_entry(candidate)})
     except AppError as error:
         print(error, file=sys.stderr)
         return 2
     except Exception as error:  # a bug or the disk: still one sentence, and no half-written file
         print(f"The edit failed unexpectedly ({type(error).__name__}: {error}).", file=sys.stderr)
         return 2
-    print(json.dumps(asdict(result.record), indent=1))
+    best = made[0]
+    print(f"check: {best.check.display()}", file=sys.stderr)
+    output = {**asdict(best.result.record), "check": table[0]["check"]}
+    if candidates > 1:
+        output["candidates"] = table
+    print(json.dumps(output, indent=1, ensure_ascii=False))
     return 0
+
+
+def candidate_path(output: Path, seed: int) -> Path:
+    """Where a candidate other than the best is written: beside --output, named by its seed."""
+    return output.with_name(f"{output.stem}_seed{seed}{output.suffix or '.wav'}")
+
+
+def _check_entry(candidate) -> dict:
+    return {**candidate.check.to_manifest(), "display": candidate.check.display(),
+            "seconds": round(candidate.check_seconds, 4)}
 
 
 if __name__ == "__main__":

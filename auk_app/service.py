@@ -8,10 +8,15 @@ except what is reported to the user and which Audex snapshot is used.
 
 from __future__ import annotations
 
+import contextvars
+import logging
 import threading
-from dataclasses import asdict, dataclass, field
+import time
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from auk_app import instructions, resolve
 from auk_app.audex.request import TRAINED_SECONDS, AudexRequest, TextToAudioResult
@@ -20,9 +25,10 @@ from auk_app.auk.checkpoint import AuKCheckpoint, read_auk_checkpoint
 from auk_app.auk.pipeline import AuKPipeline
 from auk_app.auk.plan import plan_edit
 from auk_app.auk.registry import QWEN_OMNI
-from auk_app.auk.request import EditRequest, EditResult
+from auk_app.auk.request import EditRequest, EditResult, check_candidates
+from auk_app.check import Clip, EditCheck, Target, check, rank, target_from_text, unmeasured
 from auk_app.config import Limits
-from auk_app.errors import InputError
+from auk_app.errors import Cancelled, InputError
 from auk_app.progress import Progress, ShouldStop, silent
 from auk_app.runtime import pick_device, pick_precision
 from auk_app.validate import shown
@@ -34,6 +40,7 @@ AUDEX_DEMO_SECONDS = 3.0  # the tiny demo LM on a CPU: a few seconds keep a run 
 AUDEX_RUN = "Sampling"  # the progress phases of text_to_audio's runs
 AUDEX_COMPARISON_RUN = "Comparison run without the mask"
 DEMO_DIR = Path(__file__).resolve().parent.parent / "assets" / "AuK-Tiny"
+log = logging.getLogger(__name__)
 GET_WEIGHTS = (
     f"The released weights are not on this machine. Download them with `{resolve.AUK_BASE.download_command}` "
     f"and `{resolve.QWEN_OMNI.download_command}`, then restart."
@@ -50,6 +57,17 @@ class ModelEntry:
     label: str
     checkpoint: AuKCheckpoint
     demo: bool
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One seed of an edit, checked: ``check`` measures the result against what was asked, in
+    ``check_seconds``; ``rank`` is its place among the request's candidates (1 is the best)."""
+
+    result: EditResult
+    check: EditCheck
+    check_seconds: float
+    rank: int = 1
 
 
 @dataclass(frozen=True)
@@ -206,6 +224,39 @@ class Studio:
                 self._running[entry.key] -= 1
                 self._editing.notify_all()
 
+    def edit_candidates(self, request: EditRequest, model: str | None = None, *, candidates: int = 1,
+                        target: Target | None = None, progress=None, should_stop=None,
+                        ) -> tuple[list[Candidate], ModelEntry]:
+        """``candidates`` seeds of ``request`` (its seed, seed+1, …), each checked against ``target``
+        (default: what the instruction's text asks for), best first by :func:`auk_app.check.rank`.
+
+        Each candidate runs in a thread of its own through the same pipeline, so the step batcher
+        solves them as one batch; ``should_stop`` stops them all and ``progress`` sees the steps of all
+        of them summed. Any candidate's failure (Stop included) fails the request."""
+        n = check_candidates(candidates)
+        entry = self.entry(model)
+        target = target_from_text(request.instruction) if target is None else target
+        seeds = [(request.seed + i) % 2**63 for i in range(n)]
+        requests = [request if i == 0 else replace(request, seed=seed) for i, seed in enumerate(seeds)]
+        source = _SharedSource()
+        if target.measurable and request.audio is not None:  # the source's pYIN while the model runs
+            threading.Thread(target=source.measure, args=(request, entry, self.config.limits), daemon=True,
+                             name="check-source").start()
+        steps = _OverallProgress(progress, n)
+
+        def one(i: int) -> tuple[EditResult, EditCheck, float]:
+            result, _ = self.edit(requests[i], model, progress=steps.of(i), should_stop=should_stop)
+            started = time.perf_counter()
+            return result, _checked(target, source, result), time.perf_counter() - started
+
+        if n == 1:
+            made = [one(0)]
+        else:
+            made = _in_threads(one, n)
+        order = {id(c): k for k, c in enumerate(rank([c for _, c, _ in made]))}
+        ranked = sorted((Candidate(r, c, s, order[id(c)] + 1) for r, c, s in made), key=lambda c: c.rank)
+        return ranked, entry
+
     def _enter(self, entry: ModelEntry) -> AuKPipeline:
         """The entry's pipeline, counted as running an edit. Edits of the resident model run side by
         side (they share DiT steps); one of another model waits until they are done, so a switch
@@ -301,3 +352,111 @@ class Studio:
             },
         }
 
+
+
+# ----------------------------------------------------------------------------- candidates and checks
+
+
+def check_parts(result: EditResult) -> tuple[np.ndarray | None, np.ndarray]:
+    """What the edit check compares: the source and the result at the result's rate, or for a region
+    edit the region before and after (the rest of the file is the source, unchanged)."""
+    record, rate = result.record, result.sample_rate
+    if record.region is None or result.source is None:
+        return result.source, result.wav
+    start = round(record.region[0] * rate)
+    return (result.source[start:round(record.region[1] * rate)],
+            result.wav[start:start + round(record.region_seconds * rate)])
+
+
+class _SharedSource:
+    """The source as one check Clip for all candidates, so its measures (pYIN) are taken once, and
+    taken while the model runs (``measure``) rather than after it."""
+
+    def __init__(self) -> None:
+        self._clip: Clip | None = None
+        self._lock = threading.Lock()
+
+    def clip(self, wav: np.ndarray, rate: int) -> Clip:
+        with self._lock:
+            if self._clip is None:
+                self._clip = Clip(wav, rate)
+            return self._clip
+
+    def measure(self, request: EditRequest, entry: ModelEntry, limits) -> None:
+        """Take the source's measures from the request's own plan (the clip as the run reads it; an
+        upload is decoded once, so planning again costs a resampling). A failure here is the run's
+        own to report: the check then measures the source itself."""
+        try:
+            plan = plan_edit(request, entry.checkpoint, limits)
+            wav, rate = plan.source, entry.checkpoint.sample_rate
+            if plan.region is not None:
+                wav = wav[round(request.region[0] * rate):round(request.region[1] * rate)]
+            clip = self.clip(wav, rate)
+            clip.f0, clip.envelope, clip.loudness, clip.active  # noqa: B018: cached for the checks
+        except Exception:  # noqa: BLE001
+            log.debug("measuring the source ahead of the check failed", exc_info=True)
+
+
+def _checked(target: Target, source: _SharedSource, result: EditResult) -> EditCheck:
+    """The edit check of one result; a failure of the check itself (a bug) never fails the edit."""
+    before, after = check_parts(result)
+    try:
+        clip = None if before is None else source.clip(before, result.sample_rate)
+        return check(target, clip, after, result.sample_rate)
+    except Exception as exc:  # noqa: BLE001: the edit is done; its check says what went wrong
+        log.exception("edit check failed")
+        return unmeasured(target.task, f"the check failed ({type(exc).__name__})")
+
+
+class _OverallProgress:
+    """One progress for N candidates: their sampling steps summed (step k of N·nfe in all); the other
+    phases (load, condition, decode) as the first candidate reports them."""
+
+    def __init__(self, progress, n: int) -> None:
+        self.progress, self.n = progress, n
+        self._steps: dict[int, tuple[int, int]] = {}
+        self._lock = threading.Lock()
+
+    def of(self, i: int):
+        if self.progress is None:
+            return None
+        if self.n == 1:
+            return self.progress
+
+        def report(phase: str, done: int, total: int) -> None:
+            if phase != "sample":
+                if i == 0:
+                    self.progress(phase, done, total)
+                return
+            with self._lock:
+                self._steps[i] = (done, total)
+                done_all = sum(d for d, _ in self._steps.values())
+                total_all = max(sum(t for _, t in self._steps.values()), total * self.n)
+            self.progress(phase, done_all, total_all)
+
+        return report
+
+
+def _in_threads(work, n: int) -> list:
+    """``work(i)`` for i < n, each in its own thread inside a copy of this thread's context (where
+    Gradio finds the request's progress bar); the results in order, or the first failure raised
+    (a Stop, which every candidate sees, as the Cancelled it is)."""
+    results: list = [None] * n
+    errors: list[BaseException | None] = [None] * n
+
+    def run(i: int) -> None:
+        try:
+            results[i] = work(i)
+        except BaseException as exc:  # noqa: BLE001: re-raised in the calling thread
+            errors[i] = exc
+
+    threads = [threading.Thread(target=contextvars.copy_context().run, args=(run, i), name=f"candidate-{i}",
+                                daemon=True) for i in range(n)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    failed = [e for e in errors if e is not None]
+    if failed:
+        raise next((e for e in failed if isinstance(e, Cancelled)), failed[0])
+    return results

@@ -103,3 +103,29 @@ def test_an_output_that_cannot_be_written_is_refused_before_anything_loads(tmp_p
     err = capsys.readouterr().err
     assert status == 2 and "cannot be written" in err and words in err and err.strip().count("\n") == 0, err
     assert set(tmp_path.rglob("*")) - before == {tmp_path / "good.wav"}
+
+
+def test_candidates_are_written_checked_and_listed_best_first(tmp_path, capsys):
+    source, out = _input(tmp_path, "good"), tmp_path / "out.wav"
+    status = main(["edit", "--input", str(source), "--instruction", "Decrease the volume by 6 dB.",
+                   "--output", str(out), "--nfe", "2", "--seed", "7", "--candidates", "3"])
+    printed, err = capsys.readouterr()
+    assert status == 0, err
+    record = json.loads(printed)
+    table = record["candidates"]
+    assert [row["rank"] for row in table] == [1, 2, 3] and sorted(row["seed"] for row in table) == [7, 8, 9]
+    assert record["seed"] == table[0]["seed"] and record["check"] == table[0]["check"]
+    assert {"task": "volume", "asked": -6.0, "unit": "dB", "tolerance": 1.0}.items() <= record["check"].items()
+    assert f"check: {record['check']['display']}" in err
+    assert table[0]["file"] == str(out)
+    assert [row["file"] for row in table[1:]] == [str(tmp_path / f"out_seed{row['seed']}.wav") for row in table[1:]]
+    assert all(sf.info(row["file"]).frames == 12_000 for row in table)
+
+
+def test_candidates_out_of_range_are_one_sentence_before_anything_loads(tmp_path, capsys):
+    status = main(["edit", "--input", str(_input(tmp_path, "good")), "--instruction", "Decrease the volume by 6 dB.",
+                   "--output", str(tmp_path / "out.wav"), "--candidates", "9"])
+    _, err = capsys.readouterr()
+    assert status == 2 and err.strip() == ("candidates is how many seeds of the edit to run and rank, a whole number "
+                                           "from 1 to 8; got 9.")
+    assert not (tmp_path / "out.wav").exists()

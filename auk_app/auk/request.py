@@ -20,10 +20,24 @@ from auk_app.config import Limits
 from auk_app.errors import AppError, InputError
 from auk_app.validate import (
     check_cfg, check_duration_known, check_flag, check_instruction, check_nfe, check_region, check_seconds, check_seed,
-    check_sway, field_problems, parse_t_grid,
+    check_sway, field_problems, is_real, parse_t_grid, shown,
 )
 
 AudioSource = str | Path | tuple[np.ndarray, int] | Waveform
+MAX_CANDIDATES = 8  # seeds of one edit run side by side (they share DiT steps in the batcher)
+
+
+def check_candidates(value) -> int:
+    """How many candidates (seeds seed, seed+1, …) of one edit to run: a whole number from 1 to
+    MAX_CANDIDATES (a number box's 4.0 counts as 4), returned as an int; None means 1."""
+    if value is None:
+        return 1
+    if not is_real(value) or not float(value).is_integer() or not 1 <= value <= MAX_CANDIDATES:
+        raise InputError(
+            f"candidates is how many seeds of the edit to run and rank, a whole number from 1 to "
+            f"{MAX_CANDIDATES}; got {shown(value)}."
+        )
+    return int(value)
 
 
 def _field_checks(limits: Limits) -> dict[str, Callable[[Any], Any]]:
@@ -89,7 +103,8 @@ def _check_region(start, end, has_clip: bool, limits: Limits) -> tuple[float, fl
 
 def edit_problems(values: Mapping[str, Any], limits: Limits) -> dict[str, str]:
     """The sentence for each field of ``values`` that an EditRequest would refuse."""
-    problems = field_problems(_field_checks(limits), values)
+    # candidates is no field of an EditRequest (the Studio runs one request per candidate), checked alike
+    problems = field_problems({**_field_checks(limits), "candidates": check_candidates}, values)
     if "seconds" in values and "seconds" not in problems:
         try:
             check_duration_known(check_seconds(values["seconds"], limits), values.get("audio") is not None)

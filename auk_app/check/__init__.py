@@ -11,11 +11,11 @@ Targets come from ``targets`` (builder fields, cookbook templates, free text), n
 """
 
 from auk_app.check.checks import check
-from auk_app.check.measures import Clip, keep_similarity
+from auk_app.check.measures import Clip, keep_similarity, warm_up
 from auk_app.check.result import KEEP_MIN, EditCheck, rank, unmeasured
 from auk_app.check.targets import MEASURED, UNMEASURED, Target, target_from_fields, target_from_text, template_fields
 
 __all__ = [
     "KEEP_MIN", "MEASURED", "UNMEASURED", "Clip", "EditCheck", "Target", "check", "keep_similarity", "rank",
-    "target_from_fields", "target_from_text", "template_fields", "unmeasured",
+    "target_from_fields", "target_from_text", "template_fields", "unmeasured", "warm_up",
 ]

@@ -187,3 +187,12 @@ def _melody_kept(source: np.ndarray, result: np.ndarray, shift_cents: float) -> 
     with np.errstate(invalid="ignore"):
         interval = 1200 * np.log2(result[voiced] / source[voiced]) - shift_cents
         return float(np.mean(np.abs(interval) <= MELODY_CENTS))  # nan (unvoiced) counts as lost
+
+
+def warm_up() -> None:
+    """Measure one short tone and throw the numbers away: the first pYIN of a process compiles
+    librosa's numba code (about 2 s), paid here at start-up instead of by the first edit's check."""
+    rate = 16000
+    tone = (0.3 * np.sin(2 * np.pi * 220 * np.arange(rate // 2) / rate)).astype(np.float32)
+    clip = Clip(tone, rate)
+    clip.median_f0, clip.envelope, clip.loudness, clip.active  # noqa: B018

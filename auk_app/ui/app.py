@@ -24,11 +24,12 @@ from typing import Any
 
 import gradio as gr
 
-from auk_app import instructions
+from auk_app import check, instructions
 from auk_app.ui import figures, outputs
 from auk_app.ui import text as ui_text
 from auk_app.audex.request import DECODED_SECONDS, MAX_SECONDS
 from auk_app.audex.request import DEFAULT_CFG_SCALE, DEFAULT_TEMPERATURE, DEFAULT_TOP_K
+from auk_app.auk.request import MAX_CANDIDATES
 from auk_app.config import Limits
 from auk_app.service import ModelEntry, Studio
 from auk_app.ui.handlers import (KNOBS, Handlers, field_updates, inputs_of, knob_updates, model_choices,
@@ -141,6 +142,8 @@ def _action_and_result(c: SimpleNamespace) -> None:
         label="Result · 24 kHz WAV, level as generated",
         type="filepath", interactive=False, buttons=["download"], elem_id="edit-output",
     )
+    # The edit check: did the result do what was asked ("asked −6 dB · got −5.9 dB ✓")
+    c.check_line = gr.Markdown(elem_id="edit-check")
     with gr.Row():
         c.use_as_input = gr.Button("↩ Use the result as the source", size="sm", elem_id="use-as-input")
         c.flac_file = gr.DownloadButton("FLAC", visible=False, size="sm", elem_id="edit-flac-file")
@@ -148,10 +151,27 @@ def _action_and_result(c: SimpleNamespace) -> None:
         c.manifest_file = gr.DownloadButton("Manifest (JSON)", visible=False, size="sm",
                                             elem_id="edit-manifest-file")
     c.use_note = gr.Markdown(elem_id="use-note", elem_classes=["note"])
+    _candidates(c)
     gr.Markdown("Before / after: waveforms and log-mel spectrograms on one time axis, with the level changes",
                 elem_classes=["note"])
     c.figure = gr.Image(label="Before / after", show_label=False, type="filepath", format="png", interactive=False,
                         buttons=["download", "fullscreen"], elem_id="edit-figure")
+
+
+def _candidates(c: SimpleNamespace) -> None:
+    """Every candidate of a run of several, best first, each playable with its check; the chosen one
+    can become the result or the next source. Hidden until a run has more than one."""
+    with gr.Column(visible=False, elem_id="edit-candidates") as c.candidate_box:
+        gr.Markdown("**Candidates**, best first by the edit check", elem_classes=["note"])
+        c.candidate_players = [gr.Audio(type="filepath", interactive=False, visible=False, buttons=["download"],
+                                        elem_id=f"candidate-{k + 1}") for k in range(MAX_CANDIDATES)]
+        c.candidate_pick = gr.Radio([], label="Choose a candidate", elem_id="candidate-pick")
+        with gr.Row():
+            c.pick_result = gr.Button("Make it the result", size="sm", elem_id="candidate-result")
+            c.pick_source = gr.Button("↩ Use it as the next source", size="sm", elem_id="candidate-source")
+    # /edit_audio's table of all candidates and their WAVs (the page shows them in the players above)
+    c.candidate_table = gr.JSON(visible=False, label="Candidates")
+    c.candidate_files = gr.File(file_count="multiple", visible=False, label="Candidate WAVs")
 
 
 def _source_and_instruction(c: SimpleNamespace, limits: Limits, default: ModelEntry) -> None:
@@ -221,6 +241,8 @@ def _settings(c: SimpleNamespace, studio: Studio) -> None:
         c.seed = gr.Number(0, label="Seed", step=1, elem_id="seed",
                            info="0 to 2^63−1; the seed used is written back here.")
         c.randomize_seed = gr.Checkbox(True, label="Randomise seed", elem_id="randomize")
+    c.candidates = gr.Slider(1, MAX_CANDIDATES, value=1, step=1, label="Candidates", elem_id="candidates",
+                             info="Seeds seed, seed+1, … of the same edit, run together and ranked by the edit check.")
 
 
 def _advanced(c: SimpleNamespace, limits: Limits, default: ModelEntry) -> None:
@@ -270,6 +292,7 @@ def _edit_endpoint(studio: Studio) -> SimpleNamespace:
     c.region_start = gr.Number(label="Region start (s)", visible=False)
     c.region_end = gr.Number(label="Region end (s)", visible=False)
     c.headroom = gr.Checkbox(False, label="Keep headroom", visible=False)
+    c.candidates = gr.Number(1, label="candidates", visible=False)
     return c
 
 
@@ -339,15 +362,15 @@ def _wire_edit(e: SimpleNamespace, endpoint: SimpleNamespace, h: Handlers, confi
     """The page's Generate, a private event over its sliders, and /edit_audio, declared on its own hidden
     inputs, sharing one edit queue (:func:`_edit_queue`). Returns the page's event (Stop cancels it)."""
     queue = _edit_queue(config)
-    results = [e.output, e.figure, e.manifest, e.state]
+    results = [e.output, e.figure, e.manifest, e.state, e.check_line, e.candidate_table, e.candidate_files]
     endpoint.trigger.click(
         h.edit_audio, inputs=[getattr(endpoint, name) for name in inputs_of(h.edit_audio)], outputs=results,
         validator=h.check_edit, api_name="edit_audio", api_description=h.edit_audio.__doc__, **queue,
     )
     # The page's edit returns the audio and manifest with the figure cleared; the figure is drawn by
     # the event chained on it, queued apart so a slow drawing holds no model slot.
-    return e.run.click(h.edit_from_ui, inputs=[getattr(e, name) for name in inputs_of(h.edit_audio)],
-                       outputs=results, validator=h.check_edit, api_visibility="private", **queue)
+    return e.run.click(h.edit_from_ui, inputs=[getattr(e, name) for name in inputs_of(h.edit_from_ui)],
+                       outputs=results, validator=h.check_edit_from_ui, api_visibility="private", **queue)
 
 
 def _wire_edit_plumbing(e: SimpleNamespace, h: Handlers) -> None:
@@ -375,6 +398,13 @@ def _wire_edit_plumbing(e: SimpleNamespace, h: Handlers) -> None:
     e.use_built.click(h.apply_built, e.built, [e.instruction, e.seconds], **PRIVATE)
     e.clip_examples.load_input_event.then(**clip).then(**preview)
     e.use_as_input.click(h.use_result, e.output, [e.audio, e.use_note], **PRIVATE).then(**clip).then(**preview)
+    e.pick_source.click(h.use_candidate, [e.state, e.candidate_pick], [e.audio, e.use_note],
+                        **PRIVATE).then(**clip).then(**preview)
+    # A candidate's figure may still need drawing: queued with the figures, not on the event loop.
+    e.pick_result.click(h.pick_candidate, [e.state, e.candidate_pick],
+                        [e.output, e.manifest, e.check_line, e.seed, e.manifest_file, e.figure, e.flac_file,
+                         e.mp3_file], api_visibility="private", concurrency_id=FIGURE_QUEUE,
+                        concurrency_limit=FIGURE_CONCURRENCY)
 
 
 def _wire_audex(a: SimpleNamespace, h: Handlers, status) -> Any:
@@ -397,6 +427,7 @@ def build_demo(studio: Studio) -> gr.Blocks:
     h = Handlers(studio)
     default = studio.entry("auto")
     figures.warm_up()  # the first figure's one-time costs, here rather than in the first edit
+    check.warm_up()  # and the edit check's (pYIN's numba compilation)
     with gr.Blocks(title="AuK Studio", delete_cache=(outputs.MAX_AGE_SECONDS, outputs.MAX_AGE_SECONDS)) as demo:
         gr.Markdown("# AuK Studio\nEdit speech and audio by instruction with **AuK**, or make sounds from text "
                     "with **Audex**. Everything runs in this process; nothing is sent elsewhere.")
@@ -422,6 +453,7 @@ def build_demo(studio: Studio) -> gr.Blocks:
         # Model endpoints: validated before the queue; edits batch in the pipeline, text to audio runs alone.
         edit = _wire_edit(e, endpoint, h, studio.config)
         edit.success(h.after_edit, e.state, [e.seed, e.manifest_file, status], **PRIVATE)
+        edit.success(h.show_candidates, e.state, [e.candidate_box, e.candidate_pick, *e.candidate_players], **PRIVATE)
         figure = edit.success(h.finish_edit, e.state, [e.figure, e.flac_file, e.mp3_file],
                               api_visibility="private", concurrency_id=FIGURE_QUEUE,
                               concurrency_limit=FIGURE_CONCURRENCY)

@@ -32,9 +32,10 @@ from auk_app.audex.request import (
     DEFAULT_CFG_SCALE, DEFAULT_TEMPERATURE, DEFAULT_TOP_K, MAX_CODEC_CAP, TRAINED_SECONDS, AudexRequest, audex_problems,
     codec_cap,
 )
-from auk_app.auk.request import EditRequest, edit_problems
+from auk_app.auk.request import MAX_CANDIDATES, EditRequest, check_candidates, edit_problems
+from auk_app.check import Target, target_from_fields
 from auk_app.errors import AppError, Cancelled
-from auk_app.service import ModelEntry, Studio
+from auk_app.service import Candidate, ModelEntry, Studio
 from auk_app.validate import check_flag
 from auk_app.ui.runs import Admission, Busy, Runs, client_gone
 from auk_app.ui.zerogpu import gpu
@@ -62,6 +63,14 @@ def _named(handler, args: tuple, kwargs: dict) -> dict[str, Any]:
     bound = inspect.signature(handler).bind_partial(*args, **kwargs)
     bound.apply_defaults()
     return dict(bound.arguments)
+
+
+def _runs_asked(values: dict[str, Any]) -> int:
+    """The model runs a request asks for: its candidates, or 1 (a bad count is refused by the checks)."""
+    try:
+        return check_candidates(values.get("candidates"))
+    except AppError:
+        return 1
 
 
 def _verdicts(names: list[str], problems: dict[str, str]) -> list[dict]:
@@ -113,12 +122,14 @@ def _output_root() -> Path:
 # ----------------------------------------------------------------------------- progress
 
 
-def _auk_progress(progress: gr.Progress):
-    """The pipeline's ``progress(phase, done, total)`` as Gradio progress with a readable phase."""
+def _auk_progress(progress: gr.Progress, candidates: int = 1):
+    """The pipeline's ``progress(phase, done, total)`` as Gradio progress with a readable phase; with
+    several candidates, their steps in all (the Studio sums them)."""
+    sampling = "Sampling" if candidates == 1 else f"Sampling {candidates} candidates together"
 
     def report(phase: str, done: int, total: int) -> None:
         if phase == "sample":
-            progress((done, total), desc=f"Sampling: Euler step {done} of {total}", unit="steps")
+            progress((done, total), desc=f"{sampling}: Euler step {done} of {total}", unit="steps")
         else:
             progress((done, total), desc=_PHASES.get(phase, phase), unit="phase")
 
@@ -134,6 +145,42 @@ def _audex_progress(progress: gr.Progress):
             progress((done, total), desc=f"{phase}: codec token {done} of at most {total}", unit="tokens")
 
     return report
+
+
+# ----------------------------------------------------------------------------- edit checks and candidates
+
+
+def check_entry(candidate: Candidate) -> dict[str, Any]:
+    """A candidate's manifest ``check``: the check's entry, its line, and what measuring took."""
+    return {**candidate.check.to_manifest(), "display": candidate.check.display(),
+            "seconds": round(candidate.check_seconds, 4)}
+
+
+def candidate_table(files: list[outputs.EditFiles]) -> list[dict[str, Any]]:
+    """/edit_audio's table of candidates, best first: rank, seed, the check and the WAV's name."""
+    return [{"rank": f.manifest["candidate"]["rank"], "seed": f.manifest["seed"], "check": f.manifest["check"],
+             "file": f.audio.name} for f in files]
+
+
+def _candidate_line(k: int, manifest: dict[str, Any]) -> str:
+    """A candidate's label: its place, seed and check line."""
+    return f"#{k + 1} · seed {manifest['seed']} · {manifest['check']['display']}"
+
+
+def _chosen(state: dict | None, choice) -> dict | None:
+    found = (state or {}).get("candidates") or []
+    return found[choice] if isinstance(choice, int) and 0 <= choice < len(found) else None
+
+
+def _builder_target(built: dict | None, edit: EditRequest) -> Target | None:
+    """The check's target from the builder's structured fields when the instruction is the one the
+    builder wrote (a person may have edited it since); None: from the instruction's text."""
+    if not built or built.get("instruction") != edit.instruction or not built.get("task"):
+        return None
+    try:
+        return target_from_fields(built["task"], built.get("fields") or {})
+    except (KeyError, ValueError):
+        return None
 
 
 # ----------------------------------------------------------------------------- UI updates
@@ -235,13 +282,17 @@ class Handlers:
         self.audex_seconds = studio.audex_seconds
         self._runs = Runs()
         # The page's Generate (_edit_from_ui, a private event) waits for the model like /edit_audio.
-        self.admission = Admission(api_names=("edit_audio", "_edit_from_ui", "text_to_audio"))  # ui/app.py binds it
+        # A request of N candidates holds N places (its ``candidates`` input, at the same place in both edits').
+        runs_at = inputs_of(self._edit_audio).index("candidates")
+        self.admission = Admission(api_names=("edit_audio", "_edit_from_ui", "text_to_audio"),
+                                   weights={"edit_audio": runs_at, "_edit_from_ui": runs_at})  # ui/app.py binds it
         # On a ZeroGPU Space the GPU is attached per call, for a budget computed from the request.
         self.edit_audio = self._runs.stoppable(gpu(self.edit_gpu_seconds)(self._edit_audio))
         self.edit_from_ui = self._runs.stoppable(gpu(self.edit_gpu_seconds)(self._edit_from_ui))
         self.text_to_audio = self._runs.stoppable(gpu(self.audex_gpu_seconds)(self._text_to_audio))
         # Validators: Gradio runs them inside the client's join request, before the request is queued.
         self.check_edit = self._validator(self._edit_audio, self._edit_problems, room_first=True)
+        self.check_edit_from_ui = self._validator(self._edit_from_ui, self._edit_problems, room_first=True)
         self.check_audex = self._validator(self._text_to_audio, self._audex_problems)
 
     def _validator(self, handler, problems_of, *, room_first: bool = False):
@@ -259,15 +310,16 @@ class Handlers:
         @functools.wraps(handler)
         async def validate(*args, **kwargs):
             values = _named(handler, args, kwargs)
+            runs = _runs_asked(values)
             try:
                 if room_first:
-                    self.admission.check_room()  # before the upload check decodes anything
+                    self.admission.check_room(runs)  # before the upload check decodes anything
                 problems = await anyio.to_thread.run_sync(problems_of, values)
                 if not problems:
                     if await client_gone(values.get("request")):
                         problems = {names[0]: "The client went away during the checks, so the request was not queued."}
                     else:
-                        self.admission.reserve()
+                        self.admission.reserve(runs)
             except Busy as exc:
                 problems = {names[0]: str(exc)}
             return _verdicts(names, problems)
@@ -277,13 +329,15 @@ class Handlers:
     # ------------------------------------------------------------------ ZeroGPU budgets (same arguments as the handlers)
 
     def edit_gpu_seconds(self, *args, **kwargs) -> int:
-        """One edit: loading plus a per-step cost growing with the target length."""
-        values = _named(self._edit_audio, args, kwargs)
+        """One edit: loading plus a per-step cost growing with the target length and the candidates
+        (batched, each costs less than a lone edit: counted as half of one after the first)."""
+        values = _named(self._edit_from_ui, args, kwargs)  # /edit_audio's inputs are its first ones
         try:
             steps, target = float(values["nfe"] or 32), float(values["seconds"] or 30)
-        except (TypeError, ValueError):
-            steps, target = 32.0, 30.0
-        return int(min(180, 30 + steps * target * 0.05))
+            extra = check_candidates(values["candidates"]) - 1
+        except (TypeError, ValueError, AppError):
+            steps, target, extra = 32.0, 30.0, 0
+        return int(min(180, 30 + steps * target * 0.05 * (1 + extra / 2)))
 
     def audex_gpu_seconds(self, *args, **kwargs) -> int:
         """Text-to-audio: about 10 ms per guided token, twice with the comparison run."""
@@ -317,7 +371,7 @@ class Handlers:
 
     def _edit_audio(self, audio=None, instruction=None, model="auto", seconds=0, nfe=None, cfg=None, sway=None,
                     t_grid=None, seed=0, randomize_seed=True, vae_sample=True, region_start=None, region_end=None,
-                    headroom=False, progress=gr.Progress(), request: gr.Request = None):
+                    headroom=False, candidates=1, progress=gr.Progress(), request: gr.Request = None):
         """Edit a clip, or generate speech/audio from the instruction alone, with AuK.
 
         Returns the 24 kHz WAV (PCM16, at the level the model produced), the before/after PNG and the
@@ -328,23 +382,39 @@ class Handlers:
         the whole clip; seconds then sets the region's new length (0: unchanged). headroom True scales
         the result down so its peak stays under −1 dBFS; False (default) writes the level the model
         produced, and the manifest's output.clipped_samples and warnings say when it clips.
+
+        Every result is checked against what the instruction asks for (volume, pitch, speed, noise,
+        silence, tone): the manifest's ``check`` (task, asked, got, unit, tolerance, pass) and the
+        fourth return, its line ("asked −6 dB · got −5.9 dB ✓", or why it cannot be measured).
+        candidates (1–8) runs that many seeds (seed, seed+1, …) side by side and returns the best by
+        the check as the result; the fifth return is the table of all, best first (rank, seed,
+        check, file), the sixth their WAVs in that order (the table's ``file`` names them).
         """
-        made, state = self._edit(audio, instruction, model, seconds, nfe, cfg, sway, t_grid, seed, randomize_seed,
-                                 vae_sample, region_start, region_end, headroom, progress, request)
-        return str(made.audio), self._draw(made.figure), made.manifest, state
+        files, state = self._edit(audio, instruction, model, seconds, nfe, cfg, sway, t_grid, seed, randomize_seed,
+                                  vae_sample, region_start, region_end, headroom, candidates, progress, request)
+        best = files[0]
+        return (str(best.audio), self._draw(best.figure), best.manifest, state, best.manifest["check"]["display"],
+                candidate_table(files), [str(f.audio) for f in files])
 
     def _edit_from_ui(self, audio=None, instruction=None, model="auto", seconds=0, nfe=None, cfg=None, sway=None,
                       t_grid=None, seed=0, randomize_seed=True, vae_sample=True, region_start=None, region_end=None,
-                      headroom=False, progress=gr.Progress(), request: gr.Request = None):
+                      headroom=False, candidates=1, built=None, progress=gr.Progress(), request: gr.Request = None):
         """The Generate button: the edit with the sliders read by :func:`slider_knobs` (a private event,
         so the named endpoint keeps "empty means the checkpoint's default"). It returns the audio and
         the manifest as soon as they are written, the figure cleared; the event chained on it
         (:meth:`finish_edit`) draws the figure, which took 30 s of a 40 s first edit."""
         nfe, cfg, sway, t_grid = slider_knobs(self.studio.entry(model), nfe, cfg, sway, t_grid)
-        made, state = self._edit(audio, instruction, model, seconds, nfe, cfg, sway, t_grid, seed, randomize_seed,
-                                 vae_sample, region_start, region_end, headroom, progress, request)
-        # In the session's state, not in this object: on ZeroGPU this runs in a worker process.
-        return str(made.audio), None, made.manifest, {**state, "figure": made.figure, "audio": str(made.audio)}
+        files, state = self._edit(audio, instruction, model, seconds, nfe, cfg, sway, t_grid, seed, randomize_seed,
+                                  vae_sample, region_start, region_end, headroom, candidates, progress, request,
+                                  built=built)
+        best = files[0]
+        # In the session's state, not in this object: on ZeroGPU this runs in a worker process. Every
+        # candidate's figure waits there until it is drawn (the best's by finish_edit, another's when picked).
+        state = {**state, "figure": best.figure, "audio": str(best.audio),
+                 "candidates": [{"audio": str(f.audio), "manifest": f.manifest, "file": str(f.manifest_file),
+                                 "figure": f.figure if f is not best else None} for f in files]}
+        return (str(best.audio), None, best.manifest, state, best.manifest["check"]["display"],
+                candidate_table(files), [str(f.audio) for f in files])
 
     def finish_edit(self, state):
         """After the page's edit has shown its audio: the figure, and the same samples as FLAC and MP3
@@ -357,7 +427,38 @@ class Handlers:
             return gr.skip(), gr.skip(), gr.skip()
         figure = self._draw(pending)
         state["figure"] = None
+        if state.get("candidates"):
+            state["candidates"][0]["png"] = figure  # the best's, shown again when it is picked back
         return figure, *_companion_buttons(state["audio"])
+
+    def show_candidates(self, state):
+        """After the page's edit: with several candidates, each in a player labelled with its seed and
+        check, best first, and the list to pick one from; with one, the section stays hidden."""
+        found = (state or {}).get("candidates") or []
+        lines = [_candidate_line(k, c["manifest"]) for k, c in enumerate(found)]
+        players = [gr.update(value=c["audio"], visible=True, label=line) for c, line in zip(found, lines)]
+        players += [gr.update(value=None, visible=False)] * (MAX_CANDIDATES - len(found))
+        many = len(found) > 1
+        return (gr.update(visible=many), gr.update(choices=[(line, k) for k, line in enumerate(lines)],
+                                                   value=0 if many else None), *players)
+
+    def pick_candidate(self, state, choice):
+        """"Make it the result": the chosen candidate's audio, manifest, check line, seed, downloads and
+        figure (drawn now if it was not yet) take the result's place."""
+        chosen = _chosen(state, choice)
+        if chosen is None:
+            return (gr.skip(),) * 8
+        if chosen.get("png") is None and chosen.get("figure") is not None:
+            chosen["png"], chosen["figure"] = self._draw(chosen["figure"]), None
+        state.update(audio=chosen["audio"], file=chosen["file"], seed=chosen["manifest"]["seed"])
+        manifest = chosen["manifest"]
+        return (chosen["audio"], manifest, manifest["check"]["display"], manifest["seed"],
+                gr.update(value=chosen["file"], visible=True), chosen.get("png"), *_companion_buttons(chosen["audio"]))
+
+    def use_candidate(self, state, choice):
+        """"Use it as the next source": the chosen candidate into the source player, as "use the result"."""
+        chosen = _chosen(state, choice)
+        return self.use_result(None if chosen is None else chosen["audio"])
 
     @staticmethod
     def _draw(pending: outputs.PendingFigure) -> str:
@@ -367,11 +468,15 @@ class Handlers:
             raise _gr_error(exc) from exc
 
     def _edit(self, audio, instruction, model, seconds, nfe, cfg, sway, t_grid, seed, randomize_seed, vae_sample,
-              region_start, region_end, headroom, progress, request) -> tuple[outputs.EditFiles, dict]:
-        """One edit run to its WAV and manifest (the figure left to draw), with the warnings shown, and
-        the state after_edit reads."""
+              region_start, region_end, headroom, candidates, progress, request, built=None,
+              ) -> tuple[list[outputs.EditFiles], dict]:
+        """The edit's candidates (one unless asked for more) to WAVs and manifests, best first (the
+        figures left to draw), each with its edit check, the warnings shown, and the state after_edit
+        reads. ``built`` is the builder's state: its structured fields give the check's target when
+        the instruction is the one it built."""
         stop = self._runs.flag(request)
         try:
+            n = check_candidates(candidates)
             cautions = self.studio.capability_warnings(model, instruction)
             for caution in cautions:  # before the run, which may take a while
                 gr.Warning(caution)
@@ -380,20 +485,24 @@ class Handlers:
                 seed=None if randomize_seed else seed, vae_sample=vae_sample, fit_to_source=True,
                 region_start=region_start, region_end=region_end, limits=self.limits,
             )
-            result, entry = self.studio.edit(edit, model, progress=_auk_progress(progress), should_stop=stop.is_set)
+            made, entry = self.studio.edit_candidates(edit, model, candidates=n, target=_builder_target(built, edit),
+                                                      progress=_auk_progress(progress, n), should_stop=stop.is_set)
             _raise_if_stopped(stop)
-            made = outputs.render_edit(
-                result, entry, source_path=audio, randomized_seed=bool(randomize_seed), root=_output_root(),
+            seeds = [c.result.record.seed for c in made]
+            files = [outputs.render_edit(
+                c.result, entry, source_path=audio, randomized_seed=bool(randomize_seed), root=_output_root(),
                 requested={"seconds": seconds, "nfe": nfe, "cfg": cfg, "sway": sway, "t_grid": t_grid or None,
                            "vae_sample": vae_sample, "region_start": region_start, "region_end": region_end,
-                           "headroom": bool(headroom)},
-                headroom=bool(headroom), warnings=tuple(cautions),
-            )
+                           "headroom": bool(headroom), "candidates": n},
+                headroom=bool(headroom), warnings=tuple(cautions), check=check_entry(c),
+                candidate={"rank": c.rank, "of": n, "seeds": sorted(seeds)},
+            ) for c in made]
         except Exception as exc:
             raise _gr_error(exc) from exc
-        for warning in made.manifest["warnings"][len(cautions):]:  # what the run itself found: clipping
+        best = files[0]
+        for warning in best.manifest["warnings"][len(cautions):]:  # what the run itself found: clipping
             gr.Warning(warning)
-        return made, {"seed": made.manifest["seed"], "file": str(made.manifest_file)}
+        return files, {"seed": min(seeds), "file": str(best.manifest_file)}
 
     # ------------------------------------------------------------------ Audex
 
@@ -498,7 +607,9 @@ class Handlers:
         built = instructions.build(task_key, {k: v or "" for k, v in fields.items()},
                                    source_seconds=source_seconds, language=language or instructions.EN,
                                    limits=self.limits)
-        return ui_text.builder_preview(built), {"instruction": built.instruction, "seconds": built.duration.seconds}
+        # The task and its fields ride along: the edit check reads its target from them (_builder_target).
+        return ui_text.builder_preview(built), {"instruction": built.instruction, "seconds": built.duration.seconds,
+                                                "task": task_key, "fields": fields}
 
     @staticmethod
     def apply_built(built):

@@ -53,9 +53,13 @@ def edit_manifest(
     region_level_change: dict[str, Any] | None,
     randomized_seed: bool,
     warnings: list[str],
+    check: dict[str, Any] | None = None,
+    candidate: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """An AuK manifest: every field of the pipeline's record plus what only the app knows, and the
-    warnings a reader of the file alone must see (clipping, a task the model was not trained for)."""
+    warnings a reader of the file alone must see (clipping, a task the model was not trained for).
+    ``check`` is the edit check's entry (task, asked, got, unit, tolerance, pass, and its line as
+    ``display``); ``candidate`` this result's place among the request's seeds (rank, of, seeds)."""
     return {
         "kind": "auk_edit",
         "created": _now(),
@@ -70,6 +74,8 @@ def edit_manifest(
         "level_change": level_change,
         "region_level_change": region_level_change,  # the edited region's own; None without a region
         "warnings": warnings,
+        "check": check,
+        "candidate": candidate,
         "versions": versions(),
     }
 

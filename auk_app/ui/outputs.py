@@ -123,6 +123,8 @@ def render_edit(
     root: str | Path,
     headroom: bool = False,
     warnings: tuple[str, ...] = (),
+    check: dict[str, Any] | None = None,
+    candidate: dict[str, Any] | None = None,
 ) -> EditFiles:
     """The WAV and manifest for an AuK result produced by model ``entry``, and its figure to draw
     next (``.figure.draw()``), so the audio need not wait for it; ``headroom`` scales the result
@@ -163,6 +165,8 @@ def render_edit(
         region_level_change=None if region is None else levels.level_change(*region),
         randomized_seed=randomized_seed,
         warnings=[*warnings, *([clipping_warning(clipped, wav.shape[0])] if clipped else [])],
+        check=check,
+        candidate=candidate,
     )
     manifest["timings"]["render"] = round(time.perf_counter() - started, 4)
     return EditFiles(audio, figure, manifest, write_manifest(folder / f"{stem}.json", manifest))

@@ -55,13 +55,17 @@ class Admission:
     values pass, reserves a place under a lock: the model events waiting in Gradio's queue plus the
     reservations not yet queued may not reach ``cap``. Each model event that appears in the queue
     (or already running) settles the oldest reservation, since every one passed a validator.
+
+    A request counts as the runs it asks for: ``weights`` maps an endpoint to the input position of
+    its count (an edit's ``candidates``: eight candidates wait as eight edits would), 1 elsewhere.
     """
 
-    def __init__(self, api_names: Iterable[str]) -> None:
+    def __init__(self, api_names: Iterable[str], weights: dict[str, int] | None = None) -> None:
         self.api_names = frozenset(api_names)
+        self.weights = dict(weights or {})
         self.cap: int | None = None
         self._blocks: Any = None
-        self._reserved: list[float] = []  # when each validated, not yet queued request was admitted
+        self._reserved: list[tuple[float, int]] = []  # (when, runs) of each validated, not yet queued request
         self._seen: set[str] = set()  # ids of the model events queued or running at the last look
         self._lock = threading.Lock()
 
@@ -69,40 +73,52 @@ class Admission:
         """Count ``blocks``' queue (built after its handlers) against ``cap``; unbound, nothing is refused."""
         self._blocks, self.cap = blocks, cap
 
-    def check_room(self) -> None:
-        """Raise Busy naming the limit if the model queue is full, reserving nothing: a cheap
-        check before the upload check decodes, so a burst of refused requests decodes nothing."""
+    def check_room(self, runs: int = 1) -> None:
+        """Raise Busy naming the limit if the model queue has no room for ``runs``, reserving nothing:
+        a cheap check before the upload check decodes, so a burst of refused requests decodes nothing."""
         if self.cap is not None:
             with self._lock:
-                self._refuse_if_full(time.monotonic())
+                self._refuse_if_full(time.monotonic(), runs)
 
-    def reserve(self) -> None:
-        """Take a place in the model queue, or raise Busy naming the limit."""
+    def reserve(self, runs: int = 1) -> None:
+        """Take ``runs`` places in the model queue, or raise Busy naming the limit."""
         if self.cap is None:
             return
         now = time.monotonic()
         with self._lock:
-            self._refuse_if_full(now)
-            self._reserved.append(now)
+            self._refuse_if_full(now, runs)
+            self._reserved.append((now, runs))
 
-    def _refuse_if_full(self, now: float) -> None:
-        """Settle the reservations that reached the queue, then refuse if it is full (under the lock)."""
+    def _refuse_if_full(self, now: float, runs: int) -> None:
+        """Settle the reservations that reached the queue, then refuse if ``runs`` more do not fit (under
+        the lock). One request always fits an empty queue, whatever it asks for."""
         waiting, present = self._model_events()
         self._reserved = self._reserved[len(present - self._seen):]  # the newly queued, oldest first
         self._seen = present
-        self._reserved = [t for t in self._reserved if now - t < ADMISSION_GRACE_SECONDS]
-        if waiting + len(self._reserved) >= self.cap:
-            raise Busy(f"The server is busy: {waiting + len(self._reserved)} requests are already waiting "
-                       f"for the model, the most it queues is {self.cap}. Try again in a minute.")
+        self._reserved = [(t, n) for t, n in self._reserved if now - t < ADMISSION_GRACE_SECONDS]
+        held = waiting + sum(n for _, n in self._reserved)
+        if held + runs > self.cap and (held or not self.cap):
+            asked = "" if runs == 1 else f" (this request asks for {runs})"
+            raise Busy(f"The server is busy: {held} runs are already waiting for the model, the most it queues "
+                       f"is {self.cap}{asked}. Try again in a minute.")
+
+    def _runs_of(self, event) -> int:
+        """The runs a queued event asks for: its count input where its endpoint has one, else 1."""
+        position = self.weights.get(event.fn.api_name)
+        data = getattr(getattr(event, "data", None), "data", None)
+        if position is None or not data or position >= len(data):
+            return 1
+        value = data[position]
+        return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 1 else 1
 
     def _model_events(self) -> tuple[int, set[str]]:
-        """(model events waiting, ids of those waiting or running) in Gradio's queue, read from its
-        internals like ``_disconnected``."""
+        """(runs the model events waiting ask for, ids of those waiting or running) in Gradio's queue,
+        read from its internals like ``_disconnected``."""
         queue = self._blocks._queue
         waiting = [e for q in list(queue.event_queue_per_concurrency_id.values()) for e in list(q.queue)
                    if e.fn.api_name in self.api_names]
         running = [e for job in list(queue.active_jobs) if job for e in job if e.fn.api_name in self.api_names]
-        return len(waiting), {e._id for e in waiting + running}
+        return sum(self._runs_of(e) for e in waiting), {e._id for e in waiting + running}
 
 
 class Runs:

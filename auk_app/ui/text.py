@@ -113,15 +113,16 @@ back as local paths; `Client(..., download_files=False)` returns URLs instead.
 from gradio_client import Client, handle_file
 
 client = Client("{url}")
-wav, figure, manifest = client.predict(
+wav, figure, manifest, check_line, candidates, candidate_wavs = client.predict(
     audio=handle_file("speech.wav"), instruction="Decrease the volume by 10 dB.",
-    seed=42, randomize_seed=False, api_name="/edit_audio")
-print(manifest["seed"], manifest["gen_frames"], manifest["timings"])
+    seed=42, randomize_seed=False, candidates=4, api_name="/edit_audio")
+print(manifest["seed"], manifest["check"], manifest["timings"])  # the best of the 4 seeds 42…45
+print(check_line)  # "asked −10 dB · got −9.6 dB ✓"
 ```
 
 | Endpoint | Parameters (defaults) | Returns |
 |---|---|---|
-| `/edit_audio` | `audio` (None), `instruction`, `model` ("auto"; or {models}), `seconds` (0 = exactly the source's length), `nfe`, `cfg`, `sway` (None = the model's defaults), `t_grid` (None = default; comma-separated), `seed` (0), `randomize_seed` (True), `vae_sample` (True = a seeded draw from the VAE posterior as upstream; False = its mean), `region_start`, `region_end` (None = the whole clip; seconds of a part to edit in a clip of up to 10 minutes), `headroom` (False = the level the model produced; True = a gain keeping the peak under −1 dBFS) | WAV (24 kHz, PCM16), before/after PNG, manifest (with `warnings`) |
+| `/edit_audio` | `audio` (None), `instruction`, `model` ("auto"; or {models}), `seconds` (0 = exactly the source's length), `nfe`, `cfg`, `sway` (None = the model's defaults), `t_grid` (None = default; comma-separated), `seed` (0), `randomize_seed` (True), `vae_sample` (True = a seeded draw from the VAE posterior as upstream; False = its mean), `region_start`, `region_end` (None = the whole clip; seconds of a part to edit in a clip of up to 10 minutes), `headroom` (False = the level the model produced; True = a gain keeping the peak under −1 dBFS), `candidates` (1; up to 8 seeds seed, seed+1, … run together, the best by the edit check returned) | WAV (24 kHz, PCM16), before/after PNG, manifest (with `warnings` and the edit `check`), the check's line, the table of candidates best first (`rank`, `seed`, `check`, `file`), their WAVs |
 | `/text_to_audio` | `caption`, `cfg` (3.0), `max_seconds`, `temperature` (1.0), `top_k` (80), `seed` (0), `randomize_seed` (True), `compare_unmasked` (False) | WAV (16 kHz, PCM16), PNG, validity report, manifest |
 | `/inspect_audio` | `audio` | `sample_rate`, `channels`, `duration_s`, `peak`, `rms`, `silent`, `clipping`, `verdict`, `message` |
 | `/model_info` | none | `available_models`, `loaded_model`, `device`, `dtype`, `demo`, … |

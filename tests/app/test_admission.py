@@ -26,8 +26,9 @@ def _handlers(demo):
 
 
 def _join(url: str, fn_index: int) -> httpx.Response:
-    """One raw arrival at the queue, as any client can make it: a text-only edit of 1 s (all 14 inputs)."""
-    data = [None, "Say hi.", "auto", 1, None, None, None, "", 0, True, True, None, None, False]
+    """One raw arrival at the queue, as any client can make it: a text-only edit of 1 s (all 15 inputs,
+    the last one candidate)."""
+    data = [None, "Say hi.", "auto", 1, None, None, None, "", 0, True, True, None, None, False, 1]
     body = {"data": data, "fn_index": fn_index, "session_hash": uuid.uuid4().hex, "event_data": None,
             "trigger_id": None}
     return httpx.post(f"{url.rstrip('/')}/gradio_api/queue/join", json=body, timeout=60)
@@ -120,7 +121,7 @@ def test_a_client_that_gives_up_during_the_upload_check_costs_no_run(app, clips,
 
     monkeypatch.setattr(handlers_module.upload_check, "check_upload", slow_check)
     monkeypatch.setattr(app.studio, "edit", recorded)
-    data = [_upload(app.url, clips.voice), "Abandoned.", "auto", 1, None, None, None, "", 0, True, True, None, None, False]
+    data = [_upload(app.url, clips.voice), "Abandoned.", "auto", 1, None, None, None, "", 0, True, True, None, None, False, 1]
     body = {"data": data, "fn_index": _edit_fn_index(app.demo), "session_hash": uuid.uuid4().hex,
             "event_data": None, "trigger_id": None}
     try:
@@ -148,7 +149,7 @@ def test_a_full_queue_refuses_gradio_client_with_our_sentence(app, monkeypatch):
 
     monkeypatch.setattr(_handlers(app.demo).admission, "cap", 0)
     client = Client(app.url, verbose=False)
-    with pytest.raises(ValidationError, match=r"The server is busy: \d+ requests are already waiting for the model, "
+    with pytest.raises(ValidationError, match=r"The server is busy: \d+ runs are already waiting for the model, "
                                               r"the most it queues is 0\. Try again in a minute\."):
         client.predict(instruction="Say hi.", seconds=1, api_name="/edit_audio")
     with pytest.raises(ValidationError, match="the most it queues is 0"):

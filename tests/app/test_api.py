@@ -7,6 +7,7 @@ well under a minute on two busy cores.
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ from gradio_client import handle_file
 from gradio_client.exceptions import AppError, ValidationError
 
 from auk_app.auk.checkpoint import FLASH_T_GRID, read_auk_checkpoint
+from auk_app.check import EditCheck, rank
 from auk_app.service import GET_WEIGHTS
 
 # gradio's queue uses pandas options that pandas 3 deprecates; not ours to fix.
@@ -23,7 +25,7 @@ FAST = {"nfe": 4, "randomize_seed": False}  # a few Euler steps keep every edit 
 
 CONTRACT = {
     "/edit_audio": (["audio", "instruction", "model", "seconds", "nfe", "cfg", "sway", "t_grid", "seed",
-                     "randomize_seed", "vae_sample", "region_start", "region_end", "headroom"], 3),
+                     "randomize_seed", "vae_sample", "region_start", "region_end", "headroom", "candidates"], 6),
     "/text_to_audio": (["caption", "cfg", "max_seconds", "temperature", "top_k", "seed", "randomize_seed",
                         "compare_unmasked"], 4),
     "/inspect_audio": (["audio"], 1),
@@ -56,7 +58,7 @@ def test_view_api_is_the_documented_contract(client):
     defaults = {p["parameter_name"]: p["parameter_default"] for p in endpoints["/edit_audio"]["parameters"]}
     assert defaults == {"audio": None, "instruction": None, "model": "auto", "seconds": 0, "nfe": None, "cfg": None,
                         "sway": None, "t_grid": None, "seed": 0, "randomize_seed": True, "vae_sample": True,
-                        "region_start": None, "region_end": None, "headroom": False}
+                        "region_start": None, "region_end": None, "headroom": False, "candidates": 1}
 
 
 def test_model_info(client, demo_dir):
@@ -67,6 +69,49 @@ def test_model_info(client, demo_dir):
 
 
 # ----------------------------------------------------------------------------- /edit_audio
+
+
+def test_the_edit_check_is_in_the_manifest_and_says_when_it_cannot_measure(client, clips):
+    wav, _, manifest, line, table, files = _edit(client, clips.voice, instruction="Decrease the volume by 6 dB.",
+                                                 seed=2, nfe=2)
+    check = manifest["check"]
+    assert {"task": "volume", "asked": -6.0, "unit": "dB", "tolerance": 1.0}.items() <= check.items()
+    assert isinstance(check["got"], float) and isinstance(check["pass"], bool) and check["seconds"] >= 0
+    assert line == check["display"] and line.startswith("asked −6 dB · got ") and line[-1] in "✓✗"
+    assert [row["seed"] for row in table] == [2] and manifest["candidate"] == {"rank": 1, "of": 1, "seeds": [2]}
+    assert len(files) == 1 and np.array_equal(_pcm(files[0]), _pcm(wav))
+    _, _, manifest, line, *_ = _edit(client, clips.voice, instruction="Change the emotion to happy.", seed=2, nfe=2)
+    assert manifest["check"]["pass"] is None and manifest["check"]["got"] is None
+    assert line == "emotion: cannot be measured (emotion has no standard acoustic measure)"
+
+
+def _edit_check(entry: dict) -> EditCheck:
+    """A table row's check as the check library's record (what rank orders)."""
+    return EditCheck(entry["task"], entry["asked"], entry["got"], entry["unit"], entry["tolerance"], entry["pass"],
+                     entry["note"], entry["bound"], entry["kept"])
+
+
+def test_four_candidates_each_checked_the_best_first(client, clips):
+    wav, _, manifest, line, table, files = _edit(client, clips.voice, instruction="Decrease the volume by 6 dB.",
+                                                 seed=40, nfe=2, candidates=4)
+    assert sorted(row["seed"] for row in table) == [40, 41, 42, 43]  # seed, seed+1, …
+    assert [row["rank"] for row in table] == [1, 2, 3, 4]
+    checks = [_edit_check(row["check"]) for row in table]
+    assert all(c.task == "volume" and c.measured and c.asked == -6.0 for c in checks)
+    assert rank(checks) == checks  # best first, by the check's own ranking
+    assert manifest["seed"] == table[0]["seed"] and manifest["check"] == table[0]["check"]
+    assert line == table[0]["check"]["display"]
+    assert manifest["candidate"] == {"rank": 1, "of": 4, "seeds": [40, 41, 42, 43]}
+    assert [Path(f).name for f in files] == [row["file"] for row in table]
+    assert np.array_equal(_pcm(files[0]), _pcm(wav))  # the result is the best candidate
+    assert len({_pcm(f).tobytes() for f in files}) == 4  # four seeds, four different results
+
+
+@pytest.mark.parametrize("value", [0, 9, 2.5, True])
+def test_candidates_out_of_range_are_refused_naming_the_limit(client, clips, value):
+    with pytest.raises(ValidationError, match="candidates is how many seeds of the edit to run and rank, a whole "
+                                              "number from 1 to 8; got"):
+        _edit(client, clips.voice, candidates=value)
 
 
 @pytest.mark.parametrize(("model", "repo"), [("flash", "tencent/AuK-Flash"), ("base", "tencent/AuK")])
@@ -82,7 +127,7 @@ def test_released_variants_not_on_disk_are_listed_and_refused_with_the_download_
 
 
 def test_edit_with_automatic_duration_returns_exactly_the_source_length(client, clips, demo_dir):
-    wav, figure, manifest = _edit(client, clips.voice, seed=1234)
+    wav, figure, manifest, *_ = _edit(client, clips.voice, seed=1234)
     data = _pcm(wav)
     assert data.ndim == 1 and data.shape[0] == 14_400  # 0.6 s at 24 kHz, not rounded to whole frames
     assert sf.info(wav).subtype == "PCM_16"
@@ -98,7 +143,7 @@ def test_edit_with_automatic_duration_returns_exactly_the_source_length(client, 
 
 
 def test_empty_knobs_mean_the_checkpoints_defaults(client, clips, demo_dir):
-    _, _, manifest = _edit(client, clips.voice, seed=5, nfe=None)
+    _, _, manifest, *_ = _edit(client, clips.voice, seed=5, nfe=None)
     defaults = read_auk_checkpoint(demo_dir).defaults
     assert (manifest["nfe"], manifest["cfg"], manifest["sway"]) == (defaults.nfe, defaults.cfg, defaults.sway)
     assert manifest["noise_scale"] == defaults.noise_scale < 1  # the demo samples at its declared temperature
@@ -108,14 +153,14 @@ def test_empty_knobs_mean_the_checkpoints_defaults(client, clips, demo_dir):
 def test_clipping_is_counted_as_the_wav_holds_it_and_headroom_avoids_it(client, clips):
     # +15 dB on a clip peaking at −6 dBFS: the model's result goes past full scale.
     loud = dict(instruction="Increase the volume by 15 dB.", seed=3)
-    wav, _, manifest = _edit(client, clips.voice, **loud)
+    wav, _, manifest, *_ = _edit(client, clips.voice, **loud)
     data = _pcm(wav)
     at_full_scale = int(np.count_nonzero((data == 32767) | (data == -32768)))
     assert at_full_scale > 100
     assert manifest["output"]["clipped_samples"] == at_full_scale
     assert manifest["output"]["headroom"] is None and manifest["requested"]["headroom"] is False
     assert [w for w in manifest["warnings"] if w.startswith(f"The result clips: {at_full_scale} of")]
-    wav, _, kept = _edit(client, clips.voice, headroom=True, **loud)
+    wav, _, kept, *_ = _edit(client, clips.voice, headroom=True, **loud)
     data = _pcm(wav)
     assert 20 * np.log10(np.abs(data).max() / 32768) <= -0.99
     assert kept["output"]["clipped_samples"] == 0 and kept["output"]["headroom"]["gain_db"] < -1
@@ -128,17 +173,17 @@ def test_what_the_demo_was_not_trained_for_is_warned_about_with_the_released_wei
         "tasks": ["volume", "pitch", "enhance:Remove noise", "sine_tone"], "languages": ["en"]}
     for instruction, gap in (("Change the emotion to happy.", "Emotion"),
                              ("将音量升高6分贝。", "Chinese instructions (it reads English only)")):
-        _, _, manifest = _edit(client, clips.voice, instruction=instruction, seed=5)
+        _, _, manifest, *_ = _edit(client, clips.voice, instruction=instruction, seed=5)
         assert manifest["warnings"] == [
             f"AuK-Tiny (demo) was not trained for {gap}, so expect a result that does not follow the instruction; "
             f"the released AuK weights were. {GET_WEIGHTS}"]
         assert "hf download tencent/AuK --local-dir ckpts/AuK" in GET_WEIGHTS
-    _, _, manifest = _edit(client, clips.voice, instruction="Raise the pitch by 2 semitones.", seed=5)
+    _, _, manifest, *_ = _edit(client, clips.voice, instruction="Raise the pitch by 2 semitones.", seed=5)
     assert manifest["warnings"] == []
 
 
 def test_text_only_generation_with_a_custom_grid_and_a_randomised_seed(client):
-    wav, _, manifest = client.predict(instruction="Generate speech based on the following description: \"calm\". "
+    wav, _, manifest, *_ = client.predict(instruction="Generate speech based on the following description: \"calm\". "
                                       "The content to speak is: \"hi\".", seconds=0.5, t_grid="0, 0.5, 1",
                                       randomize_seed=True, seed=7, api_name="/edit_audio")
     assert _pcm(wav).shape == (12_000,) and manifest["gen_frames"] == 25
@@ -148,23 +193,23 @@ def test_text_only_generation_with_a_custom_grid_and_a_randomised_seed(client):
 
 
 def test_seconds_become_frames_as_upstream_rounds_them(client):
-    wav, _, manifest = client.predict(instruction="Generate a 450 Hz sine tone.", seconds=2.24, nfe=1, seed=1,
+    wav, _, manifest, *_ = client.predict(instruction="Generate a 450 Hz sine tone.", seconds=2.24, nfe=1, seed=1,
                                       randomize_seed=False, api_name="/edit_audio")
     # ceil(2.24 · 24000 / 480), the expression of upstream AuK and vLLM-Omni: 112.00000000000001 → 113
     assert manifest["gen_frames"] == 113 and _pcm(wav).shape == (113 * 480,)
 
 
 def test_vae_sample_defaults_to_a_seeded_draw_and_can_be_turned_off(client, clips):
-    drawn, _, manifest = _edit(client, clips.voice, seed=21, nfe=1)
-    again, _, _ = _edit(client, clips.voice, seed=21, nfe=1, vae_sample=True)
-    _, _, mean_manifest = _edit(client, clips.voice, seed=21, nfe=1, vae_sample=False)
+    drawn, _, manifest, *_ = _edit(client, clips.voice, seed=21, nfe=1)
+    again, _, _, *_ = _edit(client, clips.voice, seed=21, nfe=1, vae_sample=True)
+    _, _, mean_manifest, *_ = _edit(client, clips.voice, seed=21, nfe=1, vae_sample=False)
     assert manifest["vae_sample"] is True and mean_manifest["vae_sample"] is False
     assert mean_manifest["requested"]["vae_sample"] is False
     assert np.array_equal(_pcm(drawn), _pcm(again))  # the seed reproduces the draw
 
 
 def test_stereo_44k_source_is_mixed_resampled_and_matched_in_length(client, clips):
-    wav, _, manifest = _edit(client, clips.stereo, seed=3, model="demo")
+    wav, _, manifest, *_ = _edit(client, clips.stereo, seed=3, model="demo")
     assert _pcm(wav).shape == (12_000,)  # 0.5 s at 24 kHz
     assert manifest["source"]["sample_rate"] == 44_100 and manifest["source"]["channels"] == 2
 
@@ -211,9 +256,9 @@ def test_every_knob_is_validated_server_side_with_a_specific_message(client, cli
 def test_the_shortest_clip_and_target_give_sound(client, tmp_path):
     shortest = tmp_path / "forty_ms.wav"
     sf.write(shortest, 0.3 * np.sin(2 * np.pi * 300 * np.arange(960) / 24_000), 24_000)
-    wav, _, _ = _edit(client, shortest, seed=1)
+    wav, _, _, *_ = _edit(client, shortest, seed=1)
     assert _pcm(wav).shape == (960,) and np.abs(_pcm(wav)).max() > 0
-    wav, _, _ = client.predict(instruction="Generate a 450 Hz sine tone.", seconds=0.04, seed=1, randomize_seed=False,
+    wav, _, _, *_ = client.predict(instruction="Generate a 450 Hz sine tone.", seconds=0.04, seed=1, randomize_seed=False,
                                api_name="/edit_audio")
     assert _pcm(wav).shape == (960,) and np.abs(_pcm(wav)).max() > 0
     shorter = tmp_path / "thirty_ms.wav"
@@ -231,7 +276,7 @@ def _strings(value):
 
 
 def test_no_server_path_reaches_a_client(client, clips):
-    _, _, edit_manifest = _edit(client, clips.voice, seed=1)
+    _, _, edit_manifest, *_ = _edit(client, clips.voice, seed=1)
     _, _, _, audex_manifest = client.predict("rain", max_seconds=0.2, api_name="/text_to_audio")
     # A download command names a Hub repository and the relative ckpts/ folder, not the server's disk.
     for shown in (client.predict(api_name="/model_info"), edit_manifest, audex_manifest):
@@ -312,7 +357,7 @@ def test_concurrent_edits_share_steps_and_get_their_sequential_results(app, clip
 
 
 def test_flash_runs_its_fixed_recipe_and_lists_what_it_ignored(flash_app, clips, client_for):
-    _, _, manifest = _edit(client_for(flash_app.url), clips.voice, seed=9, model="flash", nfe=12, cfg=2.0)
+    _, _, manifest, *_ = _edit(client_for(flash_app.url), clips.voice, seed=9, model="flash", nfe=12, cfg=2.0)
     assert manifest["variant"] == "flash" and manifest["model"] == "flash"
     assert (manifest["nfe"], manifest["cfg"], manifest["sway"]) == (4, 0.0, None)
     assert manifest["t_grid"] == pytest.approx(list(FLASH_T_GRID))

@@ -65,6 +65,8 @@ def test_upload_edit_and_flash_lock_in_chromium(flash_app, clips, browser, tmp_p
                      " && document.querySelector('#seed input').value !== '0'")
     seed = browser.evaluate("document.querySelector('#seed input').value")
     assert f"_seed{seed}.wav" in wav_url  # the used (randomised) seed is written back
+    # The edit check, right under the result's player.
+    assert browser.wait_for("document.querySelector('#edit-check')?.innerText").startswith("asked −10 dB · got ")
     # FLAC and MP3 beside the WAV (issue 42, item 10), named like it.
     for kind in ("flac", "mp3"):
         browser.wait_for(f"document.querySelector('#edit-{kind}-file')?.offsetParent != null")
@@ -75,6 +77,22 @@ def test_upload_edit_and_flash_lock_in_chromium(flash_app, clips, browser, tmp_p
     browser.wait_for("document.querySelector('#upload-verdict').innerText.includes('Ready: 0.60 s')", timeout=30)
     browser.click("#stop-edit")
     browser.wait_for("document.querySelector('#stop-note').innerText.startsWith('Stopped at ')")
+
+    # Two candidates: both play with their check, best first; the second becomes the result.
+    browser.type_into("#candidates input[type=number]", "2", replace=True)
+    browser.click("#run-edit")
+    browser.wait_for("document.querySelector('#candidate-2')?.offsetParent != null"
+                     " && document.querySelector('#candidate-2 audio, #candidate-2 .waveform-container') !== null",
+                     timeout=180)
+    labels = browser.evaluate("[...document.querySelectorAll('#candidate-pick label')].map(l => l.innerText)")
+    assert [label[:3] for label in labels] == ["#1 ", "#2 "] and all("asked −10 dB · got " in x for x in labels)
+    second = labels[1].split(" · ")[1].removeprefix("seed ")
+    browser.click("#candidate-pick label:nth-of-type(2) input")
+    browser.click("#candidate-result")
+    browser.wait_for(f"document.querySelector('#seed input').value === '{second}'", timeout=60)
+    assert browser.wait_for(f"document.querySelector('#edit-output a.download-link[href$=\"_seed{second}.wav\"]')"
+                            " !== null", timeout=30)
+    _keep(browser.screenshot(tmp_path / "auk_studio_candidates.png"))
 
     browser.click("#advanced .label-wrap")
     browser.wait_for("document.querySelector('#sway input') !== null")  # the accordion renders on opening

@@ -44,7 +44,7 @@ def edit_through_api(client, tmp_path_factory):
             sf.write(str(audio), source, 24000, subtype="FLOAT")  # the exact clip, no 16-bit rounding
         from gradio_client import handle_file
 
-        wav_path, _, manifest = client.predict(
+        wav_path, _, manifest, *_ = client.predict(
             audio=handle_file(str(audio)) if audio else None, instruction=instruction,
             seconds=0 if source is not None else seconds, seed=SEED, randomize_seed=False,
             api_name="/edit_audio",

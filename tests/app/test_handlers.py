@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -72,10 +73,11 @@ def test_builder_fields_follow_the_task(handlers):
     assert mode["visible"] and mode["choices"] == ["Increase", "Decrease"] and amount["value"] == "10"
     assert not text["visible"] and not original["visible"] and not option["visible"]
     preview, built = handlers.preview("speed", None, None, None, None, "2.0", 3.0)
-    assert built == {"instruction": "Adjust the speech speed to 2.0x.", "seconds": 1.5}
+    assert built == {"instruction": "Adjust the speech speed to 2.0x.", "seconds": 1.5, "task": "speed",
+                     "fields": {"mode": None, "text": None, "original": None, "option": None, "amount": "2.0"}}
     assert "1.5 s" in preview and "source 3.00 s ÷ 2" in preview
     _, built = handlers.preview("speed", None, None, None, None, "2.0", 3.0, "zh")
-    assert built == {"instruction": "将语速调整为2.0倍。", "seconds": 1.5}
+    assert built["instruction"] == "将语速调整为2.0倍。" and built["seconds"] == 1.5 and built["task"] == "speed"
 
 
 def test_gpu_budgets_grow_with_the_request(handlers):
@@ -190,7 +192,7 @@ def test_the_pages_edit_returns_the_audio_before_its_figure_is_drawn(handlers, c
         return draw(*args, **kwargs)
 
     monkeypatch.setattr(figures, "before_after", held)
-    audio, figure, manifest, state = asyncio.run(handlers.edit_from_ui(
+    audio, figure, manifest, state, *_ = asyncio.run(handlers.edit_from_ui(
         str(clips.voice), "Decrease the volume by 10 dB.", nfe=16, cfg=0, sway=-1, seed=3, randomize_seed=False,
         progress=lambda *a, **k: None))
     assert not drawing.is_set() and figure is None  # the audio arrived with no drawing begun
@@ -238,3 +240,48 @@ def test_the_example_clips_are_small_shipped_files_listed_on_the_page(app):
     listed = next(b for b in app.demo.blocks.values() if isinstance(b, gr.Dataset) and b.elem_id == "clip-examples")
     assert [Path(sample[0]).name for sample in listed.samples] == names
     assert all(sample[1] for sample in listed.samples)  # each with an instruction the demo model does
+
+
+def test_a_request_of_n_candidates_holds_n_places_in_the_model_queue(handlers):
+    from auk_app.ui.handlers import inputs_of
+    from auk_app.ui.runs import Admission, Busy
+
+    at = inputs_of(handlers.edit_audio).index("candidates")
+    assert at == inputs_of(handlers.edit_from_ui).index("candidates")  # both edits count alike
+    waiting = SimpleNamespace(_id="a", fn=SimpleNamespace(api_name="edit_audio"),
+                              data=SimpleNamespace(data=[None] * at + [6]))
+    queue = SimpleNamespace(event_queue_per_concurrency_id={"auk": SimpleNamespace(queue=[waiting])}, active_jobs=[])
+    admission = Admission(api_names=("edit_audio",), weights={"edit_audio": at})
+    admission.bind(SimpleNamespace(_queue=queue), cap=16)
+    admission.reserve(8)  # 6 waiting + 8 = 14
+    admission.reserve(2)  # 16: full
+    with pytest.raises(Busy, match=r"16 runs are already waiting for the model, the most it queues is 16 "
+                                   r"\(this request asks for 4\)"):
+        admission.check_room(4)
+    empty = Admission(api_names=("edit_audio",), weights={"edit_audio": at})
+    empty.bind(SimpleNamespace(_queue=SimpleNamespace(event_queue_per_concurrency_id={}, active_jobs=[])), cap=4)
+    empty.reserve(8)  # one request always fits an empty queue, however many candidates it asks for
+
+
+def test_gpu_budget_grows_with_the_candidates(handlers):
+    one, four = (handlers.edit_gpu_seconds(None, "Hi.", nfe=8, seconds=5, candidates=n) for n in (1, 4))
+    assert one < four <= 180
+
+
+def test_stop_stops_every_candidate_and_progress_counts_their_steps_together(app, clips):
+    from auk_app.auk.request import EditRequest
+    from auk_app.errors import Cancelled
+
+    stop, reports = threading.Event(), []
+
+    def progress(phase, done, total):
+        reports.append((phase, done, total))
+        if phase == "sample" and done >= 3:
+            stop.set()
+
+    request = EditRequest("Decrease the volume by 6 dB.", audio=str(clips.voice), nfe=8, seed=1)
+    with pytest.raises(Cancelled):
+        app.studio.edit_candidates(request, "demo", candidates=3, progress=progress, should_stop=stop.is_set)
+    steps = [(done, total) for phase, done, total in reports if phase == "sample"]
+    assert steps and all(total == 24 for _, total in steps)  # 3 candidates × 8 steps, in all
+    assert max(done for done, _ in steps) < 24  # none of them ran on to its end

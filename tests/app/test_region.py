@@ -40,7 +40,7 @@ def _pcm(path) -> np.ndarray:
 
 
 def test_a_region_edit_returns_the_whole_file_unchanged_outside_the_region(client, long_clip):
-    wav, figure, manifest = client.predict(audio=handle_file(str(long_clip)), instruction="Decrease the volume by 6 dB.",
+    wav, figure, manifest, *_ = client.predict(audio=handle_file(str(long_clip)), instruction="Decrease the volume by 6 dB.",
                                            region_start=12.0, region_end=17.0, **FAST)
     source, out = _pcm(long_clip), _pcm(wav)
     start, end = 12 * SR, 17 * SR
@@ -58,18 +58,21 @@ def test_a_region_edit_returns_the_whole_file_unchanged_outside_the_region(clien
 
 
 def test_a_region_edit_reports_the_regions_own_level_change(client, long_clip):
-    wav, _, manifest = client.predict(audio=handle_file(str(long_clip)), instruction="Decrease the volume by 10 dB.",
+    wav, _, manifest, *_ = client.predict(audio=handle_file(str(long_clip)), instruction="Decrease the volume by 10 dB.",
                                       region_start=20.0, region_end=24.0, **FAST)
     source, out = (_pcm(path).astype(np.float64) for path in (long_clip, wav))
     part = slice(20 * SR, 24 * SR)
     measured = 20 * np.log10(np.sqrt(np.mean(out[part] ** 2)) / np.sqrt(np.mean(source[part] ** 2)))
     assert manifest["region_level_change"]["rms_dbfs"] == pytest.approx(measured, abs=0.05)
     assert manifest["region_level_change"]["rms_dbfs"] < -6  # the whole file's change is diluted by 36 s
+    # The edit check measures the region alone too: its LUFS change, near the region's RMS change.
+    assert manifest["check"]["task"] == "volume" and manifest["check"]["asked"] == -10.0
+    assert manifest["check"]["got"] == pytest.approx(measured, abs=1.5)
     assert manifest["level_change"]["rms_dbfs"] > -2
 
 
 def test_a_longer_region_shifts_the_rest_of_the_file(client, long_clip):
-    wav, _, manifest = client.predict(audio=handle_file(str(long_clip)), instruction="Decrease the volume by 6 dB.",
+    wav, _, manifest, *_ = client.predict(audio=handle_file(str(long_clip)), instruction="Decrease the volume by 6 dB.",
                                       region_start=12.0, region_end=17.0, seconds=7.0, **FAST)
     source, out = _pcm(long_clip), _pcm(wav)
     grown = out.shape[0] - source.shape[0]
@@ -101,7 +104,7 @@ def test_a_ten_minute_file_costs_about_a_short_edit(client, tmp_path):
     timings = {}
     for name, path, region in (("short", short, {}), ("long", long, {"region_start": 300.0, "region_end": 305.0})):
         started = time.perf_counter()
-        wav, _, _ = client.predict(audio=handle_file(str(path)), instruction="Decrease the volume by 6 dB.",
+        wav, _, _, *_ = client.predict(audio=handle_file(str(path)), instruction="Decrease the volume by 6 dB.",
                                    **region, **FAST)
         timings[name] = time.perf_counter() - started
     assert _pcm(wav).shape == (600 * SR,)
@@ -119,6 +122,6 @@ def test_a_ten_minute_file_costs_about_a_short_edit(client, tmp_path):
 def test_a_zero_region_end_means_the_whole_clip(client, tmp_path):
     short = tmp_path / "short.wav"
     sf.write(short, _speechlike(1.0), SR, subtype="PCM_16")  # a number box sends 0, not empty
-    wav, _, manifest = client.predict(audio=handle_file(str(short)), instruction="Decrease the volume by 6 dB.",
+    wav, _, manifest, *_ = client.predict(audio=handle_file(str(short)), instruction="Decrease the volume by 6 dB.",
                                       region_start=0, region_end=0, **FAST)
     assert manifest["region"] is None and _pcm(wav).shape == (SR,)
