@@ -12,13 +12,14 @@ import contextvars
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from auk_app import instructions, resolve
+from auk_app import dsp, instructions, resolve
 from auk_app.audex.request import TRAINED_SECONDS, AudexRequest, TextToAudioResult
 from auk_app.auk.batching import DEFAULT_MAX_BATCH
 from auk_app.auk.checkpoint import AuKCheckpoint, read_auk_checkpoint
@@ -27,8 +28,9 @@ from auk_app.auk.plan import plan_edit
 from auk_app.auk.registry import QWEN_OMNI
 from auk_app.auk.request import EditRequest, EditResult, check_candidates
 from auk_app.check import Clip, EditCheck, Target, check, rank, target_from_text, unmeasured
-from auk_app.config import Limits
-from auk_app.errors import Cancelled, InputError
+from auk_app.check.transcribe import Transcriber, check_content, content_target
+from auk_app.config import QWEN_SAMPLE_RATE, Limits
+from auk_app.errors import Cancelled, CheckpointError, InputError
 from auk_app.progress import Progress, ShouldStop, silent
 from auk_app.runtime import pick_device, pick_precision
 from auk_app.validate import shown
@@ -120,6 +122,7 @@ class Studio:
         self._lock = threading.Lock()
         self._editing = threading.Condition()  # guards _running: edits in flight per model key
         self._running: dict[str, int] = {}
+        self._transcribing = threading.Lock()  # one transcription at a time on the shared thinker
 
     # ------------------------------------------------------------------ registry
 
@@ -243,11 +246,12 @@ class Studio:
             threading.Thread(target=source.measure, args=(request, entry, self.config.limits), daemon=True,
                              name="check-source").start()
         steps = _OverallProgress(progress, n)
+        heard = None if target.measurable or content_target(request.instruction) is None else self._heard(entry)
 
         def one(i: int) -> tuple[EditResult, EditCheck, float]:
             result, _ = self.edit(requests[i], model, progress=steps.of(i), should_stop=should_stop)
             started = time.perf_counter()
-            return result, _checked(target, source, result), time.perf_counter() - started
+            return result, _checked(target, source, result, heard), time.perf_counter() - started
 
         if n == 1:
             made = [one(0)]
@@ -256,6 +260,22 @@ class Studio:
         order = {id(c): k for k, c in enumerate(rank([c for _, c, _ in made]))}
         ranked = sorted((Candidate(r, c, s, order[id(c)] + 1) for r, c, s in made), key=lambda c: c.rank)
         return ranked, entry
+
+    def _heard(self, entry: ModelEntry) -> Callable[[EditResult], EditCheck] | None:
+        """The content check of ``entry``'s results (what the thinker hears against the text the
+        instruction asks for), or None where the text encoder does not hear audio (MiniLM)."""
+        if not entry.checkpoint.text_encoder.reads_audio:
+            return None
+        pipeline = self.pipeline(entry)
+
+        def heard(result: EditResult) -> EditCheck:
+            before, after = (None if wav is None else dsp.resample(wav, result.sample_rate, QWEN_SAMPLE_RATE)
+                             for wav in check_parts(result))
+            with self._transcribing:
+                transcriber = Transcriber.from_conditioner(pipeline.conditioner, pipeline.text_encoder_path)
+                return check_content(transcriber, result.record.instruction, after, before)
+
+        return heard
 
     def _enter(self, entry: ModelEntry) -> AuKPipeline:
         """The entry's pipeline, counted as running an edit. Edits of the resident model run side by
@@ -397,9 +417,16 @@ class _SharedSource:
             log.debug("measuring the source ahead of the check failed", exc_info=True)
 
 
-def _checked(target: Target, source: _SharedSource, result: EditResult) -> EditCheck:
-    """The edit check of one result; a failure of the check itself (a bug) never fails the edit."""
+def _checked(target: Target, source: _SharedSource, result: EditResult,
+             heard: Callable[[EditResult], EditCheck] | None = None) -> EditCheck:
+    """The edit check of one result (by ``heard`` where only the words can be checked); a failure
+    of the check itself never fails the edit: a snapshot without the thinker's output head, or a bug."""
     before, after = check_parts(result)
+    if heard is not None:
+        try:
+            return heard(result)
+        except CheckpointError as exc:
+            return unmeasured(target.task, f"the words cannot be checked: {exc}")
     try:
         clip = None if before is None else source.clip(before, result.sample_rate)
         return check(target, clip, after, result.sample_rate)

@@ -91,6 +91,11 @@ class AuKPipeline:
         return self._model is not None
 
     @property
+    def conditioner(self) -> TextConditioner | None:
+        """The loaded text encoder (the Qwen thinker, which content checks also transcribe with)."""
+        return self._conditioner
+
+    @property
     def batcher(self) -> StepBatcher | None:
         """The loaded DiT's step batcher; None before loading, with offload and with max_batch 1."""
         return self._batcher
@@ -187,7 +192,8 @@ class AuKPipeline:
         posterior = None
         if clip is not None:
             with self._placed(self._model.vae), torch.inference_mode():
-                posterior = self._model.vae.posterior(torch.from_numpy(clip.wav_24k)[None].to(self.device))
+                # A copy: the clip may be the decode cache's read-only array.
+                posterior = self._model.vae.posterior(torch.tensor(clip.wav_24k)[None].to(self.device))
         entry = (text.to(self.device), c_mask.to(self.device), posterior)
         self._cache[key] = entry
         if len(self._cache) > self._cache_size:

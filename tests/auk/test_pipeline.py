@@ -338,3 +338,18 @@ def test_command_line_edit(weights, tmp_path):
                          capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)
     assert bad.returncode == 2 and "cannot infer a duration" in bad.stderr
     assert not (tmp_path / "x.wav").exists()
+
+
+def test_a_tts_result_is_checked_by_what_the_resident_thinker_hears(studio, tmp_path):
+    """Only the words of a zero-shot TTS can be checked: the thinker the DiT conditions on transcribes
+    the result (its output head read from the snapshot) and the check is the word error rate. The
+    tiny random thinker hears nonsense, so this holds the mechanics, not the quality."""
+    source = _tone(tmp_path / "voice.wav", seconds=0.6)
+    request = EditRequest('Say the following with the same voice: "good morning"', audio=source, nfe=1, seed=2)
+    (best,), _ = studio.edit_candidates(request, "base", candidates=1)
+    check = best.check
+    assert check.task == "content" and check.unit == "WER" and check.tolerance == 0.2
+    assert check.got is not None and check.got >= 0 and 'for "good morning"' in check.note
+    assert check.passed == (check.got <= 0.2)
+    thinker = studio.pipeline(studio.entry("base")).conditioner.model
+    assert isinstance(thinker.lm_head, torch.nn.Linear)  # attached once, to the resident thinker
