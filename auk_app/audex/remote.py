@@ -196,7 +196,7 @@ class RemoteSampler:
             raise EngineError(
                 f"The Audex server at {self.host} let a CFG pair drift apart (the conditional and unconditional "
                 "streams differ), so the result was discarded. Serve with the Audex plugin's scheduler and logits "
-                "processors (see the README's `vllm serve` line) and try again."
+                "processors (docs/vllm.md has the `vllm serve` line) and try again."
             )
         tokens = list(cond.tokens)
         reason = end_reason(tokens, vocab, sampling) if tokens else None
@@ -325,7 +325,7 @@ class RemoteSampler:
 
     def _sentence(self, exc: Exception, done: int) -> EngineError:
         if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
-            return EngineError(f"The Audex server at {self.host} cannot be reached; start it (see the README's "
+            return EngineError(f"The Audex server at {self.host} cannot be reached; start it (docs/vllm.md has the "
                                "`vllm serve` line) or point --audex-server at a running one.")
         if isinstance(exc, httpx.ReadTimeout):
             return EngineError(f"The Audex server at {self.host} sent nothing for {self._timeout.read:g} s after "
