@@ -8,6 +8,7 @@ except what is reported to the user and which Audex snapshot is used.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import logging
 import threading
@@ -122,7 +123,6 @@ class Studio:
         self._lock = threading.Lock()
         self._editing = threading.Condition()  # guards _running: edits in flight per model key
         self._running: dict[str, int] = {}
-        self._transcribing = threading.Lock()  # one transcription at a time on the shared thinker
 
     # ------------------------------------------------------------------ registry
 
@@ -219,13 +219,8 @@ class Studio:
         """Plan ``request`` (every check, before waiting for the model), then run it."""
         entry = self.entry(model)
         plan = plan_edit(request, entry.checkpoint, self.config.limits)
-        pipeline = self._enter(entry)
-        try:
+        with self._resident(entry) as pipeline:
             return pipeline.run(plan, **callbacks), entry
-        finally:
-            with self._editing:
-                self._running[entry.key] -= 1
-                self._editing.notify_all()
 
     def edit_candidates(self, request: EditRequest, model: str | None = None, *, candidates: int = 1,
                         target: Target | None = None, progress=None, should_stop=None,
@@ -266,26 +261,31 @@ class Studio:
         instruction asks for), or None where the text encoder does not hear audio (MiniLM)."""
         if not entry.checkpoint.text_encoder.reads_audio:
             return None
-        pipeline = self.pipeline(entry)
 
         def heard(result: EditResult) -> EditCheck:
             before, after = (None if wav is None else dsp.resample(wav, result.sample_rate, QWEN_SAMPLE_RATE)
                              for wav in check_parts(result))
-            with self._transcribing:
-                transcriber = Transcriber.from_conditioner(pipeline.conditioner, pipeline.text_encoder_path)
+            with self._resident(entry) as pipeline, pipeline.conditioner_in_use() as conditioner:
+                transcriber = Transcriber.from_conditioner(conditioner, pipeline.text_encoder_path)
                 return check_content(transcriber, result.record.instruction, after, before)
 
         return heard
 
-    def _enter(self, entry: ModelEntry) -> AuKPipeline:
-        """The entry's pipeline, counted as running an edit. Edits of the resident model run side by
-        side (they share DiT steps); one of another model waits until they are done, so a switch
-        never unloads a model under running edits nor holds two models at once."""
+    @contextlib.contextmanager
+    def _resident(self, entry: ModelEntry):
+        """The entry's pipeline, counted as in use while the block runs. Edits of the resident model
+        run side by side (they share DiT steps); one of another model waits until they are done, so a
+        switch never unloads a model under running edits nor holds two models at once."""
         with self._editing:
             self._editing.wait_for(lambda: not any(n for key, n in self._running.items() if key != entry.key))
             pipeline = self.pipeline(entry)
             self._running[entry.key] = self._running.get(entry.key, 0) + 1
-            return pipeline
+        try:
+            yield pipeline
+        finally:
+            with self._editing:
+                self._running[entry.key] -= 1
+                self._editing.notify_all()
 
     # ------------------------------------------------------------------ Audex
 
