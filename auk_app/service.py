@@ -70,6 +70,7 @@ class StudioConfig:
     download: bool = False
     default_model: str = "auto"
     audex_server: str | None = None  # a vLLM server with the Audex plugin samples Audex streams
+    auk_server: str | None = None  # a Ray Serve deployment of AuK (auk_app.serve) runs the edits
     limits: Limits = field(default_factory=Limits)
     demo_dir: Path = DEMO_DIR
 
@@ -87,6 +88,11 @@ class Studio:
 
             check_server_url(config.audex_server)  # a bad URL is refused here, before anything loads
         self.config = config
+        self.auk_server = None  # the edits' engine when not this process: a ServeRunner
+        if config.auk_server:
+            from auk_app.serve.client import ServeRunner
+
+            self.auk_server = ServeRunner(config.auk_server, limits=config.limits)  # a bad URL is refused here
         self.device = pick_device(config.device)
         self.precision = pick_precision(self.device, config.dtype)
         self._entries = self._discover()
@@ -198,6 +204,8 @@ class Studio:
         """Plan ``request`` (every check, before waiting for the model), then run it."""
         entry = self.entry(model)
         plan = plan_edit(request, entry.checkpoint, self.config.limits)
+        if self.auk_server is not None:  # a replica runs the plan's window; the region is spliced here
+            return self.auk_server.run(plan, **callbacks), entry
         pipeline = self._enter(entry)
         try:
             return pipeline.run(plan, **callbacks), entry
@@ -292,6 +300,7 @@ class Studio:
             "demo": default.demo,
             "audex_demo": self.audex_demo,
             "audex_server": self._audex_server_host(),
+            "auk_server": None if self.auk_server is None else self.auk_server.host,
             "models": {
                 e.key: {"label": e.label, "variant": e.checkpoint.variant, "folder": e.checkpoint.directory.name,
                         "demo": e.demo, "defaults": asdict(e.checkpoint.defaults),
