@@ -24,6 +24,7 @@ import time
 import uuid
 from urllib.parse import urlsplit
 from dataclasses import replace
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -93,16 +94,17 @@ class ServeRunner:
 
     # ------------------------------------------------------------------ runs
 
-    def run(self, plan: EditPlan, *, progress: Progress | None = None,
-            should_stop: ShouldStop | None = None) -> EditResult:
+    def run(self, plan: EditPlan, *, progress: Progress | None = None, should_stop: ShouldStop | None = None,
+            on_start: Callable[[dict[str, Any]], None] | None = None) -> EditResult:
         """``plan`` run on a replica: the same result as :meth:`AuKPipeline.run` in process, with the
-        record naming the engine and the replica."""
+        record naming the engine and the replica. ``on_start`` gets each attempt's start line (the
+        replica's id, node, pid, device) as it arrives."""
         started = time.perf_counter()
         body = json.dumps(plan_body(window_plan(plan), request_id=uuid.uuid4().hex, limits=self.limits)).encode()
         report = progress or silent
         for attempt in range(1, self.attempts + 1):
             try:
-                start, result = self._attempt(body, report, should_stop, first=attempt == 1)
+                start, result = self._attempt(body, report, should_stop, on_start, first=attempt == 1)
                 break
             except _Lost as lost:
                 if attempt == self.attempts:
@@ -128,8 +130,8 @@ class ServeRunner:
             _check_stop(should_stop, "before it was sent again")
             time.sleep(_POLL_SECONDS)
 
-    def _attempt(self, body: bytes, report: Progress, should_stop: ShouldStop | None,
-                 *, first: bool) -> tuple[dict, dict]:
+    def _attempt(self, body: bytes, report: Progress, should_stop: ShouldStop | None, on_start, *,
+                 first: bool) -> tuple[dict, dict]:
         """One send: (the replica's start line, its result line). _Lost when the stream broke."""
         lines: queue.Queue = queue.Queue()
         held: dict[str, Any] = {}
@@ -162,6 +164,8 @@ class ServeRunner:
                     name = event.get("event")
                     if name == "start":
                         start = event
+                        if on_start is not None:
+                            on_start(event)
                     elif name == "progress":
                         report(event["phase"], event["done"], event["total"])
                     elif name == "result":

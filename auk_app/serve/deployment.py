@@ -88,7 +88,7 @@ class AuKReplica:
         thread = threading.Thread(target=self._work, args=(body, emit, stop), daemon=True)
         thread.start()
         try:
-            yield _line({"event": "start", **self.info()})
+            yield _line({"event": "start", "request_id": body.get("request_id"), **self.info()})
             while True:
                 try:
                     event = await asyncio.wait_for(events.get(), HEARTBEAT_SECONDS)
