@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import socket
-import subprocess
-import sys
 import time
 
 import pytest
@@ -40,11 +38,23 @@ def test_a_deployment_that_is_down_is_one_sentence_not_a_hang():
     assert "\n" not in str(raised.value)
 
 
-@pytest.mark.slow
-def test_the_app_does_not_start_against_a_deployment_that_is_down(tmp_path):
-    url = f"http://127.0.0.1:{_closed_port()}/auk"
-    done = subprocess.run([sys.executable, str(REPO / "app.py"), "--auk-server", url, "--port", str(_closed_port())],
-                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
-    assert done.returncode == 2
-    assert done.stderr.strip().startswith("AuK Studio cannot start: The AuK Serve deployment at")
-    assert len(done.stderr.strip().splitlines()) == 1
+@pytest.mark.parametrize("down", [True, False], ids=["deployment-down", "bad-url"])
+def test_the_app_does_not_start_without_its_deployment(capsys, monkeypatch, down):
+    """app.py's main in this process (as tests/app/test_cli.py runs it): status 2 and one line, never a launch."""
+    import gradio as gr
+
+    def launch(*args, **kwargs):
+        raise AssertionError("the app launched instead of refusing to start")
+
+    monkeypatch.setattr(gr.Blocks, "launch", launch)
+    monkeypatch.syspath_prepend(str(REPO))
+    from app import main
+
+    url = f"http://127.0.0.1:{_closed_port()}/auk" if down else "http://127.0.0.1:99999/auk"
+    monkeypatch.setenv("AUK_SERVER_URL", url)  # the environment variable, as the flag's default
+    with pytest.raises(SystemExit) as exited:
+        main(["--port", str(_closed_port())])
+    err = capsys.readouterr().err.strip()
+    assert exited.value.code == 2 and "\n" not in err, err
+    assert err.startswith("AuK Studio cannot start: The AuK Serve")
+    assert ("cannot be reached" if down else "is not an http(s) URL") in err
