@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -119,3 +120,29 @@ def test_a_replica_killed_mid_run_is_retried_on_the_other(local, remote):
         assert killed and got.record.attempts >= 2 and got.record.replica != killed[0]["replica"]
         assert np.array_equal(got.wav, want.wav)
     assert time.monotonic() - began < 120
+
+
+def test_the_app_on_serve_writes_a_manifest_naming_the_engine_and_replica(remote, serve_cluster, tmp_path,
+                                                                          monkeypatch):
+    """/edit_audio through the launched app (gradio_client), a region edit: the files come from the
+    replica's window spliced here, and the manifest says where it ran."""
+    monkeypatch.setenv("GRADIO_TEMP_DIR", str(tmp_path / "gradio"))
+    monkeypatch.setenv("GRADIO_ANALYTICS_ENABLED", "False")
+    from gradio_client import Client, handle_file
+
+    from auk_app.ui.app import build_demo, launch_options
+
+    demo = build_demo(remote)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    _, url, _ = demo.launch(prevent_thread_lock=True, server_port=port, quiet=True, **launch_options())
+    try:
+        client = Client(url, verbose=False, download_files=str(tmp_path / "downloads"))
+        _, _, manifest = client.predict(audio=handle_file(SPEECH), instruction="Increase the volume by 6 dB.",
+                                           seed=5, randomize_seed=False, region_start=0.5, region_end=1.5,
+                                           api_name="/edit_audio")
+    finally:
+        demo.close()
+    assert manifest["engine"] == "ray-serve" and manifest["engine_server"] == serve_cluster.url[7:-4]
+    assert manifest["replica"] and manifest["attempts"] == 1 and manifest["region"] == [0.5, 1.5]
