@@ -133,8 +133,9 @@ def main(argv: list[str] | None = None) -> None:
     try:
         host, port = server_address(args)
         studio = Studio(config)
+        deployment = None
         if studio.auk_server is not None:  # a deployment that is down is one sentence now, not at the first edit
-            studio.auk_server.check()
+            deployment = studio.auk_server.check()
         if args.preload:
             if studio.auk_server is None:
                 studio.pipeline(studio.entry("auto")).load()
@@ -143,6 +144,9 @@ def main(argv: list[str] | None = None) -> None:
         print(f"AuK Studio cannot start: {exc}", file=sys.stderr)
         sys.exit(2)
     print(serving_line(studio.info()), flush=True)
+    if deployment is not None:
+        print(f"AuK edits run on the Ray Serve deployment at {studio.auk_server.host}: {deployment['checkpoint_name']} "
+              f"on {deployment['device']}, {deployment['dtype']} (one replica's answer).", flush=True)
     demo = build_demo(studio)
     demo.launch(server_name=host, server_port=port, share=args.share, **launch_options())
 
