@@ -91,6 +91,7 @@ class StudioConfig:
     download: bool = False
     default_model: str = "auto"
     audex_server: str | None = None  # a vLLM server with the Audex plugin samples Audex streams
+    auk_server: str | None = None  # a Ray Serve deployment of AuK (auk_app.serve) runs the edits
     limits: Limits = field(default_factory=Limits)
     demo_dir: Path = DEMO_DIR
 
@@ -108,6 +109,11 @@ class Studio:
 
             check_server_url(config.audex_server)  # a bad URL is refused here, before anything loads
         self.config = config
+        self.auk_server = None  # the edits' engine when not this process: a ServeRunner
+        if config.auk_server:
+            from auk_app.serve.client import ServeRunner
+
+            self.auk_server = ServeRunner(config.auk_server, limits=config.limits)  # a bad URL is refused here
         self.device = pick_device(config.device)
         self.precision = pick_precision(self.device, config.dtype)
         self._entries = self._discover()
@@ -219,6 +225,8 @@ class Studio:
         """Plan ``request`` (every check, before waiting for the model), then run it."""
         entry = self.entry(model)
         plan = plan_edit(request, entry.checkpoint, self.config.limits)
+        if self.auk_server is not None:  # a replica runs the plan's window; the region is spliced here
+            return self.auk_server.run(plan, **callbacks), entry
         with self._resident(entry) as pipeline:
             return pipeline.run(plan, **callbacks), entry
 
@@ -258,8 +266,9 @@ class Studio:
 
     def _heard(self, entry: ModelEntry) -> Callable[[EditResult], EditCheck] | None:
         """The content check of ``entry``'s results (what the thinker hears against the text the
-        instruction asks for), or None where the text encoder does not hear audio (MiniLM)."""
-        if not entry.checkpoint.text_encoder.reads_audio:
+        instruction asks for), or None where the text encoder does not hear audio (MiniLM) or the model
+        runs on Ray Serve replicas (the app holds no thinker then)."""
+        if not entry.checkpoint.text_encoder.reads_audio or self.auk_server is not None:
             return None
 
         def heard(result: EditResult) -> EditCheck:
@@ -363,6 +372,7 @@ class Studio:
             "demo": default.demo,
             "audex_demo": self.audex_demo,
             "audex_server": self._audex_server_host(),
+            "auk_server": None if self.auk_server is None else self.auk_server.host,
             "models": {
                 e.key: {"label": e.label, "variant": e.checkpoint.variant, "folder": e.checkpoint.directory.name,
                         "demo": e.demo, "defaults": asdict(e.checkpoint.defaults),
