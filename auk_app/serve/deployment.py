@@ -32,6 +32,7 @@ from auk_app import resolve
 from auk_app.auk.checkpoint import read_auk_checkpoint
 from auk_app.auk.pipeline import AuKPipeline
 from auk_app.auk.registry import QWEN_OMNI
+from auk_app.config import Limits
 from auk_app.errors import AppError, Cancelled, InputError
 from auk_app.serve.wire import pack, read_plan
 
@@ -57,8 +58,9 @@ class AuKReplica:
         directory = DEMO_DIR if checkpoint == "demo" else Path(checkpoint)
         ckpt = read_auk_checkpoint(directory)
         text_encoder = resolve.resolve(resolve.QWEN_OMNI, qwen) if ckpt.text_encoder.kind == QWEN_OMNI else None
+        # The replica runs plans the app made under its own limits; it plans nothing itself.
         self.pipeline = AuKPipeline(ckpt, text_encoder_path=text_encoder, device=device, dtype=dtype,
-                                    max_batch=int(max_batch), compile=compile)
+                                    max_batch=int(max_batch), compile=compile, limits=Limits())
         self.pipeline.load()  # once, before the replica takes requests
         self.replica = _replica_id()
         self.node = socket.gethostname()

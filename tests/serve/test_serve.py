@@ -139,7 +139,7 @@ def test_the_app_on_serve_writes_a_manifest_naming_the_engine_and_replica(remote
     _, url, _ = demo.launch(prevent_thread_lock=True, server_port=port, quiet=True, **launch_options())
     try:
         client = Client(url, verbose=False, download_files=str(tmp_path / "downloads"))
-        _, _, manifest = client.predict(audio=handle_file(SPEECH), instruction="Increase the volume by 6 dB.",
+        _, _, manifest, *_ = client.predict(audio=handle_file(SPEECH), instruction="Increase the volume by 6 dB.",
                                            seed=5, randomize_seed=False, region_start=0.5, region_end=1.5,
                                            api_name="/edit_audio")
     finally:
