@@ -20,7 +20,7 @@ character error rate; ``auk_app.check.wer``) and returns an ``EditCheck`` (task 
 an instruction: the text to speak for zero-shot and instruct TTS, and for word edits (the
 cookbook's content- and lyric-edit templates) the source's transcript with the edit applied.
 
-Only the mechanics are tested here, on a tiny random snapshot (tests/test_transcribe.py). How
+Only the mechanics are tested here, on a tiny random snapshot (tests/check/test_transcribe.py). How
 well the 3B thinker transcribes AuK's output, and so how often this check is right, is not
 measured in this project.
 
