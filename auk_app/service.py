@@ -72,6 +72,10 @@ class Candidate:
     check_seconds: float
     rank: int = 1
 
+    def check_entry(self) -> dict[str, Any]:
+        """The manifest's ``check``: the check's entry, its line, and what measuring took."""
+        return {**self.check.to_manifest(), "display": self.check.display(), "seconds": round(self.check_seconds, 4)}
+
 
 @dataclass(frozen=True)
 class StudioConfig:
@@ -422,7 +426,7 @@ class _SharedSource:
             if plan.region is not None:
                 wav = wav[round(request.region[0] * rate):round(request.region[1] * rate)]
             clip = self.clip(wav, rate)
-            clip.f0, clip.envelope, clip.loudness, clip.active  # noqa: B018: cached for the checks
+            clip.measure_all()
         except Exception:  # noqa: BLE001
             log.debug("measuring the source ahead of the check failed", exc_info=True)
 
@@ -431,12 +435,12 @@ def _checked(target: Target, source: _SharedSource, result: EditResult,
              heard: Callable[[EditResult], EditCheck] | None = None) -> EditCheck:
     """The edit check of one result (by ``heard`` where only the words can be checked); a failure
     of the check itself never fails the edit: a snapshot without the thinker's output head, or a bug."""
-    before, after = check_parts(result)
     if heard is not None:
         try:
             return heard(result)
         except CheckpointError as exc:
             return unmeasured(target.task, f"the words cannot be checked: {exc}")
+    before, after = check_parts(result)
     try:
         clip = None if before is None else source.clip(before, result.sample_rate)
         return check(target, clip, after, result.sample_rate)

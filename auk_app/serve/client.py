@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import queue
-import socket
 import threading
 import time
 import uuid
@@ -29,7 +28,7 @@ from typing import Any
 
 import httpx
 
-from auk_app.audex.remote import server_host
+from auk_app.audex.remote import hang_up, server_host
 from auk_app.auk.plan import EditPlan
 from auk_app.auk.region import splice
 from auk_app.auk.request import EditResult
@@ -176,7 +175,7 @@ class ServeRunner:
             finally:
                 response = held.get("response")
                 if response is not None:
-                    _hang_up(response)  # a stop or a failure here: Serve cancels the request on its replica
+                    hang_up(response)  # a stop or a failure here: Serve cancels the request on its replica
 
     def _read(self, client: httpx.Client, body: bytes, lines: queue.Queue, held: dict[str, Any]) -> None:
         """The reader thread: each JSON line into ``lines`` as ("event", dict); how it ended otherwise."""
@@ -229,15 +228,3 @@ def check_url(url: str) -> str:
 def _check_stop(should_stop: ShouldStop | None, when: str) -> None:
     if should_stop is not None and should_stop():
         raise Cancelled(f"Stopped {when}; nothing was produced.")
-
-
-def _hang_up(response: httpx.Response) -> None:
-    """Shut the socket, then close: a plain close while the reader waits in recv sends no FIN at once."""
-    network_stream = response.extensions.get("network_stream")
-    sock = network_stream.get_extra_info("socket") if network_stream is not None else None
-    if sock is not None:
-        try:
-            sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-    response.close()

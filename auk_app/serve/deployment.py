@@ -29,14 +29,16 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, StreamingResponse
 
 from auk_app import resolve
+from auk_app.auk.batching import DEFAULT_MAX_BATCH
 from auk_app.auk.checkpoint import read_auk_checkpoint
 from auk_app.auk.pipeline import AuKPipeline
 from auk_app.auk.registry import QWEN_OMNI
 from auk_app.config import Limits
 from auk_app.errors import AppError, Cancelled, InputError
+from auk_app.serve.client import ENGINE
 from auk_app.serve.wire import pack, read_plan
+from auk_app.service import DEMO_DIR
 
-DEMO_DIR = Path(__file__).resolve().parents[2] / "assets" / "AuK-Tiny"
 HEARTBEAT_SECONDS = 2.0  # a line at least this often, so a client can tell a slow phase from a dead replica
 
 
@@ -49,7 +51,7 @@ def _replica_id() -> str:
 @serve.deployment(name="AuKReplica", max_ongoing_requests=8)
 class AuKReplica:
     def __init__(self, checkpoint: str = "demo", qwen: str | None = None, device: str | None = None,
-                 dtype: str | None = None, max_batch: int = 4, compile: bool | None = None,
+                 dtype: str | None = None, max_batch: int = DEFAULT_MAX_BATCH, compile: bool | None = None,
                  threads: int | None = None, journal: str | None = None):
         if threads:
             import torch
@@ -69,7 +71,7 @@ class AuKReplica:
 
     def info(self) -> dict[str, Any]:
         ckpt = self.pipeline.checkpoint
-        return {"engine": "ray-serve", "checkpoint_name": ckpt.name, "variant": ckpt.variant, "replica": self.replica,
+        return {"engine": ENGINE, "checkpoint_name": ckpt.name, "variant": ckpt.variant, "replica": self.replica,
                 "node": self.node, "pid": os.getpid(), "device": str(self.pipeline.device),
                 "dtype": self.pipeline.precision.name, "max_batch": self.pipeline.max_batch}
 

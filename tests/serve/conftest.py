@@ -16,10 +16,10 @@ from types import SimpleNamespace
 
 import pytest
 
+from auk_app.serve import launch
 from auk_app.serve.launch import start_local, stop_local, wait_until_ready
-from tests.conftest import REPO
 
-RAY_PYTHON = Path(os.environ.get("AUK_RAY_PYTHON", REPO / ".venv-ray" / "bin" / "python"))
+RAY_PYTHON = Path(os.environ.get("AUK_RAY_PYTHON", launch.RAY_PYTHON))
 START_TIMEOUT_S = 300  # ~35 s on two idle cores
 
 

@@ -16,7 +16,7 @@ import pytest
 from auk_app.auk.plan import plan_edit
 from auk_app.auk.request import EditRequest
 from auk_app.errors import Cancelled
-from auk_app.serve.client import ServeError, ServeRunner
+from auk_app.serve.client import ServeError
 from auk_app.service import Studio, StudioConfig
 from auk_app.ui.manifest import edit_manifest
 from tests.conftest import REPO
