@@ -60,6 +60,9 @@ class ServeRunner:
         self.url = check_url(url)
         self.host = server_host(url)
         self.timeout = httpx.Timeout(idle_timeout, connect=connect_timeout)
+        # A stream's reads wait as long as it takes: _attempt's idle check gives up on a silent
+        # replica first, with its sentence, instead of a read timeout that would send the edit again.
+        self.stream_timeout = httpx.Timeout(None, connect=connect_timeout)
         self.idle_timeout = idle_timeout
         self.attempts = attempts
         self.retry_pause = retry_pause
@@ -134,7 +137,7 @@ class ServeRunner:
         """One send: (the replica's start line, its result line). _Lost when the stream broke."""
         lines: queue.Queue = queue.Queue()
         held: dict[str, Any] = {}
-        with httpx.Client(timeout=self.timeout) as client:
+        with httpx.Client(timeout=self.stream_timeout) as client:
             reader = threading.Thread(target=self._read, args=(client, body, lines, held), daemon=True)
             reader.start()
             start: dict[str, Any] = {}

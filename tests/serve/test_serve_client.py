@@ -1,14 +1,17 @@
-"""The app's Serve client without a cluster: a bad URL, a deployment that is down (at start and later)."""
+"""The app's Serve client without a cluster: a bad URL, a deployment that is down (at start and
+later), a replica that goes silent."""
 
 from __future__ import annotations
 
 import socket
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from auk_app.auk.request import EditRequest
-from auk_app.serve.client import ServeError, check_url
+from auk_app.serve.client import ServeError, ServeRunner, check_url
 from auk_app.service import Studio, StudioConfig
 from tests.conftest import REPO
 
@@ -58,3 +61,40 @@ def test_the_app_does_not_start_without_its_deployment(capsys, monkeypatch, down
     assert exited.value.code == 2 and "\n" not in err, err
     assert err.startswith("AuK Studio cannot start: The AuK Serve")
     assert ("cannot be reached" if down else "is not an http(s) URL") in err
+
+
+class _SilentReplica(BaseHTTPRequestHandler):
+    """Answers an edit with its start line, then says nothing until the test ends."""
+
+    posts = 0
+    release = threading.Event()
+
+    def do_POST(self):  # noqa: N802 (http.server's name)
+        type(self).posts += 1
+        self.rfile.read(int(self.headers["content-length"]))
+        self.send_response(200)
+        self.send_header("content-type", "application/x-ndjson")
+        self.end_headers()
+        self.wfile.write(b'{"event": "start", "replica": "silent"}\n')
+        self.wfile.flush()
+        self.release.wait(30)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_a_silent_replica_is_given_up_with_its_sentence_and_not_sent_again():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _SilentReplica)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/auk"
+        studio = Studio(StudioConfig(device="cpu", auk_server=url))
+        studio.auk_server = ServeRunner(url, idle_timeout=1.0, retry_pause=0.1, limits=studio.config.limits)
+        request = EditRequest(instruction="Increase the volume by 6 dB.", audio=str(REPO / "assets/examples/speech.flac"))
+        began = time.monotonic()
+        with pytest.raises(ServeError, match="sent nothing for 1 s, so the edit was given up"):
+            studio.edit(request, "demo")
+        assert time.monotonic() - began < 10 and _SilentReplica.posts == 1
+    finally:
+        _SilentReplica.release.set()
+        server.shutdown()
