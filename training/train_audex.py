@@ -1,0 +1,254 @@
+"""Train Audex-Tiny: a small Audex thinker (``ArceeForCausalLM``, the release's class and layout)
+over the event codec, on captioned procedural sounds.
+
+    nice -n 19 python -m training.train_audex --out runs/audex --export assets/Audex-Tiny
+
+Seeded and resumable: ``--out`` keeps ``state.pt`` (weights, averaged weights, optimizer, step);
+the batch of step ``s`` is drawn from a generator seeded with ``(seed, s)``, so a resumed run sees
+the batches an uninterrupted one would. An invocation stops after ``--minutes`` of wall clock (or
+at ``--steps``) and exports the averaged weights in the Audex snapshot layout.
+
+Each example is the app's own prompt (``build_tta_cond_prompt``; 15 % the length-matched null
+prompt, for CFG) followed by the scene's codec tokens, frame-major, and ``<audiogen_end>``. The
+loss is over the generated tokens only, and each position's softmax is over the 1,024 codes of its
+RVQ phase (plus ``<audiogen_end>`` at phase 0) — what the phase mask allows at sampling — which
+costs a quarter of a full-vocabulary head. The price, deliberately kept visible: the head never
+learns to avoid other phases' codes, so sampling without the mask gives invalid streams.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from safetensors.torch import save_file
+from tokenizers import AddedToken, Tokenizer, models, normalizers, pre_tokenizers
+from transformers import ArceeForCausalLM, PreTrainedTokenizerFast
+
+from auk_app.audex.prompt import AUDEX_SYSTEM_PROMPT, build_tta_cond_prompt, build_tta_null_prompt
+from auk_app.audex.thinker import AUDIOGEN_SUBDIR, FULL_SUBDIR, INDEX_FILE, arcee_config
+from auk_app.audex.tta import AUDEX_AUDIOCODEC_VOCAB_SIZE
+from auk_app.demo.event_codec import CODEBOOK_SIZE, HOP, NUM_CODEBOOKS, SAMPLE_RATE, EventCodec
+from auk_app.resolve import AUDEX_SHARD
+from training import audex_sounds
+
+CHAT_MARKERS = ("<|im_start|>", "<|im_end|>", "<|text to audio|>", "<think>", "</think>")
+PUNCTUATION = (".", ",", "!", "?", "'", "-", ":", ";", "(", ")")
+THINKER_CONFIG = {
+    "architectures": ["NemotronDenseForCausalLM"],
+    "model_type": "nemotron_dense",
+    "hidden_size": 128,
+    "intermediate_size": 512,
+    "num_hidden_layers": 4,
+    "num_attention_heads": 2,
+    "num_key_value_heads": 1,
+    "head_dim": 64,  # vLLM's CPU attention refuses smaller heads; the engine tests serve this model
+    "hidden_act": "relu2",
+    "norm_eps": 1e-5,
+    "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 1.0},
+    "max_position_embeddings": 8192,
+    "attention_bias": False,
+    "mlp_bias": False,
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
+}
+CODEC_CONFIG = {
+    "codec": "audex_events", "name": "Audex-Tiny event codec", "sample_rate": SAMPLE_RATE, "hop_length": HOP,
+    "frame_rate": SAMPLE_RATE // HOP, "codebook_size": CODEBOOK_SIZE, "num_codebooks": NUM_CODEBOOKS, "seed": 0,
+}
+NULL_RATE = 0.15
+
+
+def caption_words(seed: int = 12345, draws: int = 20000) -> list[str]:
+    """Every word of the training captions (and of the prompt), in first-seen order."""
+    rng = np.random.default_rng(seed)
+    text = [AUDEX_SYSTEM_PROMPT, "Generate audio for this caption."]
+    text += [audex_sounds.draw(rng).caption for _ in range(draws)]
+    pre = pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True), pre_tokenizers.Whitespace()])
+    words = []
+    for line in text:
+        words += [w for w, _ in pre.pre_tokenize_str(line.lower())]
+    return list(dict.fromkeys(w for w in words if w not in PUNCTUATION))
+
+
+def build_tokenizer() -> PreTrainedTokenizerFast:
+    """Word-level, digits split one by one, lower-cased; markers, ``<unk>``, all 8192 codec tokens."""
+    specials = ["<unk>", "<s>", "</s>", *CHAT_MARKERS]
+    plain = caption_words() + [str(d) for d in range(10)] + list(PUNCTUATION)
+    plain = list(dict.fromkeys(plain))
+    codecs = [f"<audiocodec_{n}>" for n in range(AUDEX_AUDIOCODEC_VOCAB_SIZE)]
+    names = specials + plain + ["<audiogen_start>", "<audiogen_end>"] + codecs
+    backend = Tokenizer(models.WordLevel({name: i for i, name in enumerate(names)}, unk_token="<unk>"))
+    backend.normalizer = normalizers.Lowercase()
+    backend.pre_tokenizer = pre_tokenizers.Sequence(
+        [pre_tokenizers.Digits(individual_digits=True), pre_tokenizers.Whitespace()]
+    )
+    backend.add_special_tokens(
+        [AddedToken(name, special=True, normalized=False) for name in names if name.startswith("<")]
+    )
+    return PreTrainedTokenizerFast(
+        tokenizer_object=backend, unk_token="<unk>", bos_token="<s>", eos_token="<|im_end|>", pad_token="<unk>"
+    )
+
+
+class Layout:
+    """Token ids of the codec block and the per-phase rows the loss uses."""
+
+    def __init__(self, tokenizer) -> None:
+        vocab = tokenizer.get_vocab()
+        self.codec0 = vocab["<audiocodec_0>"]
+        self.end = vocab["<audiogen_end>"]
+        self.size = (max(vocab.values()) + 1) // 128 * 128 + 128
+        # rows[q] = the 1024 codec tokens of phase q, then <audiogen_end> (allowed at phase 0 only)
+        self.rows = torch.stack([
+            torch.cat([torch.arange(self.codec0 + q * CODEBOOK_SIZE, self.codec0 + (q + 1) * CODEBOOK_SIZE),
+                       torch.tensor([self.end])]) for q in range(NUM_CODEBOOKS)
+        ])
+
+
+def example(rng: np.random.Generator, tokenizer, layout: Layout) -> tuple[list[int], int]:
+    """(token ids, prompt length) of one training example."""
+    scene = audex_sounds.draw(rng)
+    cond = build_tta_cond_prompt(scene.caption)
+    prompt = build_tta_null_prompt(tokenizer, cond) if rng.random() < NULL_RATE else cond
+    ids = tokenizer.encode(prompt)
+    codes = audex_sounds.frames(scene)
+    codes = codes + np.arange(NUM_CODEBOOKS) * CODEBOOK_SIZE + layout.codec0
+    return ids + codes.reshape(-1).tolist() + [layout.end], len(ids)
+
+
+BUCKETS = 4  # steps drawn together and sorted by length, so that a batch is little padding
+
+
+def batch(step: int, size: int, seed: int, tokenizer, layout: Layout):
+    """Step ``step``'s batch: one of BUCKETS length-sorted slices of a draw seeded with (seed, group)."""
+    rng = np.random.default_rng([seed, step // BUCKETS])
+    drawn = sorted((example(rng, tokenizer, layout) for _ in range(size * BUCKETS)), key=lambda item: len(item[0]))
+    items = drawn[(step % BUCKETS) * size: (step % BUCKETS + 1) * size]
+    width = max(len(ids) for ids, _ in items)
+    tokens = torch.zeros(size, width, dtype=torch.long)
+    targets = torch.full((size, width), -1, dtype=torch.long)  # column in the phase's rows, -1 = no loss
+    phases = torch.zeros(size, width, dtype=torch.long)
+    for i, (ids, prompt) in enumerate(items):
+        tokens[i, : len(ids)] = torch.tensor(ids)
+        for p, tok in enumerate(ids[prompt:]):
+            q = p % NUM_CODEBOOKS
+            pos = prompt + p - 1  # the position whose output predicts this token
+            phases[i, pos] = q
+            targets[i, pos] = CODEBOOK_SIZE if tok == layout.end else tok - layout.codec0 - q * CODEBOOK_SIZE
+    return tokens, targets, phases
+
+
+def loss_of(model, layout: Layout, tokens, targets, phases) -> torch.Tensor:
+    hidden = model.model(input_ids=tokens).last_hidden_state
+    weight = model.lm_head.weight
+    total, count = 0.0, 0
+    for q in range(NUM_CODEBOOKS):
+        sel = (targets >= 0) & (phases == q)
+        if not sel.any():
+            continue
+        logits = hidden[sel] @ weight[layout.rows[q]].T
+        total = total + F.cross_entropy(logits.float(), targets[sel], reduction="sum")
+        count += int(sel.sum())
+    return total / count
+
+
+def lr_at(step: int, steps: int, peak: float, warmup: int = 100) -> float:
+    if step < warmup:
+        return peak * (step + 1) / warmup
+    progress = min(1.0, (step - warmup) / max(1, steps - warmup))
+    return peak * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
+
+
+def export(model, tokenizer, out: Path) -> None:
+    """Write the Audex snapshot layout (thinker bf16, event codec tables) under ``out``."""
+    thinker_dir, full_dir, codec_dir = out / "audex" / AUDIOGEN_SUBDIR, out / "audex" / FULL_SUBDIR, out / "xcodec"
+    for folder in (thinker_dir, full_dir, codec_dir):
+        folder.mkdir(parents=True, exist_ok=True)
+    tokenizer.save_pretrained(str(thinker_dir))
+    config = dict(THINKER_CONFIG, vocab_size=model.config.vocab_size)
+    (thinker_dir / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    (out / "audex" / "config.json").write_text(json.dumps(
+        {"model_type": "nemotron_labs_audex", "demo": True, "name": "Audex-Tiny"}, indent=2) + "\n", encoding="utf-8")
+    state = {k: v.detach().to(torch.bfloat16).contiguous() for k, v in model.state_dict().items()
+             if not k.endswith("inv_freq")}
+    save_file(state, str(full_dir / AUDEX_SHARD), metadata={"format": "pt"})
+    index = {"metadata": {"total_size": sum(t.numel() * t.element_size() for t in state.values())},
+             "weight_map": {key: AUDEX_SHARD for key in state}}
+    (thinker_dir / INDEX_FILE).write_text(json.dumps(index, indent=2) + "\n", encoding="utf-8")
+    (codec_dir / "config.json").write_text(json.dumps(CODEC_CONFIG, indent=2) + "\n", encoding="utf-8")
+    save_file(EventCodec.tables(), str(codec_dir / "model.safetensors"), metadata={"format": "pt"})
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=Path("runs/audex"))
+    parser.add_argument("--export", type=Path, default=None)
+    parser.add_argument("--steps", type=int, default=2000)
+    parser.add_argument("--batch", type=int, default=24)
+    parser.add_argument("--lr", type=float, default=2e-3)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--minutes", type=float, default=89.0)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--save-every", type=int, default=100)
+    args = parser.parse_args(argv)
+    started = time.monotonic()
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    tokenizer = build_tokenizer()
+    layout = Layout(tokenizer)
+    model = ArceeForCausalLM(arcee_config(dict(THINKER_CONFIG, vocab_size=layout.size), source="train_audex"))
+    average = copy.deepcopy(model).requires_grad_(False)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.98), weight_decay=0.01)
+    args.out.mkdir(parents=True, exist_ok=True)
+    state_file, step = args.out / "state.pt", 0
+    if state_file.exists():
+        saved = torch.load(state_file, weights_only=False)
+        model.load_state_dict(saved["model"])
+        average.load_state_dict(saved["average"])
+        optimizer.load_state_dict(saved["optimizer"])
+        step = saved["step"]
+        print(f"resumed at step {step}", flush=True)
+
+    def save() -> None:
+        tmp = state_file.with_suffix(".tmp")
+        torch.save({"model": model.state_dict(), "average": average.state_dict(),
+                    "optimizer": optimizer.state_dict(), "step": step, "args": vars(args)}, tmp)
+        tmp.replace(state_file)
+
+    running = None
+    while step < args.steps and (time.monotonic() - started) < args.minutes * 60:
+        for group in optimizer.param_groups:
+            group["lr"] = lr_at(step, args.steps, args.lr)
+        tokens, targets, phases = batch(step, args.batch, args.seed, tokenizer, layout)
+        loss = loss_of(model, layout, tokens, targets, phases)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        decay = min(0.995, (1 + step) / (10 + step))
+        with torch.no_grad():
+            for a, p in zip(average.parameters(), model.parameters(), strict=True):
+                a.lerp_(p, 1 - decay)
+        step += 1
+        running = loss.item() if running is None else 0.95 * running + 0.05 * loss.item()
+        if step % 20 == 0:
+            print(f"step {step} loss {running:.4f} lr {lr_at(step, args.steps, args.lr):.2e} "
+                  f"{time.monotonic() - started:.0f}s", flush=True)
+        if step % args.save_every == 0:
+            save()
+    save()
+    if args.export:
+        export(average, tokenizer, args.export)
+        print(f"exported step {step} to {args.export}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
