@@ -56,11 +56,13 @@ def demo_banner() -> str:
 def audex_banner() -> str:
     return (
         "⚠ **Demo mode: Audex-Tiny, a small model trained here on synthetic sounds, not the released Audex.** "
-        "It can make beeps and tones (say the frequency in Hz and the length), sweeps and sirens between two "
-        "frequencies, clicks and knocks (say how many), white, pink or brown noise (steady, fading in or out), "
-        "and two of these in a row (\"a 1000 Hz beep, then two clicks\"). It cannot make anything else (rain, voices, "
-        "music): other words are unknown to it. Its codec re-synthesises these events from a few parameters, "
-        "so everything sounds synthetic; the phase mask, the validity report and the decoding path are the release's. "
+        "It was trained on beeps and tones, sweeps and sirens, clicks and knocks, white, pink or brown noise "
+        "(steady, fading in or out) and two of these in a row (\"a 1000 Hz beep, then two clicks\"). It mostly "
+        "makes the kind of sound asked for and often the right number of clicks, but **it does not yet follow "
+        "frequencies and lengths**: a 440 Hz beep may come out at another pitch and length. It cannot make "
+        "anything else (rain, voices, music): other words are unknown to it. Its codec re-synthesises events "
+        "from a few parameters, so everything sounds synthetic; the phase mask, the validity report and the "
+        "decoding path are the release's. "
         f"For the released model set `{AUDEX.env_var}` and `{XCODEC1.env_var}` (or pass `--audex` and `--xcodec`)."
     )
 
