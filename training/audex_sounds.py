@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from auk_app.demo.event_codec import (
-    BROWN, CLICK, CLICK_TIMBRE, COUNTDOWN_SPAN, FADE_IN, FADE_OUT, KNOCK_TIMBRE, NOISE, PINK, SILENCE, STEADY, TONE,
-    WHITE, level_code, pitch_code,
+    BROWN, CLICK, CLICK_TIMBRE, FADE_IN, FADE_OUT, KNOCK_TIMBRE, LOUD, NOISE, NORMAL, PINK, SILENCE, SIREN, SOFT,
+    STEADY, TONE, WHITE, digits_of, segment_codes,
 )
 
 FRAME_RATE = 50
@@ -24,10 +24,11 @@ GAP_SECONDS = 0.2
 MAX_SCENE_SECONDS = 3.0  # the demo's default length (service.AUDEX_DEMO_SECONDS)
 HELD_FREQS = (330, 470, 620, 760, 910, 1130, 1370, 1550, 1780)
 HELD_SECONDS = (0.7, 1.3, 1.9)
-HELD_SPACINGS = (0.35,)
-TRAIN_SPACINGS = (0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5)
+HELD_SPACINGS = (0.3,)
+TRAIN_SPACINGS = (0.1, 0.2, 0.4, 0.5, 0.6)
+SAID_NOTHING = {"beep": 0.3, "spacing": 0.2, "noise": 1.0}  # lengths when a caption gives none
 NUMBER_WORDS = ("zero", "one", "two", "three", "four", "five", "six")
-LEVELS = {"": -12.0, "quiet": -24.0, "soft": -24.0, "loud": -6.0}
+LEVELS = {"": NORMAL, "quiet": SOFT, "soft": SOFT, "loud": LOUD}
 COLOURS = {"white": WHITE, "pink": PINK, "brown": BROWN}
 
 
@@ -42,7 +43,7 @@ class Event:
     timbre: int = CLICK_TIMBRE
     colour: int = WHITE
     shape: int = STEADY
-    level_db: float = -12.0
+    level: int = NORMAL
 
     def length(self) -> float:
         return self.count * self.spacing if self.kind == "clicks" else self.seconds
@@ -55,32 +56,26 @@ class Scene:
     family: str = ""  # what the benchmark measures: tone, sweep, siren, clicks, fade, noise, sequence
 
 
-def _segment(kind: int, n: int, a: int, b: int, level: int) -> list[tuple[int, int, int, int]]:
-    n = max(1, min(n, COUNTDOWN_SPAN))
-    return [(a, b, level, kind * COUNTDOWN_SPAN + n - 1 - i) for i in range(n)]
+def _tenths(seconds: float) -> int:
+    return max(1, round(seconds * 10))
 
 
 def frames(scene: Scene) -> np.ndarray:
-    """The scene's codes, ``[frames, 4]`` layer-local (0..1023)."""
-    out: list[tuple[int, int, int, int]] = []
+    """The scene's codes, ``[frames, 4]`` layer-local (0..1023): one segment per event (per click
+    for clicks, each counting the clicks left), 0.2 s of silence between events."""
+    out = []
     for i, e in enumerate(scene.events):
         if i:
-            out += _segment(SILENCE, round(GAP_SECONDS * FRAME_RATE), 0, 0, 0)
-        level = level_code(e.level_db)
-        n = round(e.seconds * FRAME_RATE)
-        if e.kind in ("tone", "sweep"):
-            out += _segment(TONE, n, pitch_code(e.f0), pitch_code(e.f1), level)
-        elif e.kind == "siren":
-            half = round(n / 2)
-            out += _segment(TONE, half, pitch_code(e.f0), pitch_code(e.f1), level)
-            out += _segment(TONE, n - half, pitch_code(e.f1), pitch_code(e.f0), level)
+            out.append(segment_codes(SILENCE, [0] * 8, _tenths(GAP_SECONDS)))
+        if e.kind in ("tone", "sweep", "siren"):
+            kind = (SIREN if e.kind == "siren" else TONE) + e.level
+            out.append(segment_codes(kind, digits_of(int(e.f0), 4) + digits_of(int(e.f1), 4), _tenths(e.seconds)))
         elif e.kind == "clicks":
-            spacing = max(3, round(e.spacing * FRAME_RATE))
             for left in range(e.count, 0, -1):
-                out += _segment(CLICK, spacing, left, e.timbre, level)
+                out.append(segment_codes(CLICK, [left, e.timbre, e.level, 0, 0, 0, 0, 0], _tenths(e.spacing)))
         else:
-            out += _segment(NOISE, n, e.colour, e.shape, level)
-    return np.array(out, dtype=np.int64)
+            out.append(segment_codes(NOISE, [e.colour, e.shape, e.level, 0, 0, 0, 0, 0], _tenths(e.seconds)))
+    return np.concatenate(out)
 
 
 # ---------------------------------------------------------------- values
@@ -102,16 +97,13 @@ def _seconds(rng: np.random.Generator, held: bool, low: float, high: float) -> f
             return float(rng.choice(options))
     while True:
         s = round(float(rng.integers(round(low * 10), round(high * 10) + 1)) / 10, 1)
-        if rng.random() < 0.15:
-            s = round(float(rng.integers(round(low * 20), round(high * 20) + 1)) / 20, 2)
         if s not in HELD_SECONDS and low <= s <= high:
             return s
 
 
 def say_seconds(s: float, rng: np.random.Generator) -> str:
-    """Varied English for a duration."""
-    words = {0.5: ["half a second"], 1.0: ["one second", "a second"], 2.0: ["two seconds"],
-             0.25: ["a quarter second", "a quarter of a second"]}
+    """Varied English for a duration (in tenths of a second: the event codec's resolution)."""
+    words = {0.5: ["half a second"], 1.0: ["one second", "a second"], 2.0: ["two seconds"]}
     options = [f"{s:g} seconds", f"{s:g} s", f"{s:g} sec"]
     if s < 1.0 or rng.random() < 0.3:
         ms = round(s * 1000)
@@ -168,7 +160,12 @@ JOINS_TRAIN = ("{a}, then {b}", "{a} followed by {b}", "first {a}, then {b}", "{
 JOINS_HELD = ("{a}, and after that {b}", "first {a} followed by {b}")
 
 
-def _lv(rng: np.random.Generator) -> tuple[str, float]:
+def _said(level: int, template: str) -> int:
+    """The level drawn when the template says it, else the normal one."""
+    return level if "{lv}" in template else NORMAL
+
+
+def _lv(rng: np.random.Generator) -> tuple[str, int]:
     word = str(rng.choice(["", "", "", "", "quiet", "soft", "loud"]))
     return (word + " " if word else ""), LEVELS[word]
 
@@ -178,9 +175,9 @@ def tone(rng, held: bool, short: bool = False) -> tuple[str, Event]:
     d = _seconds(rng, held, 0.2, 0.8 if short else 2.5)
     lv, db = _lv(rng)
     if short and rng.random() < 0.4:
-        return f"a {lv}{say_hz(f, rng)} beep".replace("  ", " "), Event("tone", 0.3, f, f, level_db=db)
+        return f"a {lv}{say_hz(f, rng)} beep".replace("  ", " "), Event("tone", SAID_NOTHING["beep"], f, f, level=db)
     template = str(rng.choice(TONE_HELD if held else TONE_TRAIN))
-    return template.format(lv=lv, f=say_hz(f, rng), d=say_seconds(d, rng)), Event("tone", d, f, f, level_db=db)
+    return template.format(lv=lv, f=say_hz(f, rng), d=say_seconds(d, rng)), Event("tone", d, f, f, level=_said(db, template))
 
 
 def sweep(rng, held: bool, siren: bool = False) -> tuple[str, Event]:
@@ -196,7 +193,7 @@ def sweep(rng, held: bool, siren: bool = False) -> tuple[str, Event]:
     templates = (SIREN_HELD if held else SIREN_TRAIN) if siren else (SWEEP_HELD if held else SWEEP_TRAIN)
     template = str(rng.choice(templates))
     text = template.format(lv=lv, f0=say_hz(f0, rng) if rng.random() < 0.5 else str(f0), f1=say_hz(f1, rng), d=say_seconds(d, rng))
-    return text, Event("siren" if siren else "sweep", d, f0, f1, level_db=db)
+    return text, Event("siren" if siren else "sweep", d, f0, f1, level=_said(db, template))
 
 
 def clicks(rng, held: bool, short: bool = False) -> tuple[str, Event]:
@@ -207,15 +204,16 @@ def clicks(rng, held: bool, short: bool = False) -> tuple[str, Event]:
     template = str(rng.choice(CLICK_HELD if held else CLICK_TRAIN))
     said_spacing = "{s}" in template
     if not said_spacing:
-        spacing = 0.25
+        spacing = SAID_NOTHING["spacing"]
     while n * spacing > (1.2 if short else MAX_SCENE_SECONDS):
         n -= 1
     things = ("knock" if timbre == KNOCK_TIMBRE else "click") + ("s" if n > 1 else "")
     count = say_count(n, rng) if n > 1 else str(rng.choice(["a", "one"]))
     text = template.format(n=count, lv=lv, things=things, s=say_seconds(spacing, rng))
     if n == 2 and rng.random() < 0.2 and not said_spacing:
-        text = f"{lv}knocks twice" if timbre == KNOCK_TIMBRE else f"{lv}clicks twice"
-    return text, Event("clicks", count=n, spacing=spacing, timbre=timbre, level_db=db)
+        template = "{lv}knocks twice" if timbre == KNOCK_TIMBRE else "{lv}clicks twice"
+        text = template.format(lv=lv)
+    return text, Event("clicks", count=n, spacing=spacing, timbre=timbre, level=_said(db, template))
 
 
 def noise(rng, held: bool, short: bool = False, shape: int | None = None,
@@ -226,9 +224,9 @@ def noise(rng, held: bool, short: bool = False, shape: int | None = None,
     lv, db = _lv(rng)
     template = str(rng.choice((NOISE_HELD if held else NOISE_TRAIN)[shape]))
     if "{d}" not in template:
-        d = 1.0
+        d = SAID_NOTHING["noise"]
     text = template.format(lv=lv, c=colour, d=say_seconds(d, rng))
-    return text, Event("noise", d, colour=COLOURS[colour], shape=shape, level_db=db)
+    return text, Event("noise", d, colour=COLOURS[colour], shape=shape, level=_said(db, template))
 
 
 def sequence(rng, held: bool) -> tuple[str, list[Event]]:

@@ -13,7 +13,15 @@ prompt, for CFG) followed by the scene's codec tokens, frame-major, and ``<audio
 loss is over the generated tokens only, and each position's softmax is over the 1,024 codes of its
 RVQ phase (plus ``<audiogen_end>`` at phase 0) — what the phase mask allows at sampling — which
 costs a quarter of a full-vocabulary head. The price, deliberately kept visible: the head never
-learns to avoid other phases' codes, so sampling without the mask gives invalid streams.
+learns to avoid other phases' codes, so sampling without the mask gives invalid streams. A
+segment's first frame (copied from the caption) and the end weigh ``HEADER_WEIGHT`` times a
+later frame (a copy of the frame before), which would otherwise drown them.
+
+The codec tokens' embedding and head rows are trained as sums of digit rows (:class:`DigitRows`:
+one row per codebook, digit place and digit), because a code is three digits of the event codec
+(``auk_app.demo.event_codec``): a code training never drew (a held-out frequency's digits in one
+code) still gets the sum of rows that were trained. The export writes the sums into the plain
+``embed_tokens`` and ``lm_head`` of the release's layout.
 """
 
 from __future__ import annotations
@@ -29,13 +37,15 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from safetensors.torch import save_file
-from tokenizers import AddedToken, Tokenizer, models, normalizers, pre_tokenizers
+from tokenizers import AddedToken, Regex, Tokenizer, models, normalizers, pre_tokenizers
 from transformers import ArceeForCausalLM, PreTrainedTokenizerFast
 
 from auk_app.audex.prompt import AUDEX_SYSTEM_PROMPT, build_tta_cond_prompt, build_tta_null_prompt
 from auk_app.audex.thinker import AUDIOGEN_SUBDIR, FULL_SUBDIR, INDEX_FILE, arcee_config
 from auk_app.audex.tta import AUDEX_AUDIOCODEC_VOCAB_SIZE
-from auk_app.demo.event_codec import CODEBOOK_SIZE, HOP, NUM_CODEBOOKS, SAMPLE_RATE, EventCodec
+from auk_app.demo.event_codec import (
+    CODEBOOK_SIZE, DIGIT_CODES, DIGITS_PER_CODE, HOP, NUM_CODEBOOKS, SAMPLE_RATE, EventCodec, segment_starts, slots_of,
+)
 from auk_app.resolve import AUDEX_SHARD
 from training import audex_sounds
 
@@ -64,6 +74,10 @@ CODEC_CONFIG = {
     "frame_rate": SAMPLE_RATE // HOP, "codebook_size": CODEBOOK_SIZE, "num_codebooks": NUM_CODEBOOKS, "seed": 0,
 }
 NULL_RATE = 0.15
+HEADER_WEIGHT = 4.0
+# A zero before every three-digit whole number, so that every number of Hz or ms the captions use
+# has four digits and each digit sits at a fixed place (the event codec's slots are fixed places).
+PAD_THREE_DIGITS = normalizers.Replace(Regex(r"(?<![\d.])(?=\d{3}(?![\d.]))"), "0")
 
 
 def caption_words(seed: int = 12345, draws: int = 20000) -> list[str]:
@@ -79,14 +93,15 @@ def caption_words(seed: int = 12345, draws: int = 20000) -> list[str]:
 
 
 def build_tokenizer() -> PreTrainedTokenizerFast:
-    """Word-level, digits split one by one, lower-cased; markers, ``<unk>``, all 8192 codec tokens."""
+    """Word-level, digits split one by one, lower-cased, three-digit numbers zero-padded; markers,
+    ``<unk>``, all 8192 codec tokens."""
     specials = ["<unk>", "<s>", "</s>", *CHAT_MARKERS]
     plain = caption_words() + [str(d) for d in range(10)] + list(PUNCTUATION)
     plain = list(dict.fromkeys(plain))
     codecs = [f"<audiocodec_{n}>" for n in range(AUDEX_AUDIOCODEC_VOCAB_SIZE)]
     names = specials + plain + ["<audiogen_start>", "<audiogen_end>"] + codecs
     backend = Tokenizer(models.WordLevel({name: i for i, name in enumerate(names)}, unk_token="<unk>"))
-    backend.normalizer = normalizers.Lowercase()
+    backend.normalizer = normalizers.Sequence([normalizers.Lowercase(), PAD_THREE_DIGITS])
     backend.pre_tokenizer = pre_tokenizers.Sequence(
         [pre_tokenizers.Digits(individual_digits=True), pre_tokenizers.Whitespace()]
     )
@@ -113,51 +128,115 @@ class Layout:
         ])
 
 
-def example(rng: np.random.Generator, tokenizer, layout: Layout) -> tuple[list[int], int]:
-    """(token ids, prompt length) of one training example."""
-    scene = audex_sounds.draw(rng)
+def example(rng: np.random.Generator, tokenizer, layout: Layout, *, held: bool = False):
+    """(token ids, prompt length, weight of each generated token) of one training example."""
+    scene = audex_sounds.draw(rng, held=held)
     cond = build_tta_cond_prompt(scene.caption)
-    prompt = build_tta_null_prompt(tokenizer, cond) if rng.random() < NULL_RATE else cond
+    prompt = build_tta_null_prompt(tokenizer, cond) if not held and rng.random() < NULL_RATE else cond
     ids = tokenizer.encode(prompt)
     codes = audex_sounds.frames(scene)
+    header = np.where(segment_starts(slots_of(codes.T)), HEADER_WEIGHT, 1.0)
+    weights = np.repeat(header, NUM_CODEBOOKS).tolist() + [HEADER_WEIGHT]
     codes = codes + np.arange(NUM_CODEBOOKS) * CODEBOOK_SIZE + layout.codec0
-    return ids + codes.reshape(-1).tolist() + [layout.end], len(ids)
+    return ids + codes.reshape(-1).tolist() + [layout.end], len(ids), weights
 
 
 BUCKETS = 4  # steps drawn together and sorted by length, so that a batch is little padding
+
+
+def collate(items, layout: Layout):
+    """Padded tokens, and per position the target (column in its phase's rows, -1 = no loss), the
+    phase and the loss weight of the token it predicts."""
+    size, width = len(items), max(len(ids) for ids, _, _ in items)
+    tokens = torch.zeros(size, width, dtype=torch.long)
+    targets = torch.full((size, width), -1, dtype=torch.long)
+    phases = torch.zeros(size, width, dtype=torch.long)
+    weights = torch.zeros(size, width)
+    for i, (ids, prompt, weight) in enumerate(items):
+        tokens[i, : len(ids)] = torch.tensor(ids)
+        for p, tok in enumerate(ids[prompt:]):
+            q, pos = p % NUM_CODEBOOKS, prompt + p - 1  # the position whose output predicts this token
+            phases[i, pos], weights[i, pos] = q, weight[p]
+            targets[i, pos] = CODEBOOK_SIZE if tok == layout.end else tok - layout.codec0 - q * CODEBOOK_SIZE
+    return tokens, targets, phases, weights
 
 
 def batch(step: int, size: int, seed: int, tokenizer, layout: Layout):
     """Step ``step``'s batch: one of BUCKETS length-sorted slices of a draw seeded with (seed, group)."""
     rng = np.random.default_rng([seed, step // BUCKETS])
     drawn = sorted((example(rng, tokenizer, layout) for _ in range(size * BUCKETS)), key=lambda item: len(item[0]))
-    items = drawn[(step % BUCKETS) * size: (step % BUCKETS + 1) * size]
-    width = max(len(ids) for ids, _ in items)
-    tokens = torch.zeros(size, width, dtype=torch.long)
-    targets = torch.full((size, width), -1, dtype=torch.long)  # column in the phase's rows, -1 = no loss
-    phases = torch.zeros(size, width, dtype=torch.long)
-    for i, (ids, prompt) in enumerate(items):
-        tokens[i, : len(ids)] = torch.tensor(ids)
-        for p, tok in enumerate(ids[prompt:]):
-            q = p % NUM_CODEBOOKS
-            pos = prompt + p - 1  # the position whose output predicts this token
-            phases[i, pos] = q
-            targets[i, pos] = CODEBOOK_SIZE if tok == layout.end else tok - layout.codec0 - q * CODEBOOK_SIZE
-    return tokens, targets, phases
+    return collate(drawn[(step % BUCKETS) * size: (step % BUCKETS + 1) * size], layout)
 
 
-def loss_of(model, layout: Layout, tokens, targets, phases) -> torch.Tensor:
-    hidden = model.model(input_ids=tokens).last_hidden_state
-    weight = model.lm_head.weight
-    total, count = 0.0, 0
-    for q in range(NUM_CODEBOOKS):
-        sel = (targets >= 0) & (phases == q)
-        if not sel.any():
-            continue
-        logits = hidden[sel] @ weight[layout.rows[q]].T
-        total = total + F.cross_entropy(logits.float(), targets[sel], reduction="sum")
-        count += int(sel.sum())
-    return total / count
+class DigitRows(torch.nn.Module):
+    """The 4 × 1,024 codec tokens' rows: for codes 0–999 the sum of one row per digit place
+    (per codebook), for codes 1000–1023 rows of their own."""
+
+    def __init__(self, hidden: int) -> None:
+        super().__init__()
+        self.digit = torch.nn.Parameter(0.02 * torch.randn(NUM_CODEBOOKS, DIGITS_PER_CODE, 10, hidden))
+        self.spare = torch.nn.Parameter(0.02 * torch.randn(NUM_CODEBOOKS, CODEBOOK_SIZE - DIGIT_CODES, hidden))
+        codes = torch.arange(DIGIT_CODES)
+        places = torch.stack([codes // 10 ** (DIGITS_PER_CODE - 1 - j) % 10 for j in range(DIGITS_PER_CODE)], 1)
+        self.register_buffer("places", places, persistent=False)
+
+    def forward(self) -> torch.Tensor:
+        """``[4, 1024, hidden]``."""
+        summed = sum(self.digit[:, j, self.places[:, j]] for j in range(DIGITS_PER_CODE))
+        return torch.cat([summed, self.spare], dim=1)
+
+
+class Trainee(torch.nn.Module):
+    """The thinker with its codec rows held as digit sums while it trains."""
+
+    def __init__(self, model: ArceeForCausalLM, layout: Layout) -> None:
+        super().__init__()
+        self.model, self.layout = model, layout
+        self.codec_in = DigitRows(model.config.hidden_size)
+        self.codec_out = DigitRows(model.config.hidden_size)
+
+    def hidden(self, tokens: torch.Tensor) -> torch.Tensor:
+        local = tokens - self.layout.codec0
+        codec = (local >= 0) & (local < NUM_CODEBOOKS * CODEBOOK_SIZE)
+        rows = self.codec_in().reshape(NUM_CODEBOOKS * CODEBOOK_SIZE, -1)
+        embedded = torch.where(codec[..., None], rows[local.clamp(0, len(rows) - 1)],
+                               self.model.model.embed_tokens(tokens))
+        return self.model.model(inputs_embeds=embedded).last_hidden_state
+
+    def phase_logits(self, hidden: torch.Tensor, q: int) -> torch.Tensor:
+        """Logits over phase ``q``'s 1,024 codes, then ``<audiogen_end>``."""
+        end = self.model.lm_head.weight[self.layout.end: self.layout.end + 1]
+        return hidden @ torch.cat([self.codec_out()[q], end]).T
+
+    def loss(self, tokens, targets, phases, weights) -> torch.Tensor:
+        hidden = self.hidden(tokens)
+        total = 0.0
+        for q in range(NUM_CODEBOOKS):
+            sel = (targets >= 0) & (phases == q)
+            if sel.any():
+                lost = F.cross_entropy(self.phase_logits(hidden[sel], q).float(), targets[sel], reduction="none")
+                total = total + (lost * weights[sel]).sum()
+        return total / weights[targets >= 0].sum()
+
+    @torch.no_grad()
+    def header_accuracy(self, tokens, targets, phases, weights) -> float:
+        """Share of first-frame codes (and ends) the greedy choice gets right, teacher-forced."""
+        hidden, hits, count = self.hidden(tokens), 0, 0
+        for q in range(NUM_CODEBOOKS):
+            sel = (targets >= 0) & (phases == q) & (weights > 1)
+            if sel.any():
+                hits += int((self.phase_logits(hidden[sel], q).argmax(-1) == targets[sel]).sum())
+                count += int(sel.sum())
+        return hits / max(count, 1)
+
+    @torch.no_grad()
+    def released(self) -> ArceeForCausalLM:
+        """The thinker with the digit sums written into its embedding and head."""
+        model = copy.deepcopy(self.model)
+        span = slice(self.layout.codec0, self.layout.codec0 + NUM_CODEBOOKS * CODEBOOK_SIZE)
+        model.model.embed_tokens.weight[span] = self.codec_in().reshape(-1, model.config.hidden_size)
+        model.lm_head.weight[span] = self.codec_out().reshape(-1, model.config.hidden_size)
+        return model
 
 
 def lr_at(step: int, steps: int, peak: float, warmup: int = 100) -> float:
@@ -191,13 +270,14 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("runs/audex"))
     parser.add_argument("--export", type=Path, default=None)
-    parser.add_argument("--steps", type=int, default=2000)
+    parser.add_argument("--steps", type=int, default=6500)
     parser.add_argument("--batch", type=int, default=24)
     parser.add_argument("--lr", type=float, default=2e-3)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--minutes", type=float, default=89.0)
+    parser.add_argument("--minutes", type=float, default=88.0)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--save-every", type=int, default=100)
+    parser.add_argument("--pause-after", type=int, default=None, help="stop after this many steps of this run")
     args = parser.parse_args(argv)
     started = time.monotonic()
     torch.set_num_threads(args.threads)
@@ -205,13 +285,16 @@ def main(argv: list[str] | None = None) -> None:
     tokenizer = build_tokenizer()
     layout = Layout(tokenizer)
     model = ArceeForCausalLM(arcee_config(dict(THINKER_CONFIG, vocab_size=layout.size), source="train_audex"))
-    average = copy.deepcopy(model).requires_grad_(False)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.98), weight_decay=0.01)
+    trainee = Trainee(model, layout)
+    average = copy.deepcopy(trainee).requires_grad_(False)
+    optimizer = torch.optim.AdamW(trainee.parameters(), lr=args.lr, betas=(0.9, 0.98), weight_decay=0.01)
+    held = collate([example(np.random.default_rng([args.seed, 999_999]), tokenizer, layout, held=True)
+                    for _ in range(16)], layout)
     args.out.mkdir(parents=True, exist_ok=True)
     state_file, step = args.out / "state.pt", 0
     if state_file.exists():
         saved = torch.load(state_file, weights_only=False)
-        model.load_state_dict(saved["model"])
+        trainee.load_state_dict(saved["model"])
         average.load_state_dict(saved["average"])
         optimizer.load_state_dict(saved["optimizer"])
         step = saved["step"]
@@ -219,23 +302,22 @@ def main(argv: list[str] | None = None) -> None:
 
     def save() -> None:
         tmp = state_file.with_suffix(".tmp")
-        torch.save({"model": model.state_dict(), "average": average.state_dict(),
+        torch.save({"model": trainee.state_dict(), "average": average.state_dict(),
                     "optimizer": optimizer.state_dict(), "step": step, "args": vars(args)}, tmp)
         tmp.replace(state_file)
 
-    running = None
-    while step < args.steps and (time.monotonic() - started) < args.minutes * 60:
+    running, pause = None, args.steps if args.pause_after is None else step + args.pause_after
+    while step < min(args.steps, pause) and (time.monotonic() - started) < args.minutes * 60:
         for group in optimizer.param_groups:
             group["lr"] = lr_at(step, args.steps, args.lr)
-        tokens, targets, phases = batch(step, args.batch, args.seed, tokenizer, layout)
-        loss = loss_of(model, layout, tokens, targets, phases)
+        loss = trainee.loss(*batch(step, args.batch, args.seed, tokenizer, layout))
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        torch.nn.utils.clip_grad_norm_(trainee.parameters(), 1.0)
         optimizer.step()
         decay = min(0.995, (1 + step) / (10 + step))
         with torch.no_grad():
-            for a, p in zip(average.parameters(), model.parameters(), strict=True):
+            for a, p in zip(average.parameters(), trainee.parameters(), strict=True):
                 a.lerp_(p, 1 - decay)
         step += 1
         running = loss.item() if running is None else 0.95 * running + 0.05 * loss.item()
@@ -244,9 +326,10 @@ def main(argv: list[str] | None = None) -> None:
                   f"{time.monotonic() - started:.0f}s", flush=True)
         if step % args.save_every == 0:
             save()
+            print(f"step {step} held-out first frames right {average.header_accuracy(*held):.3f}", flush=True)
     save()
     if args.export:
-        export(average, tokenizer, args.export)
+        export(average.released(), tokenizer, args.export)
         print(f"exported step {step} to {args.export}", flush=True)
 
 
