@@ -74,6 +74,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     run.add_argument("--audex-server", metavar="URL", default=os.environ.get("AUDEX_SERVER_URL"),
                      help="sample Audex on this vLLM server running the Audex plugin (default: $AUDEX_SERVER_URL; "
                           "unset: in this process); the app keeps the tokenizer and XCodec1 decoding")
+    run.add_argument("--auk-server", metavar="URL", default=os.environ.get("AUK_SERVER_URL"),
+                     help="run AuK edits on this Ray Serve deployment, its proxy and route, e.g. http://head:8000/auk "
+                          "(default: $AUK_SERVER_URL; unset: in this process); the app keeps the upload check, "
+                          "planning, region splicing, figures and manifest (docs/serve.md)")
     run.add_argument("--offload", action="store_true", help="keep only the component in use on the GPU (less memory; "
                      "edits then run one at a time, taking turns with text to audio)")
     run.add_argument("--auk-batch", type=_positive, metavar="N", default=os.environ.get("AUK_BATCH", DEFAULT_AUK_BATCH),
@@ -123,18 +127,26 @@ def main(argv: list[str] | None = None) -> None:
         auk_base=args.auk_base, auk_flash=args.auk_flash, extra_auk=tuple(args.auk_extra), qwen=args.qwen,
         audex=args.audex, xcodec=args.xcodec, device=args.device, dtype=args.dtype, offload=args.offload,
         auk_batch=args.auk_batch, compile=None if args.compile else False, download=args.download,
-        default_model=args.default_model, audex_server=args.audex_server, **overrides,
+        default_model=args.default_model, audex_server=args.audex_server,
+        auk_server=args.auk_server, **overrides,
     )
     try:
         host, port = server_address(args)
         studio = Studio(config)
+        deployment = None
+        if studio.auk_server is not None:  # a deployment that is down is one sentence now, not at the first edit
+            deployment = studio.auk_server.check()
         if args.preload:
-            studio.pipeline(studio.entry("auto")).load()
+            if studio.auk_server is None:
+                studio.pipeline(studio.entry("auto")).load()
             studio.audex().load()
     except AppError as exc:  # one sentence and status 2, as `python -m auk_app` answers a bad request
         print(f"AuK Studio cannot start: {exc}", file=sys.stderr)
         sys.exit(2)
     print(serving_line(studio.info()), flush=True)
+    if deployment is not None:
+        print(f"AuK edits run on the Ray Serve deployment at {studio.auk_server.host}: {deployment['checkpoint_name']} "
+              f"on {deployment['device']}, {deployment['dtype']} (one replica's answer).", flush=True)
     demo = build_demo(studio)
     demo.launch(server_name=host, server_port=port, share=args.share, **launch_options())
 

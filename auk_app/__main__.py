@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
             path = args.output if candidate.rank == 1 else candidate_path(args.output, candidate.result.record.seed)
             write_wav(path, candidate.result.wav, candidate.result.sample_rate)
             table.append({"rank": candidate.rank, "seed": candidate.result.record.seed, "file": str(path),
-                          "check": _check_entry(candidate)})
+                          "check": candidate.check_entry()})
     except AppError as error:
         print(error, file=sys.stderr)
         return 2
@@ -126,11 +126,6 @@ def main(argv: list[str] | None = None) -> int:
 def candidate_path(output: Path, seed: int) -> Path:
     """Where a candidate other than the best is written: beside --output, named by its seed."""
     return output.with_name(f"{output.stem}_seed{seed}{output.suffix or '.wav'}")
-
-
-def _check_entry(candidate) -> dict:
-    return {**candidate.check.to_manifest(), "display": candidate.check.display(),
-            "seconds": round(candidate.check_seconds, 4)}
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ except what is reported to the user and which Audex snapshot is used.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import logging
 import threading
@@ -71,6 +72,10 @@ class Candidate:
     check_seconds: float
     rank: int = 1
 
+    def check_entry(self) -> dict[str, Any]:
+        """The manifest's ``check``: the check's entry, its line, and what measuring took."""
+        return {**self.check.to_manifest(), "display": self.check.display(), "seconds": round(self.check_seconds, 4)}
+
 
 @dataclass(frozen=True)
 class StudioConfig:
@@ -90,6 +95,7 @@ class StudioConfig:
     download: bool = False
     default_model: str = "auto"
     audex_server: str | None = None  # a vLLM server with the Audex plugin samples Audex streams
+    auk_server: str | None = None  # a Ray Serve deployment of AuK (auk_app.serve) runs the edits
     limits: Limits = field(default_factory=Limits)
     demo_dir: Path = DEMO_DIR
 
@@ -107,6 +113,11 @@ class Studio:
 
             check_server_url(config.audex_server)  # a bad URL is refused here, before anything loads
         self.config = config
+        self.auk_server = None  # the edits' engine when not this process: a ServeRunner
+        if config.auk_server:
+            from auk_app.serve.client import ServeRunner
+
+            self.auk_server = ServeRunner(config.auk_server, limits=config.limits)  # a bad URL is refused here
         self.device = pick_device(config.device)
         self.precision = pick_precision(self.device, config.dtype)
         self._entries = self._discover()
@@ -122,7 +133,6 @@ class Studio:
         self._lock = threading.Lock()
         self._editing = threading.Condition()  # guards _running: edits in flight per model key
         self._running: dict[str, int] = {}
-        self._transcribing = threading.Lock()  # one transcription at a time on the shared thinker
 
     # ------------------------------------------------------------------ registry
 
@@ -219,13 +229,10 @@ class Studio:
         """Plan ``request`` (every check, before waiting for the model), then run it."""
         entry = self.entry(model)
         plan = plan_edit(request, entry.checkpoint, self.config.limits)
-        pipeline = self._enter(entry)
-        try:
+        if self.auk_server is not None:  # a replica runs the plan's window; the region is spliced here
+            return self.auk_server.run(plan, **callbacks), entry
+        with self._resident(entry) as pipeline:
             return pipeline.run(plan, **callbacks), entry
-        finally:
-            with self._editing:
-                self._running[entry.key] -= 1
-                self._editing.notify_all()
 
     def edit_candidates(self, request: EditRequest, model: str | None = None, *, candidates: int = 1,
                         target: Target | None = None, progress=None, should_stop=None,
@@ -263,29 +270,35 @@ class Studio:
 
     def _heard(self, entry: ModelEntry) -> Callable[[EditResult], EditCheck] | None:
         """The content check of ``entry``'s results (what the thinker hears against the text the
-        instruction asks for), or None where the text encoder does not hear audio (MiniLM)."""
-        if not entry.checkpoint.text_encoder.reads_audio:
+        instruction asks for), or None where the text encoder does not hear audio (MiniLM) or the model
+        runs on Ray Serve replicas (the app holds no thinker then)."""
+        if not entry.checkpoint.text_encoder.reads_audio or self.auk_server is not None:
             return None
-        pipeline = self.pipeline(entry)
 
         def heard(result: EditResult) -> EditCheck:
             before, after = (None if wav is None else dsp.resample(wav, result.sample_rate, QWEN_SAMPLE_RATE)
                              for wav in check_parts(result))
-            with self._transcribing:
-                transcriber = Transcriber.from_conditioner(pipeline.conditioner, pipeline.text_encoder_path)
+            with self._resident(entry) as pipeline, pipeline.conditioner_in_use() as conditioner:
+                transcriber = Transcriber.from_conditioner(conditioner, pipeline.text_encoder_path)
                 return check_content(transcriber, result.record.instruction, after, before)
 
         return heard
 
-    def _enter(self, entry: ModelEntry) -> AuKPipeline:
-        """The entry's pipeline, counted as running an edit. Edits of the resident model run side by
-        side (they share DiT steps); one of another model waits until they are done, so a switch
-        never unloads a model under running edits nor holds two models at once."""
+    @contextlib.contextmanager
+    def _resident(self, entry: ModelEntry):
+        """The entry's pipeline, counted as in use while the block runs. Edits of the resident model
+        run side by side (they share DiT steps); one of another model waits until they are done, so a
+        switch never unloads a model under running edits nor holds two models at once."""
         with self._editing:
             self._editing.wait_for(lambda: not any(n for key, n in self._running.items() if key != entry.key))
             pipeline = self.pipeline(entry)
             self._running[entry.key] = self._running.get(entry.key, 0) + 1
-            return pipeline
+        try:
+            yield pipeline
+        finally:
+            with self._editing:
+                self._running[entry.key] -= 1
+                self._editing.notify_all()
 
     # ------------------------------------------------------------------ Audex
 
@@ -363,6 +376,7 @@ class Studio:
             "demo": default.demo,
             "audex_demo": self.audex_demo,
             "audex_server": self._audex_server_host(),
+            "auk_server": None if self.auk_server is None else self.auk_server.host,
             "models": {
                 e.key: {"label": e.label, "variant": e.checkpoint.variant, "folder": e.checkpoint.directory.name,
                         "demo": e.demo, "defaults": asdict(e.checkpoint.defaults),
@@ -412,7 +426,7 @@ class _SharedSource:
             if plan.region is not None:
                 wav = wav[round(request.region[0] * rate):round(request.region[1] * rate)]
             clip = self.clip(wav, rate)
-            clip.f0, clip.envelope, clip.loudness, clip.active  # noqa: B018: cached for the checks
+            clip.measure_all()
         except Exception:  # noqa: BLE001
             log.debug("measuring the source ahead of the check failed", exc_info=True)
 
@@ -421,12 +435,12 @@ def _checked(target: Target, source: _SharedSource, result: EditResult,
              heard: Callable[[EditResult], EditCheck] | None = None) -> EditCheck:
     """The edit check of one result (by ``heard`` where only the words can be checked); a failure
     of the check itself never fails the edit: a snapshot without the thinker's output head, or a bug."""
-    before, after = check_parts(result)
     if heard is not None:
         try:
             return heard(result)
         except CheckpointError as exc:
             return unmeasured(target.task, f"the words cannot be checked: {exc}")
+    before, after = check_parts(result)
     try:
         clip = None if before is None else source.clip(before, result.sample_rate)
         return check(target, clip, after, result.sample_rate)

@@ -33,9 +33,9 @@ import httpx
 
 from auk_app.audex import xargs
 from auk_app.audex.params import AudexSampling
-from auk_app.audex.token_sampler import Deadline, SampledStream, end_reason
+from auk_app.audex.token_sampler import Deadline, SampledStream, end_reason, stopped
 from auk_app.audex.vocab import AudexVocab
-from auk_app.errors import AppError, Cancelled
+from auk_app.errors import AppError
 from auk_app.progress import Progress, ShouldStop
 
 _POLL_SECONDS = 0.05  # how often the caller's thread looks at should_stop and progress
@@ -231,14 +231,13 @@ class RemoteSampler:
         finally:
             for stream in streams:  # closing the connection makes vLLM abort the request
                 if stream.response is not None:
-                    _hang_up(stream.response)
+                    hang_up(stream.response)
         self._report(progress, label, streams[0].tokens, reported, total)
 
     @staticmethod
     def _check_stop(should_stop: ShouldStop | None, stream: _Stream, total: int) -> None:
         if should_stop is not None and should_stop():
-            done = f"after {len(stream.tokens)} of at most {total} tokens" if total else "before it started"
-            raise Cancelled(f"Generation was stopped {done}, so no audio was made. Press Generate to start again.")
+            raise stopped(len(stream.tokens), total)
 
     def _check_clock(self, streams: list[_Stream], started: float, call_limit: float | None,
                      deadline: Deadline | None, what: str) -> None:
@@ -359,7 +358,7 @@ class RemoteSampler:
         return len(tokens)
 
 
-def _hang_up(response: httpx.Response) -> None:
+def hang_up(response: httpx.Response) -> None:
     """Shut the connection's socket down, then close the response. A plain close, while the reader
     thread waits in ``recv`` on that socket, sends no FIN until that call returns, and a busy server
     went on generating for up to 20 s before it noticed the client had gone."""

@@ -35,9 +35,8 @@ import torch
 from auk_app.audex.decode_graphs import decoding
 from auk_app.audex.params import AudexSampling
 from auk_app.audex.thinker import AudexThinker, TokenizerOnce, load_thinker
-from auk_app.audex.token_sampler import Deadline, SampledStream, end_reason
+from auk_app.audex.token_sampler import Deadline, SampledStream, end_reason, stopped
 from auk_app.audex.vocab import AudexVocab
-from auk_app.errors import Cancelled
 from auk_app.progress import Progress, ShouldStop
 
 CHUNK = 16  # tokens the loop runs between host syncs: four frames, so a sync falls on a frame boundary
@@ -106,10 +105,7 @@ class StreamLog:
 
     def check_stop(self) -> None:
         if self.should_stop is not None and self.should_stop():
-            raise Cancelled(
-                f"Generation was stopped after {len(self.tokens)} of at most {self.sampling.token_limit} tokens, "
-                "so no audio was made. Press Generate to start again."
-            )
+            raise stopped(len(self.tokens), self.sampling.token_limit)
 
     def take(self, token: int) -> str | None:
         """Append one token read back from the device; its end reason, if it ends the stream."""

@@ -16,6 +16,7 @@ from typing import Protocol
 
 from auk_app.audex.params import AudexSampling
 from auk_app.audex.vocab import AudexVocab
+from auk_app.errors import Cancelled
 from auk_app.progress import Progress, ShouldStop
 
 END_TOKEN = "end_token"  # the model sampled <audiogen_end> on a frame boundary
@@ -72,6 +73,12 @@ def end_reason(tokens: Sequence[int], vocab: AudexVocab, sampling: AudexSampling
     if len(tokens) >= sampling.max_tokens:
         return MAX_TOKENS
     return None
+
+
+def stopped(done: int, total: int) -> Cancelled:
+    """What Stop raises in either sampler: how far the run got (``total`` 0: it had not started)."""
+    got = f"after {done} of at most {total} tokens" if total else "before it started"
+    return Cancelled(f"Generation was stopped {got}, so no audio was made. Press Generate to start again.")
 
 
 class TokenSampler(Protocol):

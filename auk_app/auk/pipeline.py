@@ -90,10 +90,14 @@ class AuKPipeline:
     def loaded(self) -> bool:
         return self._model is not None
 
-    @property
-    def conditioner(self) -> TextConditioner | None:
-        """The loaded text encoder (the Qwen thinker, which content checks also transcribe with)."""
-        return self._conditioner
+    @contextlib.contextmanager
+    def conditioner_in_use(self):
+        """The loaded text encoder, on the accelerator and no other request's while the block runs
+        (the Qwen thinker, which content checks also transcribe with)."""
+        with self._lock:
+            self.load()
+            with self._placed(self._conditioner.model):
+                yield self._conditioner
 
     @property
     def batcher(self) -> StepBatcher | None:

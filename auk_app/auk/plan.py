@@ -157,7 +157,7 @@ def _checked_source(source, limits: Limits) -> MonoClip:
 
 def _clip(wav: np.ndarray, rate: int, source: MonoClip, checkpoint: AuKCheckpoint, want_16k: bool) -> Clip:
     """``wav`` (mono at ``rate``) at the VAE's rate, and at the thinker's when it hears the clip."""
-    wav_24k = np.ascontiguousarray(dsp.resample(wav, rate, checkpoint.sample_rate))
+    wav_24k = dsp.resample(wav, rate, checkpoint.sample_rate)  # contiguous float32
     return Clip(
         wav_24k=wav_24k,
         wav_16k=dsp.resample(wav, rate, QWEN_SAMPLE_RATE) if want_16k else None,

@@ -155,6 +155,12 @@ class EditRecord:
     rtf: float
     device: str
     dtype: str
+    # Where it ran: in this process, or on a Ray Serve replica (auk_app.serve) at engine_server.
+    engine: str = "in-process"
+    engine_server: str | None = None  # host:port of the Serve proxy
+    replica: str | None = None  # the Serve replica's id
+    replica_node: str | None = None  # the host the replica ran on
+    attempts: int = 1  # sends it took: more than 1 when a replica was lost mid-run
 
 
 @dataclass(frozen=True)

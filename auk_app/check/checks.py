@@ -14,6 +14,7 @@ Tolerances, and why:
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
@@ -58,8 +59,7 @@ def _verdict(task: str, asked: float, got: float, unit: str, tolerance: float, n
     got = got if math.isfinite(got) else None
     kept = kept if kept is None or math.isfinite(kept) else None
     draft = EditCheck(task, asked, got, unit, tolerance, None, note, bound, kept)
-    passed = draft.error <= 1 and (kept is None or kept >= KEEP_MIN)
-    return EditCheck(task, asked, got, unit, tolerance, passed, note, bound, kept)
+    return replace(draft, passed=draft.error <= 1 and (kept is None or kept >= KEEP_MIN))
 
 
 def _volume(target: Target, source: Clip, out: Clip) -> EditCheck:

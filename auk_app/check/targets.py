@@ -18,7 +18,8 @@ VOLUME, PITCH, SPEED, DENOISE, TRIM, TONE = "volume", "pitch", "speed", "denoise
 MEASURED = (VOLUME, PITCH, SPEED, DENOISE, TRIM, TONE)
 DENOISE_MODES = ("Remove noise", "Remove noise and reverberation")  # the enhance templates that remove noise
 
-_TRANSCRIBE = "what was said needs a transcriber (word error rate), which this check does not run"
+_TRANSCRIBE = ("what was said needs a transcriber (word error rate): the Qwen2.5-Omni thinker, which this model "
+               "does not have here")
 UNMEASURED = {
     "zero_shot_tts": _TRANSCRIBE,
     "instruct_tts": _TRANSCRIBE + ", and the voice description has no standard measure",

@@ -35,7 +35,7 @@ from auk_app.audex.request import (
 from auk_app.auk.request import MAX_CANDIDATES, EditRequest, check_candidates, edit_problems
 from auk_app.check import Target, target_from_fields
 from auk_app.errors import AppError, Cancelled
-from auk_app.service import Candidate, ModelEntry, Studio
+from auk_app.service import ModelEntry, Studio
 from auk_app.validate import check_flag
 from auk_app.ui.runs import Admission, Busy, Runs, client_gone
 from auk_app.ui.zerogpu import gpu
@@ -150,10 +150,12 @@ def _audex_progress(progress: gr.Progress):
 # ----------------------------------------------------------------------------- edit checks and candidates
 
 
-def check_entry(candidate: Candidate) -> dict[str, Any]:
-    """A candidate's manifest ``check``: the check's entry, its line, and what measuring took."""
-    return {**candidate.check.to_manifest(), "display": candidate.check.display(),
-            "seconds": round(candidate.check_seconds, 4)}
+def _edit_outputs(files: list[outputs.EditFiles], state: dict, figure) -> tuple:
+    """/edit_audio's returns, shared by the endpoint and the page: the best's audio, ``figure``, its
+    manifest, the session state, its check line, the table of all candidates and their WAVs."""
+    best = files[0]
+    return (str(best.audio), figure, best.manifest, state, best.manifest["check"]["display"],
+            candidate_table(files), [str(f.audio) for f in files])
 
 
 def candidate_table(files: list[outputs.EditFiles]) -> list[dict[str, Any]]:
@@ -392,9 +394,7 @@ class Handlers:
         """
         files, state = self._edit(audio, instruction, model, seconds, nfe, cfg, sway, t_grid, seed, randomize_seed,
                                   vae_sample, region_start, region_end, headroom, candidates, progress, request)
-        best = files[0]
-        return (str(best.audio), self._draw(best.figure), best.manifest, state, best.manifest["check"]["display"],
-                candidate_table(files), [str(f.audio) for f in files])
+        return _edit_outputs(files, state, self._draw(files[0].figure))
 
     def _edit_from_ui(self, audio=None, instruction=None, model="auto", seconds=0, nfe=None, cfg=None, sway=None,
                       t_grid=None, seed=0, randomize_seed=True, vae_sample=True, region_start=None, region_end=None,
@@ -413,8 +413,7 @@ class Handlers:
         state = {**state, "figure": best.figure, "audio": str(best.audio),
                  "candidates": [{"audio": str(f.audio), "manifest": f.manifest, "file": str(f.manifest_file),
                                  "figure": f.figure if f is not best else None} for f in files]}
-        return (str(best.audio), None, best.manifest, state, best.manifest["check"]["display"],
-                candidate_table(files), [str(f.audio) for f in files])
+        return _edit_outputs(files, state, None)
 
     def finish_edit(self, state):
         """After the page's edit has shown its audio: the figure, and the same samples as FLAC and MP3
@@ -494,7 +493,7 @@ class Handlers:
                 requested={"seconds": seconds, "nfe": nfe, "cfg": cfg, "sway": sway, "t_grid": t_grid or None,
                            "vae_sample": vae_sample, "region_start": region_start, "region_end": region_end,
                            "headroom": bool(headroom), "candidates": n},
-                headroom=bool(headroom), warnings=tuple(cautions), check=check_entry(c),
+                headroom=bool(headroom), warnings=tuple(cautions), check=c.check_entry(),
                 candidate={"rank": c.rank, "of": n, "seeds": sorted(seeds)},
             ) for c in made]
         except Exception as exc:

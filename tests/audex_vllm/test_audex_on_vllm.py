@@ -112,7 +112,7 @@ def test_stopping_in_the_app_cancels_the_server_requests(remote, vllm_server):
 
     The proof of the abort is the server's own token count, read once nothing runs, so no request to
     the server is made while the pair streams. Without the client's socket shutdown (remote.py's
-    ``_hang_up``) this failed 3 runs in 5 on two cores: the server saw the client go only after the cap.
+    ``hang_up``) this failed 3 runs in 5 on two cores: the server saw the client go only after the cap.
     """
     url, seen = vllm_server[0], []
     made_before = _server_metric(url, "vllm:generation_tokens_total")

@@ -351,5 +351,5 @@ def test_a_tts_result_is_checked_by_what_the_resident_thinker_hears(studio, tmp_
     assert check.task == "content" and check.unit == "WER" and check.tolerance == 0.2
     assert check.got is not None and check.got >= 0 and 'for "good morning"' in check.note
     assert check.passed == (check.got <= 0.2)
-    thinker = studio.pipeline(studio.entry("base")).conditioner.model
-    assert isinstance(thinker.lm_head, torch.nn.Linear)  # attached once, to the resident thinker
+    with studio.pipeline(studio.entry("base")).conditioner_in_use() as conditioner:
+        assert isinstance(conditioner.model.lm_head, torch.nn.Linear)  # attached to the resident thinker

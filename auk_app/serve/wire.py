@@ -1,0 +1,91 @@
+"""What the app and a Serve replica exchange: a window plan in, a window waveform and the run's measures out.
+
+The app makes the plan (every check, the instruction, the region's window) and sends only what
+the model reads: the recipe, the frame budget, the window's audio at the rates the models read it,
+and the three request fields the run uses (instruction, seed, vae_sample). The replica rebuilds
+an :class:`~auk_app.auk.plan.EditPlan` without a region on its own checkpoint and runs it through
+:meth:`AuKPipeline.run <auk_app.auk.pipeline.AuKPipeline.run>`, as the app would in process; the
+app splices a region's window back into the whole recording and writes the record. Arrays travel
+as base64 float32 (little-endian), so the samples arrive bit for bit.
+
+The stream back is one JSON object a line: ``start`` (which replica), ``progress``, ``heartbeat``
+(while a phase is quiet), then ``result`` or ``error`` (a sentence and its kind).
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import asdict, replace
+from typing import Any
+
+import numpy as np
+
+from auk_app.audio_io import MonoClip
+from auk_app.auk.checkpoint import AuKCheckpoint
+from auk_app.auk.plan import Clip, EditPlan, Recipe
+from auk_app.auk.request import EditRequest
+from auk_app.config import Limits
+from auk_app.errors import InputError
+
+VERSION = 1  # bumped when the body changes shape; a replica refuses another
+
+
+def pack(wav: np.ndarray | None) -> str | None:
+    return None if wav is None else base64.b64encode(np.ascontiguousarray(wav, dtype="<f4").tobytes()).decode("ascii")
+
+
+def unpack(text: str | None) -> np.ndarray | None:
+    return None if text is None else np.frombuffer(base64.b64decode(text), dtype="<f4").astype(np.float32)
+
+
+def window_plan(plan: EditPlan) -> EditPlan:
+    """The part of ``plan`` a replica runs: the window alone, nothing to splice into."""
+    return replace(plan, region=None, whole=None)
+
+
+def plan_body(plan: EditPlan, *, request_id: str, limits: Limits) -> dict[str, Any]:
+    """The request body of ``plan`` (a window plan: the region, if any, stays with the caller)."""
+    request, clip = plan.request, plan.clip
+    return {
+        "version": VERSION, "request_id": request_id,
+        "checkpoint": {"name": plan.checkpoint.name, "variant": plan.checkpoint.variant},
+        "request": {"instruction": request.instruction, "seconds": request.seconds, "seed": request.seed,
+                    "vae_sample": request.vae_sample, "fit_to_source": request.fit_to_source},
+        "limits": asdict(limits),
+        "recipe": {**asdict(plan.recipe), "t_grid": None if plan.recipe.t_grid is None else list(plan.recipe.t_grid),
+                   "ignored": list(plan.recipe.ignored)},
+        "clip": None if clip is None else {"wav_24k": pack(clip.wav_24k), "wav_16k": pack(clip.wav_16k),
+                                           "digest": clip.digest, "hop": clip.hop},
+        "gen_frames": plan.gen_frames, "ref_frames": plan.ref_frames, "frames_capped": plan.frames_capped,
+        "fit_to_source": plan.fit_to_source,
+    }  # fmt: skip
+
+
+def read_plan(body: dict[str, Any], checkpoint: AuKCheckpoint) -> EditPlan:
+    """The plan ``body`` describes, on ``checkpoint`` (the replica's own); InputError names a mismatch."""
+    if body.get("version") != VERSION:
+        raise InputError(f"This replica reads request version {VERSION}, not {body.get('version')!r}: run the same "
+                         "AuK Studio version in the app and in the deployment.")
+    wanted = body["checkpoint"]
+    if (wanted["name"], wanted["variant"]) != (checkpoint.name, checkpoint.variant):
+        raise InputError(f"The Serve deployment serves {checkpoint.name} ({checkpoint.variant}), not "
+                         f"{wanted['name']} ({wanted['variant']}): choose that model in the app, or deploy this one.")
+    sent = body["clip"]
+    clip = None
+    rate = checkpoint.sample_rate
+    if sent is not None:
+        wav_24k = unpack(sent["wav_24k"])
+        clip = Clip(wav_24k=wav_24k, wav_16k=unpack(sent["wav_16k"]),
+                    source=MonoClip(mono=wav_24k, sample_rate=rate, channels=1, clipping=False),
+                    digest=sent["digest"], hop=int(sent["hop"]))
+    fields = body["request"]
+    request = EditRequest(instruction=fields["instruction"], audio=None if clip is None else (clip.wav_24k, rate),
+                          seconds=fields["seconds"], seed=fields["seed"], vae_sample=fields["vae_sample"],
+                          fit_to_source=fields["fit_to_source"], limits=Limits(**body["limits"]))
+    recipe = dict(body["recipe"])
+    recipe["t_grid"] = None if recipe["t_grid"] is None else tuple(recipe["t_grid"])
+    recipe["ignored"] = tuple(recipe["ignored"])
+    return EditPlan(checkpoint=checkpoint, request=request, recipe=Recipe(**recipe), clip=clip, whole=None,
+                    region=None, gen_frames=int(body["gen_frames"]), ref_frames=int(body["ref_frames"]),
+                    frames_capped=bool(body["frames_capped"]), fit_to_source=bool(body["fit_to_source"]),
+                    planned_in=0.0)

@@ -1,0 +1,60 @@
+"""The app's Serve client without a cluster: a bad URL, a deployment that is down (at start and later)."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import pytest
+
+from auk_app.auk.request import EditRequest
+from auk_app.serve.client import ServeError, check_url
+from auk_app.service import Studio, StudioConfig
+from tests.conftest import REPO
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.parametrize("url", ["ftp://host:1/auk", "http://host:99999/auk", "http://:8000"])
+def test_a_bad_url_is_one_sentence(url):
+    with pytest.raises(ServeError, match="is not an http"):
+        Studio(StudioConfig(device="cpu", auk_server=url))
+    assert check_url("127.0.0.1:8000/auk/") == "http://127.0.0.1:8000/auk"
+
+
+def test_a_deployment_that_is_down_is_one_sentence_not_a_hang():
+    studio = Studio(StudioConfig(device="cpu", auk_server=f"http://127.0.0.1:{_closed_port()}/auk"))
+    with pytest.raises(ServeError, match="cannot be reached") as raised:
+        studio.auk_server.check()
+    began = time.monotonic()
+    request = EditRequest(instruction="Increase the volume by 6 dB.", audio=str(REPO / "assets/examples/speech.flac"))
+    with pytest.raises(ServeError, match="cannot be reached"):  # gone after start-up: the edit says so
+        studio.edit(request, "demo")
+    assert time.monotonic() - began < 10
+    assert "\n" not in str(raised.value)
+
+
+@pytest.mark.parametrize("down", [True, False], ids=["deployment-down", "bad-url"])
+def test_the_app_does_not_start_without_its_deployment(capsys, monkeypatch, down):
+    """app.py's main in this process (as tests/app/test_cli.py runs it): status 2 and one line, never a launch."""
+    import gradio as gr
+
+    def launch(*args, **kwargs):
+        raise AssertionError("the app launched instead of refusing to start")
+
+    monkeypatch.setattr(gr.Blocks, "launch", launch)
+    monkeypatch.syspath_prepend(str(REPO))
+    from app import main
+
+    url = f"http://127.0.0.1:{_closed_port()}/auk" if down else "http://127.0.0.1:99999/auk"
+    monkeypatch.setenv("AUK_SERVER_URL", url)  # the environment variable, as the flag's default
+    with pytest.raises(SystemExit) as exited:
+        main(["--port", str(_closed_port())])
+    err = capsys.readouterr().err.strip()
+    assert exited.value.code == 2 and "\n" not in err, err
+    assert err.startswith("AuK Studio cannot start: The AuK Serve")
+    assert ("cannot be reached" if down else "is not an http(s) URL") in err
