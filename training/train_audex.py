@@ -6,12 +6,14 @@ over the event codec, on captioned procedural sounds.
 Seeded and resumable: ``--out`` keeps ``state.pt`` (weights, averaged weights, optimizer, step);
 the batch of step ``s`` is drawn from a generator seeded with ``(seed, s)``, so a resumed run sees
 the batches an uninterrupted one would. An invocation stops after ``--minutes`` of wall clock (or
-at ``--steps``) and exports the averaged weights in the Audex snapshot layout.
+at ``--steps``, or ``--pause-after`` steps) and, with ``--export``, writes the averaged weights in
+the Audex snapshot layout.
 
 Each example is the app's own prompt (``build_tta_cond_prompt``; 15 % the length-matched null
 prompt, for CFG) followed by the scene's codec tokens, frame-major, and ``<audiogen_end>``. The
 loss is over the generated tokens only, and each position's softmax is over the 1,024 codes of its
-RVQ phase (plus ``<audiogen_end>`` at phase 0) — what the phase mask allows at sampling — which
+RVQ phase and ``<audiogen_end>`` — what the phase mask allows at sampling, less the end at phases
+1–3, where it is only ever a wrong answer — which
 costs a quarter of a full-vocabulary head. The price, deliberately kept visible: the head never
 learns to avoid other phases' codes, so sampling without the mask gives invalid streams. A
 segment's first frame (copied from the caption) and the end weigh ``HEADER_WEIGHT`` times a
@@ -77,7 +79,7 @@ NULL_RATE = 0.15
 HEADER_WEIGHT = 4.0
 # A zero before every three-digit whole number, so that every number of Hz or ms the captions use
 # has four digits and each digit sits at a fixed place (the event codec's slots are fixed places).
-PAD_THREE_DIGITS = normalizers.Replace(Regex(r"(?<![\d.])(?=\d{3}(?![\d.]))"), "0")
+PAD_THREE_DIGITS = normalizers.Replace(Regex(r"(?<!\d)(?<!\d\.)(?=\d{3}(?!\d)(?!\.\d))"), "0")
 
 
 def caption_words(seed: int = 12345, draws: int = 20000) -> list[str]:
@@ -114,18 +116,13 @@ def build_tokenizer() -> PreTrainedTokenizerFast:
 
 
 class Layout:
-    """Token ids of the codec block and the per-phase rows the loss uses."""
+    """Token ids of the codec block and the end, and the vocabulary size (padded as the release's)."""
 
     def __init__(self, tokenizer) -> None:
         vocab = tokenizer.get_vocab()
         self.codec0 = vocab["<audiocodec_0>"]
         self.end = vocab["<audiogen_end>"]
         self.size = (max(vocab.values()) + 1) // 128 * 128 + 128
-        # rows[q] = the 1024 codec tokens of phase q, then <audiogen_end> (allowed at phase 0 only)
-        self.rows = torch.stack([
-            torch.cat([torch.arange(self.codec0 + q * CODEBOOK_SIZE, self.codec0 + (q + 1) * CODEBOOK_SIZE),
-                       torch.tensor([self.end])]) for q in range(NUM_CODEBOOKS)
-        ])
 
 
 def example(rng: np.random.Generator, tokenizer, layout: Layout, *, held: bool = False):
@@ -161,11 +158,15 @@ def collate(items, layout: Layout):
     return tokens, targets, phases, weights
 
 
-def batch(step: int, size: int, seed: int, tokenizer, layout: Layout):
-    """Step ``step``'s batch: one of BUCKETS length-sorted slices of a draw seeded with (seed, group)."""
-    rng = np.random.default_rng([seed, step // BUCKETS])
-    drawn = sorted((example(rng, tokenizer, layout) for _ in range(size * BUCKETS)), key=lambda item: len(item[0]))
-    return collate(drawn[(step % BUCKETS) * size: (step % BUCKETS + 1) * size], layout)
+def batches(step: int, size: int, seed: int, tokenizer, layout: Layout):
+    """The batches of steps ``step``, ``step + 1``, …: step ``s``'s is one of BUCKETS length-sorted
+    slices of a draw seeded with (seed, s // BUCKETS), so a resumed run gets the same batches."""
+    while True:
+        rng = np.random.default_rng([seed, step // BUCKETS])
+        drawn = sorted((example(rng, tokenizer, layout) for _ in range(size * BUCKETS)), key=lambda item: len(item[0]))
+        for part in range(step % BUCKETS, BUCKETS):
+            yield collate(drawn[part * size: (part + 1) * size], layout)
+            step += 1
 
 
 class DigitRows(torch.nn.Module):
@@ -288,8 +289,8 @@ def main(argv: list[str] | None = None) -> None:
     trainee = Trainee(model, layout)
     average = copy.deepcopy(trainee).requires_grad_(False)
     optimizer = torch.optim.AdamW(trainee.parameters(), lr=args.lr, betas=(0.9, 0.98), weight_decay=0.01)
-    held = collate([example(np.random.default_rng([args.seed, 999_999]), tokenizer, layout, held=True)
-                    for _ in range(16)], layout)
+    held_rng = np.random.default_rng([args.seed, 999_999])
+    held = collate([example(held_rng, tokenizer, layout, held=True) for _ in range(32)], layout)
     args.out.mkdir(parents=True, exist_ok=True)
     state_file, step = args.out / "state.pt", 0
     if state_file.exists():
@@ -307,10 +308,11 @@ def main(argv: list[str] | None = None) -> None:
         tmp.replace(state_file)
 
     running, pause = None, args.steps if args.pause_after is None else step + args.pause_after
+    stream = batches(step, args.batch, args.seed, tokenizer, layout)
     while step < min(args.steps, pause) and (time.monotonic() - started) < args.minutes * 60:
         for group in optimizer.param_groups:
             group["lr"] = lr_at(step, args.steps, args.lr)
-        loss = trainee.loss(*batch(step, args.batch, args.seed, tokenizer, layout))
+        loss = trainee.loss(*next(stream))
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(trainee.parameters(), 1.0)

@@ -67,7 +67,9 @@ LOWEST_HZ, HIGHEST_HZ = 20.0, 7800.0
 
 
 def digits_of(number: int, places: int) -> list[int]:
-    """``number``'s last ``places`` decimal digits, most significant first."""
+    """``number``'s ``places`` decimal digits, most significant first."""
+    if not 0 <= number < 10**places:
+        raise ValueError(f"{number} does not fit in {places} digits")
     return [number // 10 ** (places - 1 - i) % 10 for i in range(places)]
 
 

@@ -13,7 +13,9 @@ from auk_app.audex.pipeline import AudexPipeline
 from auk_app.audex.rvq import frames_to_codes
 from auk_app.audex.xcodec import decode_frames, load_xcodec
 from auk_app.demo.audex_snapshot import AUDEX_TINY_DIR, shared_demo_snapshot
-from auk_app.demo.event_codec import CODEBOOK_SIZE, EventCodec
+from auk_app.demo.event_codec import (
+    CLICK, CODEBOOK_SIZE, SIREN, TONE, EventCodec, digits_of, segment_codes, segments, slots_of,
+)
 from auk_app.errors import CheckpointError
 from tests.conftest import REPO
 from training import audex_measures as measures
@@ -50,6 +52,36 @@ def test_the_event_codec_loads_through_the_xcodec_loader_and_decodes_scenes():
         assert wav.dtype == np.float32 and len(wav) == len(grid) * 320 and np.abs(wav).max() < 1.0
         assert measures.score(scene, wav.astype(np.float64)).ok, (family, scene.caption)
         assert frames_to_codes(grid).shape == (1, 4, len(grid))
+
+
+def test_a_segment_is_its_digits_with_a_clock_counting_its_frames_down():
+    codes = segment_codes(TONE, digits_of(470, 4) + digits_of(1130, 4), 13)  # "470 to 1130 Hz over 1.3 s"
+    assert codes.shape == (65, 4) and codes[0].tolist() == [104, 701, 130, 130]
+    slots = slots_of(codes.T)
+    assert slots[0, 9:].tolist() == [1, 3, 0] and slots[1, 9:].tolist() == [1, 2, 4] and slots[-1, 9:].tolist() == [0, 0, 1]
+    assert (slots[:, :9] == slots[0, :9]).all()  # every later frame copies the first, but for the clock
+    with pytest.raises(ValueError, match="8 digits and 1-99 tenths"):
+        segment_codes(TONE, [1, 2, 3], 5)
+
+
+def test_segments_split_where_the_kind_changes_or_the_clock_starts_again():
+    clicks = [segment_codes(CLICK, [left, 1, 0, 0, 0, 0, 0, 0], 2) for left in (2, 1)]
+    siren = segment_codes(SIREN, digits_of(300, 4) + digits_of(900, 4), 4)
+    found = segments(np.concatenate([*clicks, siren]).T)
+    assert [(s.kind, s.start, s.frames, s.params[0]) for s in found] == [(CLICK, 0, 10, 2), (CLICK, 10, 10, 1), (SIREN, 20, 20, 0)]
+
+
+def test_a_stray_frame_does_not_change_a_segment_and_codes_over_999_are_silence():
+    codes = segment_codes(TONE, digits_of(440, 4) * 2, 5)
+    codes[7, 1] = 999  # one frame's f0 tens and units and f1 thousands wrong: each slot's most common digit wins
+    (segment,) = segments(codes.T)
+    assert segment.frames == 25 and segment.params == tuple(digits_of(440, 4) * 2)
+    codec = EventCodec(json.loads((AUDEX_TINY_DIR / "xcodec" / "config.json").read_text()))
+    codec.level_db.copy_(EventCodec.tables()["level_db"])
+    heard = codec.decode(torch.from_numpy(codes.T[None])).audio_values
+    codes[:, 0] = 1000
+    silent = codec.decode(torch.from_numpy(codes.T[None])).audio_values
+    assert heard.shape == silent.shape == (1, 1, 25 * 320) and heard.abs().max() > 0.1 and silent.abs().max() == 0
 
 
 def test_a_codec_config_naming_an_unknown_codec_is_refused(tmp_path):
