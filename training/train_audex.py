@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import functools
 import json
 import math
 import time
@@ -82,8 +83,10 @@ HEADER_WEIGHT = 4.0
 PAD_THREE_DIGITS = normalizers.Replace(Regex(r"(?<!\d)(?<!\d\.)(?=\d{3}(?!\d)(?!\.\d))"), "0")
 
 
-def caption_words(seed: int = 12345, draws: int = 20000) -> list[str]:
-    """Every word of the training captions (and of the prompt), in first-seen order."""
+@functools.cache
+def caption_words(seed: int = 12345, draws: int = 20000) -> tuple[str, ...]:
+    """Every word of the training captions (and of the prompt), in first-seen order (drawn once a
+    process: 20,000 captions take seconds)."""
     rng = np.random.default_rng(seed)
     text = [AUDEX_SYSTEM_PROMPT, "Generate audio for this caption."]
     text += [audex_sounds.draw(rng).caption for _ in range(draws)]
@@ -91,14 +94,14 @@ def caption_words(seed: int = 12345, draws: int = 20000) -> list[str]:
     words = []
     for line in text:
         words += [w for w, _ in pre.pre_tokenize_str(line.lower())]
-    return list(dict.fromkeys(w for w in words if w not in PUNCTUATION))
+    return tuple(dict.fromkeys(w for w in words if w not in PUNCTUATION))
 
 
 def build_tokenizer() -> PreTrainedTokenizerFast:
     """Word-level, digits split one by one, lower-cased, three-digit numbers zero-padded; markers,
     ``<unk>``, all 8192 codec tokens."""
     specials = ["<unk>", "<s>", "</s>", *CHAT_MARKERS]
-    plain = caption_words() + [str(d) for d in range(10)] + list(PUNCTUATION)
+    plain = [*caption_words(), *(str(d) for d in range(10)), *PUNCTUATION]
     plain = list(dict.fromkeys(plain))
     codecs = [f"<audiocodec_{n}>" for n in range(AUDEX_AUDIOCODEC_VOCAB_SIZE)]
     names = specials + plain + ["<audiogen_start>", "<audiogen_end>"] + codecs
