@@ -77,7 +77,7 @@ _EXAMPLE_CLIPS = [  # what the demo model does, so a first visitor's click gives
 _EXAMPLE_CAPTIONS = [["Rain falling on a tin roof"], ["A dog barks twice in a quiet street"],
                      ["Footsteps on gravel, then a car door closes"]]
 # What Audex-Tiny (the demo) can make: training/audex_sounds.py's kinds of sound, in its words.
-_DEMO_EXAMPLE_CAPTIONS = [["A 440 Hz beep lasting one second"], ["A sweep from 300 Hz to 1200 Hz over 2 seconds"],
+_DEMO_EXAMPLE_CAPTIONS = [["A 440 Hz beep lasting one second"], ["A sweep from 300 Hz to 1200 Hz over 1.5 seconds"],
                           ["Three knocks on a door"], ["White noise fading out over 1.5 seconds"],
                           ["A 1000 Hz beep, then two clicks"]]
 

@@ -56,12 +56,12 @@ def demo_banner() -> str:
 def audex_banner() -> str:
     return (
         "⚠ **Demo mode: Audex-Tiny, a small model trained here on synthetic sounds, not the released Audex.** "
-        "It was trained on beeps and tones, sweeps and sirens, clicks and knocks, white, pink or brown noise "
-        "(steady, fading in or out) and two of these in a row (\"a 1000 Hz beep, then two clicks\"). It mostly "
-        "makes the kind of sound asked for and often the right number of clicks, but **it does not yet follow "
-        "frequencies and lengths**: a 440 Hz beep may come out at another pitch and length. It cannot make "
-        "anything else (rain, voices, music): other words are unknown to it. Its codec re-synthesises events "
-        "from a few parameters, so everything sounds synthetic; the phase mask, the validity report and the "
+        "It makes beeps and tones, sweeps and sirens (200–2000 Hz), clicks and knocks (up to six), and white, "
+        "pink or brown noise, steady or fading in or out, alone or two in a row (\"a 1000 Hz beep, then two "
+        "clicks\"), at the frequency, length and count the caption says: lengths in tenths of a second, up to "
+        "the demo's 3 s. Give frequencies and lengths in digits with a unit (\"440 Hz\", \"1.5 seconds\", \"300 ms\"). It cannot "
+        "make anything else (rain, voices, music): other words are unknown to it. Its codec re-synthesises "
+        "events from a few digits, so everything sounds synthetic; the phase mask, the validity report and the "
         "decoding path are the release's. "
         f"For the released model set `{AUDEX.env_var}` and `{XCODEC1.env_var}` (or pass `--audex` and `--xcodec`)."
     )
