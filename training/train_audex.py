@@ -1,7 +1,7 @@
 """Train Audex-Tiny: a small Audex thinker (``ArceeForCausalLM``, the release's class and layout)
 over the event codec, on captioned procedural sounds.
 
-    nice -n 19 python -m training.train_audex --out runs/audex --export assets/Audex-Tiny
+    python -m training.train_audex --out runs/audex --export assets/Audex-Tiny
 
 Seeded and resumable: ``--out`` keeps ``state.pt`` (weights, averaged weights, optimizer, step);
 the batch of step ``s`` is drawn from a generator seeded with ``(seed, s)``, so a resumed run sees
