@@ -303,7 +303,7 @@ class Studio:
     # ------------------------------------------------------------------ Audex
 
     def audex(self) -> AudexPipeline:
-        """The Audex pipeline: the released weights when found, else the tiny random demo snapshot."""
+        """The Audex pipeline: the released weights when found, else Audex-Tiny (assets/Audex-Tiny)."""
         from auk_app.audex.pipeline import AudexPipeline
         from auk_app.audex.remote import RemoteSampler
 
@@ -345,7 +345,7 @@ class Studio:
             unmasked = pipeline.generate(request.unmasked(), label=AUDEX_COMPARISON_RUN, decode=False,
                                          progress=progress, should_stop=should_stop, deadline=deadline)
         model = {
-            "model": "Audex demo (tiny, untrained)" if self.audex_demo else "Nemotron-Labs-Audex-2B",
+            "model": "Audex-Tiny (demo)" if self.audex_demo else "Nemotron-Labs-Audex-2B",
             "demo_model": self.audex_demo, "thinker_dir": pipeline.thinker_dir.name,
             "xcodec_dir": pipeline.xcodec_dir.name, "device": str(pipeline.device),
             "dtype": str(pipeline.dtype).removeprefix("torch."),

@@ -1,4 +1,4 @@
-"""CPU tokens/s of the tiny random Audex demo LM: with and without CFG, and with many users at once.
+"""CPU tokens/s of the Audex-Tiny demo LM: with and without CFG, and with many users at once.
 
 Prints one JSON line. Both CFG settings run the same phase-masked sampler over the same snapshot,
 so their ratio is the cost of the second (unconditional) row. With ``--server URL`` (a vLLM server
@@ -17,7 +17,6 @@ import argparse
 import json
 import statistics
 import sys
-import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from time import perf_counter
@@ -30,7 +29,7 @@ from auk_app.audex.params import AudexSampling  # noqa: E402
 from auk_app.audex.pipeline import AudexPipeline  # noqa: E402
 from auk_app.audex.remote import RemoteSampler  # noqa: E402
 from auk_app.config import Limits  # noqa: E402
-from auk_app.demo.audex_snapshot import shared_demo_snapshot, write_demo_snapshot  # noqa: E402
+from auk_app.demo.audex_snapshot import shared_demo_snapshot  # noqa: E402
 
 CAPTION = "Rain falling on a tin roof."
 USERS = (1, 4, 8)
@@ -85,18 +84,16 @@ def main() -> None:
     parser.add_argument("--server", metavar="URL", help="also compare 1/4/8 users with this Audex vLLM server")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    with tempfile.TemporaryDirectory() as tmp:
-        # The server serves the shared demo snapshot; its bytes are those of any seed-0 demo snapshot.
-        snapshot = shared_demo_snapshot() if args.server else write_demo_snapshot(tmp)
-        pipeline = AudexPipeline.from_paths(snapshot.audex_root, snapshot.xcodec_dir, device="cpu").load()
-        pipeline.generate(_run(codec_cap=40), decode=False)  # warm-up
-        guided = _tokens_per_second(pipeline, cfg_scale=3.0, tokens=args.tokens, repeats=args.repeats)
-        unguided = _tokens_per_second(pipeline, cfg_scale=1.0, tokens=args.tokens, repeats=args.repeats)
-        users = None
-        if args.server:
-            remote = AudexPipeline.from_paths(snapshot.audex_root, snapshot.xcodec_dir, device="cpu",
-                                              sampler=RemoteSampler(args.server)).load()
-            users = _users(pipeline, remote, args.tokens)
+    snapshot = shared_demo_snapshot()  # Audex-Tiny, what the server's --demo serves too
+    pipeline = AudexPipeline.from_paths(snapshot.audex_root, snapshot.xcodec_dir, device="cpu").load()
+    pipeline.generate(_run(codec_cap=40), decode=False)  # warm-up
+    guided = _tokens_per_second(pipeline, cfg_scale=3.0, tokens=args.tokens, repeats=args.repeats)
+    unguided = _tokens_per_second(pipeline, cfg_scale=1.0, tokens=args.tokens, repeats=args.repeats)
+    users = None
+    if args.server:
+        remote = AudexPipeline.from_paths(snapshot.audex_root, snapshot.xcodec_dir, device="cpu",
+                                          sampler=RemoteSampler(args.server)).load()
+        users = _users(pipeline, remote, args.tokens)
     print(json.dumps({
         "bench": "audex_tiny_lm_tokens_per_second",
         "device": "cpu",

@@ -8,7 +8,9 @@ strict key check covers the whole file.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -16,6 +18,7 @@ from transformers import XcodecConfig, XcodecModel
 from transformers.initialization import no_init_weights
 
 from auk_app.audex.rvq import frames_to_codes
+from auk_app.auk.registry import audex_codec_class
 from auk_app.errors import CheckpointError
 from auk_app.resolve import XCODEC_FILES
 from auk_app.weights import load_strict, read_safetensors
@@ -23,8 +26,12 @@ from auk_app.weights import load_strict, read_safetensors
 SAMPLE_RATE = 16000  # XcodecConfig.sample_rate of every XCodec1 checkpoint Audex uses
 
 
-def load_xcodec(xcodec_dir: str | Path, *, device: torch.device | str) -> XcodecModel:
+def load_xcodec(xcodec_dir: str | Path, *, device: torch.device | str) -> Any:
     """Build ``XcodecModel`` from ``config.json`` and load ``model.safetensors`` strictly, float32.
+
+    A config with a ``codec`` field names another codec of XCodec1's interface in
+    :data:`auk_app.auk.registry.AUDEX_CODECS` (the demo's event codec), imported only then; its
+    weights load with the same strict check.
 
     Raises CheckpointError naming missing files or missing/unexpected/mis-shaped keys.
     """
@@ -36,6 +43,9 @@ def load_xcodec(xcodec_dir: str | Path, *, device: torch.device | str) -> Xcodec
             f"Download hf-audio/xcodec-hubert-general-balanced ({' and '.join(XCODEC_FILES)}) into it."
         )
     config_file, weights_file = (directory / name for name in XCODEC_FILES)
+    named = _codec_name(config_file)
+    if named is not None:
+        return _load_registered(named, config_file, weights_file, device)
     try:
         config = XcodecConfig.from_json_file(str(config_file))
     except (OSError, ValueError, TypeError) as exc:
@@ -45,6 +55,27 @@ def load_xcodec(xcodec_dir: str | Path, *, device: torch.device | str) -> Xcodec
         codec = XcodecModel(config)
     codec.float()
     load_strict(codec, state, source=weights_file, what="XCodec1 codec (XcodecModel)")
+    return codec.eval()
+
+
+def _codec_name(config_file: Path) -> str | None:
+    try:
+        config = json.loads(config_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise CheckpointError(f"{config_file} is not an XCodec config ({exc}). Download it again.") from exc
+    return config.get("codec") if isinstance(config, dict) else None
+
+
+def _load_registered(name: str, config_file: Path, weights_file: Path, device: torch.device | str) -> Any:
+    try:
+        cls = audex_codec_class(name)
+        config = json.loads(config_file.read_text(encoding="utf-8"))
+        codec = cls.from_config(config)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise CheckpointError(f"{config_file} names a codec this app cannot build ({exc}).") from exc
+    state = read_safetensors(weights_file)
+    codec.to(device).float()
+    load_strict(codec, state, source=weights_file, what=f"Audex codec ({name})")
     return codec.eval()
 
 

@@ -1,7 +1,7 @@
 """Codecs and text encoders by the name a checkpoint config gives them, imported on first use.
 
-A release (the BigVGAN-flow VAE, Qwen2.5-Omni-3B) and the demo model (the harmonic-noise codec,
-all-MiniLM-L6-v2) are looked up here alike; each entry names its class as ``"module:attribute"``,
+A release (the BigVGAN-flow VAE, Qwen2.5-Omni-3B, XCodec1) and the demo models (the harmonic-noise
+codec, all-MiniLM-L6-v2, Audex-Tiny's event codec) are looked up here alike; each entry names its class as ``"module:attribute"``,
 so loading a release never imports the demo package, and this module imports nothing.
 """
 
@@ -28,6 +28,12 @@ CODECS = {
     BIGVGAN_FLOW: "auk_app.auk.vae:AuKVAE",
     "harmonic_noise": "auk_app.demo.harmonic_codec:HarmonicNoiseCodec",
 }
+# Audex's codec by the ``codec`` field of its config.json; a config without one is XCodec1
+# (``transformers.XcodecModel``, what the release ships). Each class has ``from_config(dict)``,
+# code tables as parameters (loaded strictly) and ``decode(codes).audio_values`` as XcodecModel's.
+AUDEX_CODECS = {
+    "audex_events": "auk_app.demo.event_codec:EventCodec",
+}
 TEXT_ENCODERS = {
     QWEN_OMNI: TextEncoderKind("auk_app.auk.qwen:QwenConditioner", reads_audio=True),
     "minilm": TextEncoderKind("auk_app.demo.minilm:MiniLMConditioner", reads_audio=False),
@@ -45,6 +51,13 @@ def codec_class(name: str) -> Any:
     if name not in CODECS:
         raise ValueError(f"vae.codec must be one of {sorted(CODECS)}, not {name!r}")
     return load(CODECS[name])
+
+
+def audex_codec_class(name: str) -> Any:
+    """The Audex codec class a codec config's ``codec`` field names; ValueError for a name not registered."""
+    if name not in AUDEX_CODECS:
+        raise ValueError(f"codec must be one of {sorted(AUDEX_CODECS)}, not {name!r}")
+    return load(AUDEX_CODECS[name])
 
 
 def text_encoder_class(kind: str) -> Any:

@@ -1,8 +1,11 @@
-"""A tiny, random, untrained Audex snapshot in the real on-disk layout.
+"""The Audex demo snapshots, in the real on-disk layout.
 
-It lets the app show the mechanics (prompting, CFG, the phase mask, frames, decoding) with no
-download, and gives the tests a real LM, tokenizer and codec to run. The sound is noise by
-design. Layout, as in ``nvidia/Nemotron-Labs-Audex-2B`` plus an XCodec1 snapshot::
+:func:`shared_demo_snapshot` is what the app serves without the released weights: Audex-Tiny
+(``assets/Audex-Tiny``), a small thinker trained here (``training/train_audex.py``) over the
+event codec (:mod:`auk_app.demo.event_codec`), loaded by the release's code. :func:`write_demo_snapshot`
+writes a tiny, random, *untrained* snapshot with a random XCodec1 (``XcodecModel``): the mechanics
+tests run the release's own codec class on it. Its sound is noise by design. Layout, as in
+``nvidia/Nemotron-Labs-Audex-2B`` plus an XCodec1 snapshot::
 
     <dir>/audex/config.json                                     root manifest
     <dir>/audex/checkpoint_folder_audiogen/config.json          nemotron_dense config
@@ -20,12 +23,8 @@ deterministic, instant, and the global RNG is untouched.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
-import os
-import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -155,23 +154,13 @@ def snapshot_paths(directory: str | Path) -> DemoSnapshot:
     return DemoSnapshot(directory / "audex", directory / "audex" / AUDIOGEN_SUBDIR, directory / "xcodec")
 
 
-def shared_demo_snapshot() -> DemoSnapshot:
-    """The demo snapshot, written once per machine and version of this module under the temp dir.
+AUDEX_TINY_DIR = Path(__file__).resolve().parents[2] / "assets" / "Audex-Tiny"
 
-    It is deterministic, so every process can share one copy. A new copy is written beside it
-    and renamed into place, so a concurrent reader never sees half of one.
-    """
-    revision = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:12]
-    target = Path(tempfile.gettempdir()) / f"auk_app_audex_demo-{revision}"
-    if not (target / "complete").exists():
-        fresh = Path(tempfile.mkdtemp(prefix="auk_app_audex_demo_", dir=target.parent))
-        write_demo_snapshot(fresh)
-        (fresh / "complete").touch()
-        try:
-            os.replace(fresh, target)
-        except OSError:  # another process put its copy in place first
-            shutil.rmtree(fresh, ignore_errors=True)
-    return snapshot_paths(target)
+
+def shared_demo_snapshot() -> DemoSnapshot:
+    """Audex-Tiny, the trained demo snapshot shipped in ``assets/Audex-Tiny``: what the app serves
+    without the released weights (in process or on a vLLM server)."""
+    return snapshot_paths(AUDEX_TINY_DIR)
 
 
 def write_demo_snapshot(directory: str | Path, *, seed: int = 0) -> DemoSnapshot:

@@ -76,6 +76,10 @@ _EXAMPLE_CLIPS = [  # what the demo model does, so a first visitor's click gives
 ]
 _EXAMPLE_CAPTIONS = [["Rain falling on a tin roof"], ["A dog barks twice in a quiet street"],
                      ["Footsteps on gravel, then a car door closes"]]
+# What Audex-Tiny (the demo) can make: training/audex_sounds.py's kinds of sound, in its words.
+_DEMO_EXAMPLE_CAPTIONS = [["A 440 Hz beep lasting one second"], ["A sweep from 300 Hz to 1200 Hz over 1.5 seconds"],
+                          ["Three knocks on a door"], ["White noise fading out over 1.5 seconds"],
+                          ["A 1000 Hz beep, then two clicks"]]
 
 
 def launch_options() -> dict[str, Any]:
@@ -302,7 +306,8 @@ def _audex_tab(handlers: Handlers) -> SimpleNamespace:
     with gr.Row(equal_height=False):
         with gr.Column(scale=4):
             c.caption = gr.Textbox(label="Caption", lines=2, elem_id="caption",
-                                   placeholder="Rain falling on a tin roof, distant thunder.")
+                                   placeholder="A 440 Hz beep lasting one second, then three clicks." if handlers.audex_demo
+                                   else "Rain falling on a tin roof, distant thunder.")
             with gr.Row():
                 c.cfg = gr.Number(DEFAULT_CFG_SCALE, label="cfg", step=0.5, elem_id="audex-cfg",
                                   info="1–10; 3.0 recommended, 1 = no guidance")
@@ -327,7 +332,8 @@ def _audex_tab(handlers: Handlers) -> SimpleNamespace:
                 c.run = gr.Button("Generate sound", variant="primary", elem_id="run-audex", scale=3)
                 c.stop = gr.Button("Stop", variant="stop", elem_id="stop-audex", scale=1)
             c.stop_note = gr.Markdown(elem_id="audex-stop-note", elem_classes=["note"])
-            gr.Examples(_EXAMPLE_CAPTIONS, inputs=[c.caption], label="Example captions", cache_examples=False)
+            gr.Examples(_DEMO_EXAMPLE_CAPTIONS if handlers.audex_demo else _EXAMPLE_CAPTIONS, inputs=[c.caption],
+                        label="Example captions", cache_examples=False)
         with gr.Column(scale=6):
             c.output = gr.Audio(label="Result · 16 kHz WAV (XCodec1)", type="filepath",
                                 interactive=False, buttons=["download"], elem_id="audex-output")

@@ -24,7 +24,7 @@ def status_line(info: dict[str, Any]) -> str:
     models = info["models"]
     default = models[info["default_model"]]["label"]
     loaded = models[info["loaded_model"]]["label"] if info["loaded_model"] else "none yet (loads on the first run)"
-    audex = "tiny untrained demo" if info["audex_demo"] else "Nemotron-Labs-Audex-2B"
+    audex = "Audex-Tiny demo" if info["audex_demo"] else "Nemotron-Labs-Audex-2B"
     return (
         f"**AuK default:** {default} · **loaded:** {loaded} · **device:** {info['device']} · "
         f"**dtype:** {info['dtype']} · **Audex:** {audex}"
@@ -34,7 +34,7 @@ def status_line(info: dict[str, Any]) -> str:
 def serving_line(info: dict[str, Any]) -> str:
     """The console's first word on what this server runs, from Studio.info()."""
     default = info["models"][info["default_model"]]
-    audex = "the tiny untrained Audex demo" if info["audex_demo"] else "Nemotron-Labs-Audex-2B"
+    audex = "the Audex-Tiny demo" if info["audex_demo"] else "Nemotron-Labs-Audex-2B"
     weights = "the embedded demo model (no released weights found)" if default["demo"] else "released weights"
     return (f"AuK Studio serves {default['label']} ({weights}) and {audex} on {info['device']}, "
             f"{info['dtype']}; models load on first use unless --preload.")
@@ -55,8 +55,14 @@ def demo_banner() -> str:
 
 def audex_banner() -> str:
     return (
-        "⚠ **Demo mode: Audex here is a tiny, untrained language model with a tiny codec.** It shows the "
-        "mechanics (phase-masked sampling, the validity report, decoding at 16 kHz), not sound quality. "
+        "⚠ **Demo mode: Audex-Tiny, a small model trained here on synthetic sounds, not the released Audex.** "
+        "It makes beeps and tones, sweeps and sirens (200–2000 Hz), clicks and knocks (up to six), and white, "
+        "pink or brown noise, steady or fading in or out, alone or two in a row (\"a 1000 Hz beep, then two "
+        "clicks\"), at the frequency, length and count the caption says: lengths in tenths of a second, up to "
+        "the demo's 3 s. Give frequencies and lengths in digits with a unit (\"440 Hz\", \"1.5 seconds\", \"300 ms\"). It cannot "
+        "make anything else (rain, voices, music): other words are unknown to it. Its codec re-synthesises "
+        "events from a few digits, so everything sounds synthetic; the phase mask, the validity report and the "
+        "decoding path are the release's. "
         f"For the released model set `{AUDEX.env_var}` and `{XCODEC1.env_var}` (or pass `--audex` and `--xcodec`)."
     )
 
@@ -146,7 +152,7 @@ def about_page(limits: Limits, max_file_size: str, audex_seconds: float, decoded
 **AuK** edits or generates 24 kHz speech and audio from an instruction: a diffusion transformer with flow
 matching over a VAE's 50 Hz latents, conditioned on Qwen2.5-Omni-3B. **AuK-Flash** is its 4-step distilled
 student. **Audex** makes 16 kHz sound from a caption: a language model samples XCodec1's four-codebook tokens
-under an RVQ phase mask. The embedded **AuK-Tiny** and the tiny Audex demo show the mechanics only.
+under an RVQ phase mask. The embedded **AuK-Tiny** and **Audex-Tiny** demos are small models trained here on synthetic sounds.
 
 ### Limits
 Source clips from {limits.min_seconds * 1000:.0f} ms to {limits.max_input_seconds:g} s, up to {limits.max_channels} channels,

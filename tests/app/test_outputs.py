@@ -167,7 +167,7 @@ def test_status_line_says_what_is_loaded_where():
             "device": "cpu", "dtype": "float32", "audex_demo": True}
     line = ui_text.status_line(info)
     assert "AuK-Tiny (demo)" in line and "none yet" in line and "cpu" in line and "float32" in line
-    assert "tiny untrained demo" in line
+    assert "Audex-Tiny demo" in line
     assert "hf download tencent/AuK" in ui_text.demo_banner()
 
 

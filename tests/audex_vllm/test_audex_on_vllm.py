@@ -26,9 +26,10 @@ from auk_app.errors import Cancelled
 from auk_app.service import Studio, StudioConfig
 
 LIMITS = Limits()  # the StudioConfig default the studios below run under
-CAPTIONS = ("Rain falling on a tin roof.", "A dog barking in the distance.", "Ocean waves crashing on a rocky shore.",
-            "Birds chirping in the morning.", "A steam train whistle blowing as it departs.",
-            "Thunder rumbling during a storm.", "Wind chimes ringing in a gentle breeze.", "Footsteps crunching on fresh snow.")
+# Captions Audex-Tiny (the demo the server serves) tells apart: its tokenizer reads any other word as <unk>.
+CAPTIONS = ("A 440 Hz beep lasting one second.", "Three knocks on a door.", "White noise fading out over 1.5 seconds.",
+            "A sweep from 300 Hz to 1200 Hz over 2 seconds.", "Two clicks, 0.2 s apart.", "Pink noise for half a second.",
+            "A 1000 Hz tone for 0.4 s.", "Brown noise fading in.")
 
 
 @pytest.fixture(scope="module")
@@ -71,13 +72,17 @@ def test_sampled_streams_are_phase_valid_and_pairs_identical_over_many_seeds(rem
     for result in results:
         assert result.report["phase_valid"] and result.report["decodable"], result.seed
         assert result.waveform.size == result.report["frames"] * 320
-    assert len({r.token_ids for r in results}) == 16
+    # Each round of 8 has 8 captions: no stream was handed to another user. (A trained model may draw
+    # the same stream for one caption under two seeds, so rounds are not compared with each other.)
+    assert len({r.token_ids for r in results[:8]}) == 8 and len({r.token_ids for r in results[8:]}) == 8
 
 
 def test_the_mask_is_what_makes_server_streams_valid(remote):
-    made = remote.text_to_audio(AudexRequest(caption=CAPTIONS[0], max_seconds=1.0, seed=1, compare_unmasked=True,
-                                                 limits=LIMITS))
-    assert made.result.report["phase_valid"]
+    """A one-second beep in the demo's 3 s: Audex-Tiny keeps the phases by itself while the sound
+    lasts, and only the mask lets it end (unmasked, it writes a code where the end belongs)."""
+    made = remote.text_to_audio(AudexRequest(caption=CAPTIONS[0], max_seconds=3.0, seed=1, compare_unmasked=True,
+                                             limits=LIMITS))
+    assert made.result.report["phase_valid"] and made.result.report["end_reason"] == "end_token"
     assert not made.unmasked.report["phase_valid"]
 
 

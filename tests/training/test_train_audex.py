@@ -1,0 +1,111 @@
+"""Audex-Tiny's training: a paused and resumed run ends where an unbroken one does; the codec rows
+are digit sums, written into the release layout's plain embedding and head; the tokenizer puts
+every digit of a number at a fixed place; a segment's first frame weighs more than its copies."""
+
+import numpy as np
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from auk_app.audex.thinker import FULL_SUBDIR
+from auk_app.demo.event_codec import CODEBOOK_SIZE, NUM_CODEBOOKS
+from auk_app.resolve import AUDEX_SHARD
+from training.train_audex import (
+    HEADER_WEIGHT,
+    DigitRows,
+    Layout,
+    Trainee,
+    build_tokenizer,
+    collate,
+    example,
+    main,
+)
+
+TINY = ["--steps", "4", "--batch", "2", "--threads", "1", "--save-every", "2"]
+
+
+@pytest.fixture(autouse=True)
+def keep_torch_threads():
+    """``main`` sets torch's thread count for the whole process; the tests after this one keep theirs."""
+    threads = torch.get_num_threads()
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return build_tokenizer()
+
+
+@pytest.mark.slow
+def test_a_paused_run_resumes_and_ends_where_an_unbroken_one_does(tmp_path, capsys):
+    main(TINY + ["--out", str(tmp_path / "unbroken"), "--export", str(tmp_path / "unbroken-export")])
+    main(TINY + ["--out", str(tmp_path / "broken"), "--pause-after", "3"])
+    main(TINY + ["--out", str(tmp_path / "broken"), "--export", str(tmp_path / "broken-export")])
+    assert "resumed at step 3" in capsys.readouterr().out
+    shard = f"audex/{FULL_SUBDIR}/{AUDEX_SHARD}"
+    want, got = load_file(tmp_path / "unbroken-export" / shard), load_file(tmp_path / "broken-export" / shard)
+    assert want.keys() == got.keys() and all(torch.equal(want[key], got[key]) for key in want)
+
+
+def test_codec_rows_are_sums_of_digit_rows():
+    rows = DigitRows(8)()
+    assert rows.shape == (NUM_CODEBOOKS, CODEBOOK_SIZE, 8)
+    # code 472 = row(4··) + row(·7·) + row(··2): what 472 and 000 differ by is what 400, 070 and 002 add
+    torch.testing.assert_close(rows[:, 472] - rows[:, 0], (rows[:, 400] - rows[:, 0]) + (rows[:, 70] - rows[:, 0])
+                               + (rows[:, 2] - rows[:, 0]))
+
+
+def test_the_release_layout_gets_the_digit_sums(tokenizer):
+    from transformers import ArceeForCausalLM
+
+    from auk_app.audex.thinker import arcee_config
+    from training.train_audex import THINKER_CONFIG
+
+    layout = Layout(tokenizer)
+    model = ArceeForCausalLM(arcee_config(dict(THINKER_CONFIG, vocab_size=layout.size), source="test"))
+    trainee = Trainee(model, layout)
+    released = trainee.released()
+    span = slice(layout.codec0, layout.codec0 + NUM_CODEBOOKS * CODEBOOK_SIZE)
+    assert torch.equal(released.lm_head.weight[span], trainee.codec_out().reshape(-1, 128).detach())
+    assert torch.equal(released.model.embed_tokens.weight[span], trainee.codec_in().reshape(-1, 128).detach())
+    tokens = torch.tensor([tokenizer.encode("a 470 hz beep") + [layout.codec0 + 5, layout.codec0 + CODEBOOK_SIZE + 9]])
+    with torch.no_grad():  # the released model reads codec tokens as training did
+        torch.testing.assert_close(released.model(input_ids=tokens).last_hidden_state, trainee.hidden(tokens))
+    assert released.model.embed_tokens.weight.data_ptr() != model.model.embed_tokens.weight.data_ptr()
+
+
+@pytest.mark.parametrize(("text", "digits"), [
+    ("a 470 hz beep", ["0", "4", "7", "0"]),
+    ("a beep at 470.", ["0", "4", "7", "0", "."]),
+    ("from 1130 hz", ["1", "1", "3", "0"]),
+    ("over 700 ms", ["0", "7", "0", "0"]),
+    ("for 1.3 s", ["1", ".", "3"]),
+    ("0.250 s", ["0", ".", "2", "5", "0"]),
+    ("3 clicks", ["3"]),
+    ("12 clicks", ["1", "2"]),
+])
+def test_three_digit_numbers_get_a_leading_zero_and_nothing_else_does(tokenizer, text, digits):
+    tokens = tokenizer.convert_ids_to_tokens(tokenizer.encode(text))
+    assert [t for t in tokens if t.isdigit() or t == "."] == digits
+
+
+def test_each_position_predicts_the_next_token_within_its_phase(tokenizer):
+    layout = Layout(tokenizer)
+    c0, end = layout.codec0, layout.end
+    long = ([7, 8, c0 + 1, c0 + CODEBOOK_SIZE + 2, c0 + 2 * CODEBOOK_SIZE + 3, c0 + 3 * CODEBOOK_SIZE + 4, end], 2,
+            [4.0, 4.0, 4.0, 4.0, 4.0])
+    short = ([7, c0 + 9, end], 1, [1.0, 4.0])
+    tokens, targets, phases, weights = collate([long, short], layout)
+    assert tokens[0].tolist() == long[0] and tokens[1].tolist() == [7, c0 + 9, end, 0, 0, 0, 0]
+    assert targets[0].tolist() == [-1, 1, 2, 3, 4, CODEBOOK_SIZE, -1]  # the end is the column after the codes
+    assert phases[0].tolist()[1:6] == [0, 1, 2, 3, 0]
+    assert targets[1].tolist() == [9, CODEBOOK_SIZE, -1, -1, -1, -1, -1] and weights[1].tolist()[:3] == [1.0, 4.0, 0.0]
+
+
+def test_a_segments_first_frame_and_the_end_weigh_more(tokenizer):
+    layout = Layout(tokenizer)
+    ids, prompt, weights = example(np.random.default_rng(0), tokenizer, layout, held=True)
+    assert len(weights) == len(ids) - prompt and ids[-1] == layout.end and weights[-1] == HEADER_WEIGHT
+    assert weights[:NUM_CODEBOOKS] == [HEADER_WEIGHT] * NUM_CODEBOOKS  # the first frame starts a segment
+    assert set(weights) == {1.0, HEADER_WEIGHT} and weights.count(1.0) > weights.count(HEADER_WEIGHT)

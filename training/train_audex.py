@@ -1,0 +1,342 @@
+"""Train Audex-Tiny: a small Audex thinker (``ArceeForCausalLM``, the release's class and layout)
+over the event codec, on captioned procedural sounds.
+
+    python -m training.train_audex --out runs/audex --export assets/Audex-Tiny
+
+Seeded and resumable: ``--out`` keeps ``state.pt`` (weights, averaged weights, optimizer, step);
+the batch of step ``s`` is drawn from a generator seeded with ``(seed, s)``, so a resumed run sees
+the batches an uninterrupted one would. An invocation stops after ``--minutes`` of wall clock (or
+at ``--steps``, or ``--pause-after`` steps) and, with ``--export``, writes the averaged weights in
+the Audex snapshot layout.
+
+Each example is the app's own prompt (``build_tta_cond_prompt``; 15 % the length-matched null
+prompt, for CFG) followed by the scene's codec tokens, frame-major, and ``<audiogen_end>``. The
+loss is over the generated tokens only, and each position's softmax is over the 1,024 codes of its
+RVQ phase and ``<audiogen_end>`` — what the phase mask allows at sampling, less the end at phases
+1–3, where it is only ever a wrong answer — which
+costs a quarter of a full-vocabulary head. The price, deliberately kept visible: the head never
+learns to avoid other phases' codes, so sampling without the mask gives invalid streams. A
+segment's first frame (copied from the caption) and the end weigh ``HEADER_WEIGHT`` times a
+later frame (a copy of the frame before), which would otherwise drown them.
+
+The codec tokens' embedding and head rows are trained as sums of digit rows (:class:`DigitRows`:
+one row per codebook, digit place and digit), because a code is three digits of the event codec
+(``auk_app.demo.event_codec``): a code training never drew (a held-out frequency's digits in one
+code) still gets the sum of rows that were trained. The export writes the sums into the plain
+``embed_tokens`` and ``lm_head`` of the release's layout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import functools
+import json
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from safetensors.torch import save_file
+from tokenizers import AddedToken, Regex, Tokenizer, models, normalizers, pre_tokenizers
+from transformers import ArceeForCausalLM, PreTrainedTokenizerFast
+
+from auk_app.audex.prompt import AUDEX_SYSTEM_PROMPT, build_tta_cond_prompt, build_tta_null_prompt
+from auk_app.audex.thinker import AUDIOGEN_SUBDIR, FULL_SUBDIR, INDEX_FILE, arcee_config
+from auk_app.audex.tta import AUDEX_AUDIOCODEC_VOCAB_SIZE
+from auk_app.demo.event_codec import (
+    CODEBOOK_SIZE, DIGIT_CODES, DIGITS_PER_CODE, HOP, NUM_CODEBOOKS, SAMPLE_RATE, EventCodec, segment_starts, slots_of,
+)
+from auk_app.resolve import AUDEX_SHARD
+from training import audex_sounds
+
+CHAT_MARKERS = ("<|im_start|>", "<|im_end|>", "<|text to audio|>", "<think>", "</think>")
+PUNCTUATION = (".", ",", "!", "?", "'", "-", ":", ";", "(", ")")
+THINKER_CONFIG = {
+    "architectures": ["NemotronDenseForCausalLM"],
+    "model_type": "nemotron_dense",
+    "hidden_size": 128,
+    "intermediate_size": 512,
+    "num_hidden_layers": 4,
+    "num_attention_heads": 2,
+    "num_key_value_heads": 1,
+    "head_dim": 64,  # vLLM's CPU attention refuses smaller heads; the engine tests serve this model
+    "hidden_act": "relu2",
+    "norm_eps": 1e-5,
+    "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 1.0},
+    "max_position_embeddings": 8192,
+    "attention_bias": False,
+    "mlp_bias": False,
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
+}
+CODEC_CONFIG = {
+    "codec": "audex_events", "name": "Audex-Tiny event codec", "sample_rate": SAMPLE_RATE, "hop_length": HOP,
+    "frame_rate": SAMPLE_RATE // HOP, "codebook_size": CODEBOOK_SIZE, "num_codebooks": NUM_CODEBOOKS, "seed": 0,
+}
+NULL_RATE = 0.15
+HEADER_WEIGHT = 4.0
+# A zero before every three-digit whole number, so that every number of Hz or ms the captions use
+# has four digits and each digit sits at a fixed place (the event codec's slots are fixed places).
+PAD_THREE_DIGITS = normalizers.Replace(Regex(r"(?<!\d)(?<!\d\.)(?=\d{3}(?!\d)(?!\.\d))"), "0")
+
+
+@functools.cache
+def caption_words(seed: int = 12345, draws: int = 20000) -> tuple[str, ...]:
+    """Every word of the training captions (and of the prompt), in first-seen order (drawn once a
+    process: 20,000 captions take seconds)."""
+    rng = np.random.default_rng(seed)
+    text = [AUDEX_SYSTEM_PROMPT, "Generate audio for this caption."]
+    text += [audex_sounds.draw(rng).caption for _ in range(draws)]
+    pre = pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True), pre_tokenizers.Whitespace()])
+    words = []
+    for line in text:
+        words += [w for w, _ in pre.pre_tokenize_str(line.lower())]
+    return tuple(dict.fromkeys(w for w in words if w not in PUNCTUATION))
+
+
+def build_tokenizer() -> PreTrainedTokenizerFast:
+    """Word-level, digits split one by one, lower-cased, three-digit numbers zero-padded; markers,
+    ``<unk>``, all 8192 codec tokens."""
+    specials = ["<unk>", "<s>", "</s>", *CHAT_MARKERS]
+    plain = [*caption_words(), *(str(d) for d in range(10)), *PUNCTUATION]
+    plain = list(dict.fromkeys(plain))
+    codecs = [f"<audiocodec_{n}>" for n in range(AUDEX_AUDIOCODEC_VOCAB_SIZE)]
+    names = specials + plain + ["<audiogen_start>", "<audiogen_end>"] + codecs
+    backend = Tokenizer(models.WordLevel({name: i for i, name in enumerate(names)}, unk_token="<unk>"))
+    backend.normalizer = normalizers.Sequence([normalizers.Lowercase(), PAD_THREE_DIGITS])
+    backend.pre_tokenizer = pre_tokenizers.Sequence(
+        [pre_tokenizers.Digits(individual_digits=True), pre_tokenizers.Whitespace()]
+    )
+    backend.add_special_tokens(
+        [AddedToken(name, special=True, normalized=False) for name in names if name.startswith("<")]
+    )
+    return PreTrainedTokenizerFast(
+        tokenizer_object=backend, unk_token="<unk>", bos_token="<s>", eos_token="<|im_end|>", pad_token="<unk>"
+    )
+
+
+class Layout:
+    """Token ids of the codec block and the end, and the vocabulary size (padded as the release's)."""
+
+    def __init__(self, tokenizer) -> None:
+        vocab = tokenizer.get_vocab()
+        self.codec0 = vocab["<audiocodec_0>"]
+        self.end = vocab["<audiogen_end>"]
+        self.size = (max(vocab.values()) + 1) // 128 * 128 + 128
+
+
+def example(rng: np.random.Generator, tokenizer, layout: Layout, *, held: bool = False):
+    """(token ids, prompt length, weight of each generated token) of one training example."""
+    scene = audex_sounds.draw(rng, held=held)
+    cond = build_tta_cond_prompt(scene.caption)
+    prompt = build_tta_null_prompt(tokenizer, cond) if not held and rng.random() < NULL_RATE else cond
+    ids = tokenizer.encode(prompt)
+    codes = audex_sounds.frames(scene)
+    header = np.where(segment_starts(slots_of(codes.T)), HEADER_WEIGHT, 1.0)
+    weights = np.repeat(header, NUM_CODEBOOKS).tolist() + [HEADER_WEIGHT]
+    codes = codes + np.arange(NUM_CODEBOOKS) * CODEBOOK_SIZE + layout.codec0
+    return ids + codes.reshape(-1).tolist() + [layout.end], len(ids), weights
+
+
+BUCKETS = 4  # steps drawn together and sorted by length, so that a batch is little padding
+
+
+def collate(items, layout: Layout):
+    """Padded tokens, and per position the target (column in its phase's rows, -1 = no loss), the
+    phase and the loss weight of the token it predicts."""
+    size, width = len(items), max(len(ids) for ids, _, _ in items)
+    tokens = torch.zeros(size, width, dtype=torch.long)
+    targets = torch.full((size, width), -1, dtype=torch.long)
+    phases = torch.zeros(size, width, dtype=torch.long)
+    weights = torch.zeros(size, width)
+    for i, (ids, prompt, weight) in enumerate(items):
+        tokens[i, : len(ids)] = torch.tensor(ids)
+        for p, tok in enumerate(ids[prompt:]):
+            q, pos = p % NUM_CODEBOOKS, prompt + p - 1  # the position whose output predicts this token
+            phases[i, pos], weights[i, pos] = q, weight[p]
+            targets[i, pos] = CODEBOOK_SIZE if tok == layout.end else tok - layout.codec0 - q * CODEBOOK_SIZE
+    return tokens, targets, phases, weights
+
+
+def batches(step: int, size: int, seed: int, tokenizer, layout: Layout):
+    """The batches of steps ``step``, ``step + 1``, …: step ``s``'s is one of BUCKETS length-sorted
+    slices of a draw seeded with (seed, s // BUCKETS), so a resumed run gets the same batches."""
+    while True:
+        rng = np.random.default_rng([seed, step // BUCKETS])
+        drawn = sorted((example(rng, tokenizer, layout) for _ in range(size * BUCKETS)), key=lambda item: len(item[0]))
+        for part in range(step % BUCKETS, BUCKETS):
+            yield collate(drawn[part * size: (part + 1) * size], layout)
+            step += 1
+
+
+class DigitRows(torch.nn.Module):
+    """The 4 × 1,024 codec tokens' rows: for codes 0–999 the sum of one row per digit place
+    (per codebook), for codes 1000–1023 rows of their own."""
+
+    def __init__(self, hidden: int) -> None:
+        super().__init__()
+        self.digit = torch.nn.Parameter(0.02 * torch.randn(NUM_CODEBOOKS, DIGITS_PER_CODE, 10, hidden))
+        self.spare = torch.nn.Parameter(0.02 * torch.randn(NUM_CODEBOOKS, CODEBOOK_SIZE - DIGIT_CODES, hidden))
+        codes = torch.arange(DIGIT_CODES)
+        places = torch.stack([codes // 10 ** (DIGITS_PER_CODE - 1 - j) % 10 for j in range(DIGITS_PER_CODE)], 1)
+        self.register_buffer("places", places, persistent=False)
+
+    def forward(self) -> torch.Tensor:
+        """``[4, 1024, hidden]``."""
+        summed = sum(self.digit[:, j, self.places[:, j]] for j in range(DIGITS_PER_CODE))
+        return torch.cat([summed, self.spare], dim=1)
+
+
+class Trainee(torch.nn.Module):
+    """The thinker with its codec rows held as digit sums while it trains."""
+
+    def __init__(self, model: ArceeForCausalLM, layout: Layout) -> None:
+        super().__init__()
+        self.model, self.layout = model, layout
+        self.codec_in = DigitRows(model.config.hidden_size)
+        self.codec_out = DigitRows(model.config.hidden_size)
+
+    def hidden(self, tokens: torch.Tensor) -> torch.Tensor:
+        local = tokens - self.layout.codec0
+        codec = (local >= 0) & (local < NUM_CODEBOOKS * CODEBOOK_SIZE)
+        rows = self.codec_in().reshape(NUM_CODEBOOKS * CODEBOOK_SIZE, -1)
+        embedded = torch.where(codec[..., None], rows[local.clamp(0, len(rows) - 1)],
+                               self.model.model.embed_tokens(tokens))
+        return self.model.model(inputs_embeds=embedded).last_hidden_state
+
+    def phase_logits(self, hidden: torch.Tensor, q: int) -> torch.Tensor:
+        """Logits over phase ``q``'s 1,024 codes, then ``<audiogen_end>``."""
+        end = self.model.lm_head.weight[self.layout.end: self.layout.end + 1]
+        return hidden @ torch.cat([self.codec_out()[q], end]).T
+
+    def loss(self, tokens, targets, phases, weights) -> torch.Tensor:
+        hidden = self.hidden(tokens)
+        total = 0.0
+        for q in range(NUM_CODEBOOKS):
+            sel = (targets >= 0) & (phases == q)
+            if sel.any():
+                lost = F.cross_entropy(self.phase_logits(hidden[sel], q).float(), targets[sel], reduction="none")
+                total = total + (lost * weights[sel]).sum()
+        return total / weights[targets >= 0].sum()
+
+    @torch.no_grad()
+    def header_accuracy(self, tokens, targets, phases, weights) -> float:
+        """Share of first-frame codes (and ends) the greedy choice gets right, teacher-forced."""
+        hidden, hits, count = self.hidden(tokens), 0, 0
+        for q in range(NUM_CODEBOOKS):
+            sel = (targets >= 0) & (phases == q) & (weights > 1)
+            if sel.any():
+                hits += int((self.phase_logits(hidden[sel], q).argmax(-1) == targets[sel]).sum())
+                count += int(sel.sum())
+        return hits / max(count, 1)
+
+    @torch.no_grad()
+    def released(self) -> ArceeForCausalLM:
+        """The thinker with the digit sums written into its embedding and head."""
+        model = copy.deepcopy(self.model)
+        span = slice(self.layout.codec0, self.layout.codec0 + NUM_CODEBOOKS * CODEBOOK_SIZE)
+        model.model.embed_tokens.weight[span] = self.codec_in().reshape(-1, model.config.hidden_size)
+        model.lm_head.weight[span] = self.codec_out().reshape(-1, model.config.hidden_size)
+        return model
+
+
+def lr_at(step: int, steps: int, peak: float, warmup: int = 100) -> float:
+    if step < warmup:
+        return peak * (step + 1) / warmup
+    progress = min(1.0, (step - warmup) / max(1, steps - warmup))
+    return peak * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
+
+
+def export(model, tokenizer, out: Path) -> None:
+    """Write the Audex snapshot layout (thinker bf16, event codec tables) under ``out``."""
+    thinker_dir, full_dir, codec_dir = out / "audex" / AUDIOGEN_SUBDIR, out / "audex" / FULL_SUBDIR, out / "xcodec"
+    for folder in (thinker_dir, full_dir, codec_dir):
+        folder.mkdir(parents=True, exist_ok=True)
+    tokenizer.save_pretrained(str(thinker_dir))
+    config = dict(THINKER_CONFIG, vocab_size=model.config.vocab_size)
+    (thinker_dir / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    (out / "audex" / "config.json").write_text(json.dumps(
+        {"model_type": "nemotron_labs_audex", "demo": True, "name": "Audex-Tiny"}, indent=2) + "\n", encoding="utf-8")
+    state = {k: v.detach().to(torch.bfloat16).contiguous() for k, v in model.state_dict().items()
+             if not k.endswith("inv_freq")}
+    save_file(state, str(full_dir / AUDEX_SHARD), metadata={"format": "pt"})
+    index = {"metadata": {"total_size": sum(t.numel() * t.element_size() for t in state.values())},
+             "weight_map": {key: AUDEX_SHARD for key in state}}
+    (thinker_dir / INDEX_FILE).write_text(json.dumps(index, indent=2) + "\n", encoding="utf-8")
+    (codec_dir / "config.json").write_text(json.dumps(CODEC_CONFIG, indent=2) + "\n", encoding="utf-8")
+    save_file(EventCodec.tables(), str(codec_dir / "model.safetensors"), metadata={"format": "pt"})
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=Path("runs/audex"))
+    parser.add_argument("--export", type=Path, default=None)
+    parser.add_argument("--steps", type=int, default=6500)
+    parser.add_argument("--batch", type=int, default=24)
+    parser.add_argument("--lr", type=float, default=2e-3)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--minutes", type=float, default=88.0)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--save-every", type=int, default=100)
+    parser.add_argument("--pause-after", type=int, default=None, help="stop after this many steps of this run")
+    args = parser.parse_args(argv)
+    started = time.monotonic()
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    tokenizer = build_tokenizer()
+    layout = Layout(tokenizer)
+    model = ArceeForCausalLM(arcee_config(dict(THINKER_CONFIG, vocab_size=layout.size), source="train_audex"))
+    trainee = Trainee(model, layout)
+    average = copy.deepcopy(trainee).requires_grad_(False)
+    optimizer = torch.optim.AdamW(trainee.parameters(), lr=args.lr, betas=(0.9, 0.98), weight_decay=0.01)
+    held_rng = np.random.default_rng([args.seed, 999_999])
+    held = collate([example(held_rng, tokenizer, layout, held=True) for _ in range(32)], layout)
+    args.out.mkdir(parents=True, exist_ok=True)
+    state_file, step = args.out / "state.pt", 0
+    if state_file.exists():
+        saved = torch.load(state_file, weights_only=False)
+        trainee.load_state_dict(saved["model"])
+        average.load_state_dict(saved["average"])
+        optimizer.load_state_dict(saved["optimizer"])
+        step = saved["step"]
+        print(f"resumed at step {step}", flush=True)
+
+    def save() -> None:
+        tmp = state_file.with_suffix(".tmp")
+        torch.save({"model": trainee.state_dict(), "average": average.state_dict(),
+                    "optimizer": optimizer.state_dict(), "step": step, "args": vars(args)}, tmp)
+        tmp.replace(state_file)
+
+    running, pause = None, args.steps if args.pause_after is None else step + args.pause_after
+    stream = batches(step, args.batch, args.seed, tokenizer, layout)
+    while step < min(args.steps, pause) and (time.monotonic() - started) < args.minutes * 60:
+        for group in optimizer.param_groups:
+            group["lr"] = lr_at(step, args.steps, args.lr)
+        loss = trainee.loss(*next(stream))
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(trainee.parameters(), 1.0)
+        optimizer.step()
+        decay = min(0.995, (1 + step) / (10 + step))
+        with torch.no_grad():
+            for a, p in zip(average.parameters(), trainee.parameters(), strict=True):
+                a.lerp_(p, 1 - decay)
+        step += 1
+        running = loss.item() if running is None else 0.95 * running + 0.05 * loss.item()
+        if step % 20 == 0:
+            print(f"step {step} loss {running:.4f} lr {lr_at(step, args.steps, args.lr):.2e} "
+                  f"{time.monotonic() - started:.0f}s", flush=True)
+        if step % args.save_every == 0:
+            save()
+            print(f"step {step} held-out first frames right {average.header_accuracy(*held):.3f}", flush=True)
+    save()
+    if args.export:
+        export(average.released(), tokenizer, args.export)
+        print(f"exported step {step} to {args.export}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
