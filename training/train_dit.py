@@ -146,7 +146,11 @@ def _encode_range(dataset: ProceduralDataset, start: int, stop: int) -> list[dic
 def encode_examples(codec, dataset: ProceduralDataset, workers: int) -> list[dict]:
     """Every example encoded, in order, by ``workers`` processes: making and analysing a clip is
     single-threaded numpy and espeak-ng, so one process left the other core idle (long clips:
-    10 to 12 minutes in one process, 5 in two)."""
+    10 to 12 minutes in one process, 5 in two). One worker is this process: spawning one costs
+    seconds of imports."""
+    if workers == 1:
+        with torch.no_grad():
+            return [encode_example(codec, dataset[i]) for i in range(len(dataset))]
     bounds = np.linspace(0, len(dataset), 8 * workers + 1).astype(int)  # small shares: the processes end together
     with multiprocessing.get_context("spawn").Pool(workers, _start_worker, (codec.state_dict(),)) as pool:
         parts = pool.starmap(_encode_range, [(dataset, a, b) for a, b in zip(bounds[:-1], bounds[1:])])
@@ -256,6 +260,7 @@ def main(argv=None) -> None:
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=_at_least(1), default=2, help="torch threads, and processes encoding the examples")
+    parser.add_argument("--stat-clips", type=_at_least(2), default=300, help="clips the codec's statistics are fitted on")
     args = parser.parse_args(argv)
     if args.examples < args.batch:  # a step draws a run of --batch neighbours from them
         parser.error(f"--examples ({args.examples}) must be at least --batch ({args.batch})")
@@ -308,7 +313,7 @@ def main(argv=None) -> None:
         codec.load_state_dict(state["codec"])  # the statistics the weights were trained with
     else:
         fit_statistics(codec, [ex.source if ex.source is not None else ex.target
-                               for ex in ProceduralDataset(args.seed + 1, 300)])
+                               for ex in ProceduralDataset(args.seed + 1, args.stat_clips)])
     conditioner, text_cache, items, items_are_long = None, {}, [], None
 
     def encode_phase(long: bool) -> list[dict]:

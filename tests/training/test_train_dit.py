@@ -29,7 +29,7 @@ def _item(**fields) -> dict:
     return {"text": "x", "task": "pitch", **fields}
 
 
-TINY = ["--examples", "8", "--steps", "4", "--tail", "2", "--batch", "4", "--threads", "1"]
+TINY = ["--examples", "8", "--steps", "4", "--tail", "2", "--batch", "4", "--threads", "1", "--stat-clips", "8"]
 
 
 @pytest.fixture(autouse=True)
@@ -150,9 +150,10 @@ def test_two_encoding_processes_give_what_one_does_in_order():
     fit_statistics(codec, [dataset[i].target for i in (0, 1)])
     with torch.inference_mode():
         want = [encode_example(codec, dataset[i]) for i in range(len(dataset))]
-    got = encode_examples(codec, dataset, workers=2)
-    assert len(got) == len(want)
-    for a, b in zip(got, want):  # the workers' codec has the statistics, and the order is the dataset's
-        assert a.keys() == b.keys()
-        for key in a:
-            assert torch.equal(a[key], b[key]) if torch.is_tensor(a[key]) else a[key] == b[key], key
+    for workers in (2, 1):  # two spawned processes; one is this process
+        got = encode_examples(codec, dataset, workers=workers)
+        assert len(got) == len(want)
+        for a, b in zip(got, want):  # the workers' codec has the statistics, and the order is the dataset's
+            assert a.keys() == b.keys()
+            for key in a:
+                assert torch.equal(a[key], b[key]) if torch.is_tensor(a[key]) else a[key] == b[key], key
