@@ -3,7 +3,7 @@
 Instructions word for word as the app writes them (and two paraphrases), the app's default model
 and knobs, training/data.py's held-out seed space (disjoint from training): harmonic tones of
 150–700 Hz, 2–3 s, and espeak-ng speech of held-out sentences, 2–6 s, any sample count. Bars
-(training/evaluation.py, medians over 4 clips per family and material, one per condition): tones, volume ±6 dB
+(training/evaluation.py, medians over 4 clips per family and material, every condition covered): tones, volume ±6 dB
 within 1.5 dB and ±12 dB within 2 dB, pitch ±2/±4 semitones within 50 cents, denoise on 5 dB SNR
 white noise ≥ +8 dB, text-to-tone F0 within 3 %; speech, volume ±6 dB within 1.5 dB, pitch ±2
 semitones within 50 cents on voiced frames, denoise ≥ +6 dB, and after a volume edit the 20 ms
