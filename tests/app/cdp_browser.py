@@ -85,16 +85,26 @@ class Browser:
                         box = self._replies.get(message["id"])
                     if box is not None:
                         box.put(message)
+                elif message.get("method") == "Page.javascriptDialogOpening":
+                    # a page's dialog ("leave site?" on navigating away) would hold the page: accept it
+                    self._post("Page.handleJavaScriptDialog", {"accept": True}, message.get("sessionId"))
 
-    def send(self, method: str, params: dict | None = None, *, session: str | None = None, timeout: float = 60) -> dict:
+    def _post(self, method: str, params: dict, session: str | None, box: queue.Queue | None = None) -> int:
+        """Write one command; its reply goes to ``box`` when one is given."""
         with self._lock:
             self._next_id += 1
             message_id = self._next_id
-            box = self._replies[message_id] = queue.Queue()
-        message = {"id": message_id, "method": method, "params": params or {}}
-        if session:
-            message["sessionId"] = session
-        os.write(self._cmd_write, json.dumps(message).encode() + b"\0")
+            if box is not None:
+                self._replies[message_id] = box
+            message = {"id": message_id, "method": method, "params": params}
+            if session:
+                message["sessionId"] = session
+            os.write(self._cmd_write, json.dumps(message).encode() + b"\0")  # one writer at a time
+        return message_id
+
+    def send(self, method: str, params: dict | None = None, *, session: str | None = None, timeout: float = 60) -> dict:
+        box: queue.Queue = queue.Queue()
+        message_id = self._post(method, params or {}, session, box)
         try:
             reply = box.get(timeout=timeout)
         except queue.Empty:
@@ -113,7 +123,19 @@ class Browser:
     # ------------------------------------------------------------------ page helpers
 
     def goto(self, url: str) -> None:
+        """Load ``url`` afresh; returns once the new document has replaced the old one, so a wait
+        that follows cannot pass on the page being left."""
+        self.evaluate("window.__left = true")
         self.call("Page.navigate", {"url": url})
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                if self.evaluate("!window.__left && document.readyState !== 'loading'"):
+                    return
+            except CDPError:  # the old document went away during the call
+                pass
+            time.sleep(0.1)
+        raise TimeoutError(f"{url} did not replace the page within 60 s")
 
     def evaluate(self, expression: str) -> Any:
         result = self.call("Runtime.evaluate", {"expression": expression, "returnByValue": True, "awaitPromise": True})
