@@ -162,7 +162,9 @@ def test_text_to_audio_in_chromium(app, browser, tmp_path):
 
 def test_switching_the_builders_task_is_clean_and_the_api_tab_names_this_server(app, clips, browser, capfd):
     browser.goto(app.url)
-    browser.wait_for("document.querySelector('#builder-task input') !== null")
+    # The Edit tab, as a person would pick it: the page may open on the tab the last visit left.
+    browser.click_until("button[role=tab]:nth-of-type(1)",
+                        "document.querySelector('#builder-task input')?.getBoundingClientRect().width > 0")
     pitch = 'li[role=option][aria-label="Acoustic editing · Pitch"]'
     # Retried: a click while the page still lays itself out can miss the box, leaving the list shut.
     browser.click_until("#builder-task input", f"document.querySelector('{pitch}') !== null")
