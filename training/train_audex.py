@@ -49,11 +49,11 @@ from auk_app.audex.tta import AUDEX_AUDIOCODEC_VOCAB_SIZE
 from auk_app.demo.event_codec import (
     CODEBOOK_SIZE, DIGIT_CODES, DIGITS_PER_CODE, HOP, NUM_CODEBOOKS, SAMPLE_RATE, EventCodec, segment_starts, slots_of,
 )
+from auk_app.demo.audex_snapshot import PUNCTUATION
 from auk_app.resolve import AUDEX_SHARD
 from training import audex_sounds
 
 CHAT_MARKERS = ("<|im_start|>", "<|im_end|>", "<|text to audio|>", "<think>", "</think>")
-PUNCTUATION = (".", ",", "!", "?", "'", "-", ":", ";", "(", ")")
 THINKER_CONFIG = {
     "architectures": ["NemotronDenseForCausalLM"],
     "model_type": "nemotron_dense",

@@ -52,7 +52,7 @@ _WORDS = (
     "fast background outside inside room forest city kitchen morning evening small large old "
     "is are then two three many some his her their its one"
 ).split()
-_PUNCTUATION = (".", ",", "!", "?", "'", "-", ":", ";", "(", ")")
+PUNCTUATION = (".", ",", "!", "?", "'", "-", ":", ";", "(", ")")
 
 # Tiny thinker, nemotron_dense field names (the real 2B: 2048 / 9216 / 28 / 16 / 8 / 128). head_dim is
 # 64 because vLLM's CPU attention refuses 16, and the same snapshot is served by vLLM in the tests.
@@ -114,7 +114,7 @@ class DemoSnapshot:
 
 def _tokenizer() -> PreTrainedTokenizerFast:
     specials = ["<unk>", "<s>", "</s>", *_CHAT_MARKERS]
-    plain = list(dict.fromkeys(_WORDS)) + list(_PUNCTUATION)
+    plain = list(dict.fromkeys(_WORDS)) + list(PUNCTUATION)
     codecs = [f"<audiocodec_{n}>" for n in range(AUDEX_AUDIOCODEC_VOCAB_SIZE)]
     # Real order: base text vocab, then <audiogen_start>/<audiogen_end>, then the codec block.
     names = specials + plain + ["<audiogen_start>", "<audiogen_end>"] + codecs
