@@ -27,16 +27,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from time import perf_counter
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 
 from auk_app.audex import xargs
 from auk_app.audex.params import AudexSampling
-from auk_app.audex.token_sampler import Deadline, SampledStream, end_reason, stopped
+from auk_app.audex.token_sampler import Deadline, SampledStream, end_reason, prompt_rows, stopped
 from auk_app.audex.vocab import AudexVocab
 from auk_app.errors import AppError
 from auk_app.progress import Progress, ShouldStop
+from auk_app.urls import http_url, server_host
 
 _POLL_SECONDS = 0.05  # how often the caller's thread looks at should_stop and progress
 # Tokens per streamed chunk: one event per token made the API server's output handling and this
@@ -50,29 +50,13 @@ class EngineError(AppError):
 
 
 def check_server_url(url: str) -> str:
-    """``url`` with no trailing slash, once it is an http(s) URL with a host and a port that exists.
-
-    Run by the Studio when it is built, so a bad --audex-server is one sentence at start-up (a port
-    of 99999 or an unclosed ``[`` made urlsplit raise ValueError deep inside the first page load).
-    """
+    """``url`` ready to call (:func:`auk_app.urls.http_url`), or one sentence. Run by the Studio when
+    it is built, so a bad --audex-server is refused at start-up, not inside the first page load."""
     try:
-        parts = urlsplit(url if "//" in url else f"http://{url}")
-        port = parts.port  # raises ValueError for a port outside 0–65535 or not a number
+        return http_url(url)
     except ValueError as exc:
-        raise EngineError(f"The Audex server URL cannot be read ({exc}); give one like http://127.0.0.1:8000.") from exc
-    if parts.scheme not in ("http", "https") or not parts.hostname or port == 0:
-        shown = f"{parts.hostname or ''}:{port}" if port is not None else parts.hostname
-        raise EngineError(f"The Audex server URL {shown or url[:80]!r} is not an http(s) URL with a host and a port "
-                          "from 1 to 65535; give one like http://127.0.0.1:8000.")
-    return url.rstrip("/")
-
-
-def server_host(url: str) -> str:
-    """``host[:port]`` of a URL :func:`check_server_url` accepted, without scheme, credentials, path
-    or query: safe to show."""
-    parts = urlsplit(url if "//" in url else f"http://{url}")
-    host = parts.hostname or ""
-    return f"{host}:{parts.port}" if parts.port else host
+        raise EngineError(f"The Audex server URL {url[:80]!r} cannot be used: {exc}; give one like "
+                          "http://127.0.0.1:8000.") from None
 
 
 @dataclass
@@ -94,18 +78,13 @@ def completion_bodies(sampling: AudexSampling, *, model_id: str, cond_ids: Seque
     """The ``/v1/completions`` bodies of one run: the conditional request and, with guidance, its
     null-prompt companion tied to it by ``pair_id``. The one place ``sampling`` becomes HTTP."""
     extra = {xargs.TTA_CODEC_CAP: sampling.codec_cap} if sampling.use_mask else {}
-    prompts = [cond_ids]
-    if sampling.guided:
-        if null_ids is None or len(null_ids) != len(cond_ids):
-            raise ValueError("CFG needs a null prompt of exactly the conditional prompt's length")
-        prompts.append(null_ids)
     bodies = [{
         "model": model_id, "prompt": list(prompt), "max_tokens": sampling.token_limit, "stream": True,
         "stream_interval": _STREAM_INTERVAL,
         "temperature": sampling.temperature, "top_k": sampling.top_k, "top_p": sampling.top_p, "seed": sampling.seed,
         "stop_token_ids": [end_tid], "ignore_eos": True, "return_token_ids": True,
         "skip_special_tokens": False, "vllm_xargs": dict(extra),
-    } for prompt in prompts]
+    } for prompt in prompt_rows(cond_ids, null_ids, sampling)]
     if sampling.guided:
         for body, role in zip(bodies, (xargs.COND, xargs.UNCOND), strict=True):
             body["vllm_xargs"].update({xargs.CFG_PAIR_ID: pair_id, xargs.CFG_ROLE: role,

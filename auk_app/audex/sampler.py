@@ -35,7 +35,7 @@ import torch
 from auk_app.audex.decode_graphs import decoding
 from auk_app.audex.params import AudexSampling
 from auk_app.audex.thinker import AudexThinker, TokenizerOnce, load_thinker
-from auk_app.audex.token_sampler import Deadline, SampledStream, end_reason, stopped
+from auk_app.audex.token_sampler import Deadline, SampledStream, end_reason, prompt_rows, stopped
 from auk_app.audex.vocab import AudexVocab
 from auk_app.progress import Progress, ShouldStop
 
@@ -80,16 +80,6 @@ class LocalSampler:
                deadline: Deadline | None) -> SampledStream:
         return sample_stream(self.thinker.model, cond_ids, null_ids, vocab, sampling, label=label, progress=progress,
                              should_stop=should_stop)
-
-
-def prompt_rows(cond_ids: Sequence[int], null_ids: Sequence[int] | None, sampling: AudexSampling) -> list[list[int]]:
-    """The prompt rows: the conditional one, and with guidance its null twin of the same length."""
-    rows = [list(cond_ids)]
-    if sampling.guided:
-        if null_ids is None or len(null_ids) != len(cond_ids):
-            raise ValueError("CFG needs a null prompt of exactly the conditional prompt's length")
-        rows.append(list(null_ids))
-    return rows
 
 
 @dataclass

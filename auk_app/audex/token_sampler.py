@@ -81,6 +81,17 @@ def stopped(done: int, total: int) -> Cancelled:
     return Cancelled(f"Generation was stopped {got}, so no audio was made. Press Generate to start again.")
 
 
+def prompt_rows(cond_ids: Sequence[int], null_ids: Sequence[int] | None, sampling: AudexSampling) -> list[list[int]]:
+    """The prompt rows either sampler sends: the conditional one, and with guidance its null twin of
+    the same length."""
+    rows = [list(cond_ids)]
+    if sampling.guided:
+        if null_ids is None or len(null_ids) != len(cond_ids):
+            raise ValueError("CFG needs a null prompt of exactly the conditional prompt's length")
+        rows.append(list(null_ids))
+    return rows
+
+
 class TokenSampler(Protocol):
     """Samples TTA token streams for :class:`~auk_app.audex.pipeline.AudexPipeline`."""
 

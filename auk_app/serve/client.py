@@ -21,14 +21,13 @@ import queue
 import threading
 import time
 import uuid
-from urllib.parse import urlsplit
 from dataclasses import replace
 from collections.abc import Callable
 from typing import Any
 
 import httpx
 
-from auk_app.audex.remote import hang_up, server_host
+from auk_app.audex.remote import hang_up
 from auk_app.auk.plan import EditPlan
 from auk_app.auk.region import splice
 from auk_app.auk.request import EditResult
@@ -36,6 +35,7 @@ from auk_app.config import Limits
 from auk_app.errors import AppError, Cancelled, InputError
 from auk_app.progress import Progress, ShouldStop, silent
 from auk_app.serve.wire import plan_body, unpack, window_plan
+from auk_app.urls import http_url, server_host
 
 ENGINE = "ray-serve"
 _POLL_SECONDS = 0.05
@@ -216,16 +216,12 @@ class ServeRunner:
 
 
 def check_url(url: str) -> str:
-    """``url`` without a trailing slash once it is an http(s) URL with a host and a valid port; else one sentence."""
+    """``url`` ready to call (:func:`auk_app.urls.http_url`), or one sentence."""
     try:
-        parts = urlsplit(url if "//" in url else f"http://{url}")
-        port = parts.port  # ValueError for a port outside 0–65535 or not a number
-    except ValueError:
-        port, parts = 0, None
-    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname or port == 0:
-        raise ServeError(f"The AuK Serve URL {url[:80]!r} is not an http(s) URL with a host and a port from 1 to "
-                         "65535; give the deployment's proxy and route, like http://127.0.0.1:8000/auk.")
-    return (url if "//" in url else f"http://{url}").rstrip("/")
+        return http_url(url)
+    except ValueError as exc:
+        raise ServeError(f"The AuK Serve URL {url[:80]!r} cannot be used: {exc}; give the deployment's proxy "
+                         "and route, like http://127.0.0.1:8000/auk.") from None
 
 
 def _check_stop(should_stop: ShouldStop | None, when: str) -> None:

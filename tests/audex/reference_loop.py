@@ -16,8 +16,8 @@ import torch
 
 from auk_app.audex.decode import DecodeState
 from auk_app.audex.params import AudexSampling
-from auk_app.audex.sampler import StreamLog, prompt_rows
-from auk_app.audex.token_sampler import SampledStream
+from auk_app.audex.sampler import StreamLog
+from auk_app.audex.token_sampler import SampledStream, prompt_rows
 from auk_app.audex.tta import TTARVQPhaseMaskLogitsProcessor
 from auk_app.audex.vocab import AudexVocab
 from auk_app.progress import Progress, ShouldStop, silent

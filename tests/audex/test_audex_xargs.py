@@ -3,7 +3,8 @@
 import pytest
 
 from auk_app.audex import xargs
-from auk_app.audex.remote import EngineError, RemoteSampler, completion_bodies, server_host
+from auk_app.audex.remote import EngineError, RemoteSampler, completion_bodies
+from auk_app.urls import server_host
 from tests.audex.runs import sampling
 
 
@@ -36,6 +37,7 @@ def test_server_urls_show_host_and_port_only():
     assert server_host("gpu-host") == "gpu-host"
     with pytest.raises(EngineError, match="is not an http\\(s\\) URL"):
         RemoteSampler("ftp://gpu-host:8000")
+    assert RemoteSampler("127.0.0.1:8000/").url == "http://127.0.0.1:8000"  # httpx needs the scheme
 
 
 def test_the_http_bodies_are_the_runs_sampling():

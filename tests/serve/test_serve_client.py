@@ -24,7 +24,7 @@ def _closed_port() -> int:
 
 @pytest.mark.parametrize("url", ["ftp://host:1/auk", "http://host:99999/auk", "http://:8000"])
 def test_a_bad_url_is_one_sentence(url):
-    with pytest.raises(ServeError, match="is not an http"):
+    with pytest.raises(ServeError, match="cannot be used: it"):
         Studio(StudioConfig(device="cpu", auk_server=url))
     assert check_url("127.0.0.1:8000/auk/") == "http://127.0.0.1:8000/auk"
 
@@ -60,7 +60,7 @@ def test_the_app_does_not_start_without_its_deployment(capsys, monkeypatch, down
     err = capsys.readouterr().err.strip()
     assert exited.value.code == 2 and "\n" not in err, err
     assert err.startswith("AuK Studio cannot start: The AuK Serve")
-    assert ("cannot be reached" if down else "is not an http(s) URL") in err
+    assert ("cannot be reached" if down else "cannot be used: its host or port") in err
 
 
 class _SilentReplica(BaseHTTPRequestHandler):

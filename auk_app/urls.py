@@ -1,0 +1,27 @@
+"""Server URLs given by a user (``--audex-server``, ``--auk-server``): one reading for both servers."""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+
+def http_url(url: str) -> str:
+    """``url`` as a client can call it: ``http://`` in front when it names no scheme, no trailing
+    slash. ValueError, with the reason as a clause ("it is not …"), for anything but an http(s) URL
+    with a host and a port from 1 to 65535, so each server's sentence can add what to give instead."""
+    full = url if "//" in url else f"http://{url}"
+    try:
+        parts = urlsplit(full)
+        port = parts.port  # raises ValueError for a port outside 0–65535 or not a number
+    except ValueError as exc:  # an unclosed "[" too
+        raise ValueError(f"its host or port cannot be read ({exc})") from exc
+    if parts.scheme not in ("http", "https") or not parts.hostname or port == 0:
+        raise ValueError("it is not an http(s) URL with a host and a port from 1 to 65535")
+    return full.rstrip("/")
+
+
+def server_host(url: str) -> str:
+    """``host[:port]`` of ``url`` without scheme, credentials, path or query: safe to show."""
+    parts = urlsplit(url if "//" in url else f"http://{url}")
+    host = parts.hostname or ""
+    return f"{host}:{parts.port}" if parts.port else host
