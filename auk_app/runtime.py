@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import torch
@@ -101,3 +102,50 @@ def capture_graph(run, *, warmup: int = 2, pool=None, generator: torch.Generator
     with GRAPH_CAPTURE, torch.cuda.graph(graph, pool=pool, capture_error_mode="thread_local"):
         out = run()
     return graph, out
+
+
+def weight_addresses(module: torch.nn.Module) -> tuple[int, ...]:
+    """Where ``module``'s parameters and buffers live: a CUDA graph replays on these addresses."""
+    return tuple(t.data_ptr() for t in (*module.parameters(), *module.buffers()))
+
+
+class GraphCache:
+    """A module's CUDA graphs keyed by shape bucket, sharing one memory pool, the least recently
+    used dropped past ``size``. A graph holds the addresses of the weights it read, so the cache
+    empties itself when they have moved since the previous call (an offloaded or reloaded model)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._entries: OrderedDict = OrderedDict()
+        self._pool = None
+        self._weights: tuple[int, ...] | None = None
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def weights_stayed(self, module: torch.nn.Module) -> bool:
+        """Whether ``module``'s weights are where they were at the previous call; if not, drop every graph."""
+        weights = weight_addresses(module)
+        if weights == self._weights:
+            return True
+        self._entries.clear()
+        self._pool = None
+        self._weights = weights
+        return False
+
+    def get(self, key):
+        entry = self._entries.get(key)
+        if entry is not None:
+            self._entries.move_to_end(key)
+        return entry
+
+    def put(self, key, entry) -> None:
+        self._entries[key] = entry
+        if len(self._entries) > self.size:
+            self._entries.popitem(last=False)
+
+    def capture(self, run):
+        """(graph, output) of ``run`` captured into the cache's pool (:func:`capture_graph`)."""
+        if self._pool is None:
+            self._pool = torch.cuda.graph_pool_handle()
+        return capture_graph(run, pool=self._pool)

@@ -26,12 +26,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import torch
-
 from auk_app.audex.decode import DecodeState
 from auk_app.audex.params import AudexSampling
 from auk_app.audex.vocab import AudexVocab
-from auk_app.runtime import capture_graph
+from auk_app.runtime import capture_graph, weight_addresses
 
 POSITION_MULTIPLE = 512
 MAX_IDLE = 3
@@ -99,7 +97,7 @@ def decoding(
 
 
 def _checkout(pool: _Pool, lm, key: tuple) -> _Entry | None:
-    weights = tuple(p.data_ptr() for p in lm.parameters())
+    weights = weight_addresses(lm)
     with pool.lock:
         if weights != pool.weights:
             pool.idle.clear()

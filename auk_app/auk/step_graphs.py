@@ -28,7 +28,6 @@ ambient autocast is never read.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -37,7 +36,7 @@ import torch
 import torch.nn.functional as F
 
 from auk_app.auk.dit import AuKStepContext, AuKTransformer
-from auk_app.runtime import capture_graph
+from auk_app.runtime import GraphCache
 
 TARGET_MULTIPLE = 64
 TEXT_MULTIPLE = 64
@@ -139,9 +138,7 @@ class StepGraphs:
     def __init__(self, dit: AuKTransformer, *, compute: torch.dtype = torch.float32) -> None:
         self.dit = dit
         self.compute = compute
-        self._buckets: OrderedDict[tuple, _Bucket] = OrderedDict()
-        self._pool = None
-        self._weights: tuple[int, ...] | None = None
+        self._buckets = GraphCache(MAX_GRAPHS)  # of _Bucket, keyed by shapes and dtypes
 
     def __len__(self) -> int:
         return len(self._buckets)
@@ -162,7 +159,7 @@ class StepGraphs:
         bucket; ``static`` forces (True) or skips (False) the bucketed static-buffer path, which
         off CUDA runs eagerly."""
         dit, device_type = self.dit, text.device.type
-        capture = device_type == "cuda" and self._weights_stayed()
+        capture = device_type == "cuda" and self._buckets.weights_stayed(dit)
         if not (capture if static is None else static):
             with compute_autocast(device_type, self.compute):
                 ctx = dit.prepare(text, target_frames=target_frames, c_mask=c_mask, ref=ref, ref_mask=ref_mask,
@@ -194,21 +191,10 @@ class StepGraphs:
 
         return step
 
-    def _weights_stayed(self) -> bool:
-        """Whether the weights are where they were at the previous call; if not, drop the graphs."""
-        weights = tuple(p.data_ptr() for p in self.dit.parameters())
-        if weights == self._weights:
-            return True
-        self._buckets.clear()
-        self._pool = None
-        self._weights = weights
-        return False
-
     def _entry(self, key, ctx, x_shape, dtype, capture: bool) -> _Bucket:
         entry = self._buckets.get(key)
         if entry is not None:
             entry.ctx.copy_(ctx)
-            self._buckets.move_to_end(key)
         else:
             device = ctx.text.device
             entry = _Bucket(
@@ -216,19 +202,14 @@ class StepGraphs:
                 time=torch.zeros((), dtype=torch.float32, device=device),
                 ctx=ctx.clone(),
             )
-            self._buckets[key] = entry
-            if len(self._buckets) > MAX_GRAPHS:
-                self._buckets.popitem(last=False)
+            self._buckets.put(key, entry)
         if capture and entry.graph is None:
             self._capture(entry)
         return entry
 
     def _capture(self, entry: _Bucket) -> None:
-        if self._pool is None:
-            self._pool = torch.cuda.graph_pool_handle()
-
         def step() -> torch.Tensor:
             with compute_autocast("cuda", self.compute, cache=False):
                 return self.dit.step(entry.x, entry.time, entry.ctx)
 
-        entry.graph, entry.out = capture_graph(step, pool=self._pool)
+        entry.graph, entry.out = self._buckets.capture(step)

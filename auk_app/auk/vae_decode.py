@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import logging
 import weakref
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -46,7 +45,7 @@ from torch._inductor.exc import InductorError
 
 from auk_app.auk.step_graphs import bucket
 from auk_app.auk.vae import AliasFreeActivation, AMPBlock, AuKVAE, lowpass, snake_beta, upsample
-from auk_app.runtime import capture_graph
+from auk_app.runtime import GraphCache
 
 logger = logging.getLogger(__name__)
 
@@ -165,9 +164,7 @@ class FastDecoder:
         self.compiled = compile
         self._activation = _COMPILED if compile else alias_free_snake
         self.bucket_frames = bucket_frames
-        self._graphs: OrderedDict[tuple[int, int], _Graph] = OrderedDict()
-        self._pool = None
-        self._weights: tuple[int, ...] | None = None
+        self._graphs = GraphCache(MAX_GRAPHS)  # of _Graph, keyed by (batch, bucket frames)
 
     def __len__(self) -> int:
         return len(self._graphs)
@@ -182,7 +179,7 @@ class FastDecoder:
         n = latents.shape[1]
         with torch.inference_mode(), torch.autocast(latents.device.type, enabled=False):
             latents = latents.float()
-            capture = latents.device.type == "cuda" and self._weights_stayed(vae)
+            capture = latents.device.type == "cuda" and self._graphs.weights_stayed(vae)
             if not (capture if static is None else static):
                 frames = torch.tensor(n, device=latents.device)
                 return self._run(vae, latents, frames)
@@ -208,38 +205,23 @@ class FastDecoder:
             self._activation = alias_free_snake
             return decode_padded(vae, latents, frames, alias_free_snake)
 
-    def _weights_stayed(self, vae: AuKVAE) -> bool:
-        """Whether the weights are where they were at the previous call; if not, drop the graphs."""
-        weights = tuple(t.data_ptr() for t in (*vae.parameters(), *vae.buffers()))
-        if weights == self._weights:
-            return True
-        self._graphs.clear()
-        self._pool = None
-        self._weights = weights
-        return False
-
     def _entry(self, batch: int, frames: int, device: torch.device) -> _Graph:
         key = (batch, frames)
         entry = self._graphs.get(key)
         if entry is not None:
-            self._graphs.move_to_end(key)
             return entry
         vae = self._vae()
         entry = _Graph(
             latents=torch.zeros(batch, frames, vae.latent_dim, device=device),
             frames=torch.zeros((), dtype=torch.int64, device=device),
         )
-        self._graphs[key] = entry
-        if len(self._graphs) > MAX_GRAPHS:
-            self._graphs.popitem(last=False)
+        self._graphs.put(key, entry)
         return entry
 
     def _capture(self, vae: AuKVAE, entry: _Graph) -> None:
-        if self._pool is None:
-            self._pool = torch.cuda.graph_pool_handle()
         entry.failed = True  # until the capture below completes
-        entry.graph, entry.out = capture_graph(  # the warm-up runs compile, outside the capture
-            lambda: self._run(vae, entry.latents, entry.frames), pool=self._pool
+        entry.graph, entry.out = self._graphs.capture(  # the warm-up runs compile, outside the capture
+            lambda: self._run(vae, entry.latents, entry.frames)
         )
         entry.failed = False
 

@@ -125,10 +125,11 @@ def test_graphs_are_captured_only_for_weights_that_stayed_put():
     x, time, request = _request(None)
     with torch.no_grad():
         graphs.stepper(**request, cfg_infer=False, static=True)(x, time)
-    assert not graphs._weights_stayed() and len(graphs) == 0  # unseen weights: buckets dropped
-    assert graphs._weights_stayed()
+    assert len(graphs) == 1
+    assert not graphs._buckets.weights_stayed(dit) and len(graphs) == 0  # unseen weights: buckets dropped
+    assert graphs._buckets.weights_stayed(dit)
     dit.double()  # new storage, as an offloaded module gets when it comes back
-    assert not graphs._weights_stayed()
+    assert not graphs._buckets.weights_stayed(dit)
 
 
 def test_graphs_run_at_their_compute_dtype_whatever_the_callers_autocast():
