@@ -7,6 +7,7 @@ Pure functions of 1-D numpy arrays; the sample rate is an argument (24 kHz by de
 import librosa
 import numpy as np
 
+from auk_app.check.measures import cents
 from training.sounds import SAMPLE_RATE
 
 F0_RANGE_HZ = (65.0, 2100.0)  # C2..C7: covers 87..1109 Hz pitch targets with an octave spare
@@ -58,11 +59,6 @@ def f0_track(
     fine = librosa.yin(wav, fmin=fmin, fmax=fmax, sr=sample_rate, frame_length=F0_FRAME)
     agree = np.abs(cents(fine, coarse)) < 50  # False where unvoiced: coarse is nan there
     return np.where(agree, fine, coarse)
-
-
-def cents(f_out, f_in):
-    """Interval from ``f_in`` to ``f_out`` in cents (1200 per octave); arrays broadcast."""
-    return 1200 * np.log2(np.asarray(f_out, dtype=np.float64) / f_in)
 
 
 def voiced_interval_cents(out: np.ndarray, src: np.ndarray) -> float:

@@ -46,32 +46,22 @@ from transformers import ArceeForCausalLM, PreTrainedTokenizerFast
 from auk_app.audex.prompt import AUDEX_SYSTEM_PROMPT, build_tta_cond_prompt, build_tta_null_prompt
 from auk_app.audex.thinker import AUDIOGEN_SUBDIR, FULL_SUBDIR, INDEX_FILE, arcee_config
 from auk_app.audex.tta import AUDEX_AUDIOCODEC_VOCAB_SIZE
+from auk_app.demo.audex_snapshot import PUNCTUATION, thinker_config
 from auk_app.demo.event_codec import (
     CODEBOOK_SIZE, DIGIT_CODES, DIGITS_PER_CODE, HOP, NUM_CODEBOOKS, SAMPLE_RATE, EventCodec, segment_starts, slots_of,
 )
-from auk_app.demo.audex_snapshot import PUNCTUATION
 from auk_app.resolve import AUDEX_SHARD
 from training import audex_sounds
 
 CHAT_MARKERS = ("<|im_start|>", "<|im_end|>", "<|text to audio|>", "<think>", "</think>")
-THINKER_CONFIG = {
-    "architectures": ["NemotronDenseForCausalLM"],
-    "model_type": "nemotron_dense",
-    "hidden_size": 128,
-    "intermediate_size": 512,
-    "num_hidden_layers": 4,
-    "num_attention_heads": 2,
-    "num_key_value_heads": 1,
-    "head_dim": 64,  # vLLM's CPU attention refuses smaller heads; the engine tests serve this model
-    "hidden_act": "relu2",
-    "norm_eps": 1e-5,
-    "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 1.0},
-    "max_position_embeddings": 8192,
-    "attention_bias": False,
-    "mlp_bias": False,
-    "tie_word_embeddings": False,
-    "torch_dtype": "bfloat16",
-}
+
+
+def audex_tiny_config(vocab_size: int) -> dict:
+    """Audex-Tiny's thinker config.json: 4 layers of width 128."""
+    return thinker_config(hidden_size=128, intermediate_size=512, layers=4, heads=2, kv_heads=1, rope_theta=10000.0,
+                          vocab_size=vocab_size)
+
+
 CODEC_CONFIG = {
     "codec": "audex_events", "name": "Audex-Tiny event codec", "sample_rate": SAMPLE_RATE, "hop_length": HOP,
     "frame_rate": SAMPLE_RATE // HOP, "codebook_size": CODEBOOK_SIZE, "num_codebooks": NUM_CODEBOOKS, "seed": 0,
@@ -256,7 +246,7 @@ def export(model, tokenizer, out: Path) -> None:
     for folder in (thinker_dir, full_dir, codec_dir):
         folder.mkdir(parents=True, exist_ok=True)
     tokenizer.save_pretrained(str(thinker_dir))
-    config = dict(THINKER_CONFIG, vocab_size=model.config.vocab_size)
+    config = audex_tiny_config(model.config.vocab_size)
     (thinker_dir / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
     (out / "audex" / "config.json").write_text(json.dumps(
         {"model_type": "nemotron_labs_audex", "demo": True, "name": "Audex-Tiny"}, indent=2) + "\n", encoding="utf-8")
@@ -288,7 +278,7 @@ def main(argv: list[str] | None = None) -> None:
     torch.manual_seed(args.seed)
     tokenizer = build_tokenizer()
     layout = Layout(tokenizer)
-    model = ArceeForCausalLM(arcee_config(dict(THINKER_CONFIG, vocab_size=layout.size), source="train_audex"))
+    model = ArceeForCausalLM(arcee_config(audex_tiny_config(layout.size), source="train_audex"))
     trainee = Trainee(model, layout)
     average = copy.deepcopy(trainee).requires_grad_(False)
     optimizer = torch.optim.AdamW(trainee.parameters(), lr=args.lr, betas=(0.9, 0.98), weight_decay=0.01)

@@ -131,14 +131,17 @@ def volume_change(source: Clip, result: Clip) -> tuple[float, str]:
     return result.level - source.level, "RMS"
 
 
-def cents(f_out: float, f_in: float) -> float:
-    """The interval from ``f_in`` to ``f_out`` in cents (1200 per octave); nan if either is."""
-    return float(1200 * np.log2(f_out / f_in)) if f_out > 0 and f_in > 0 else float("nan")
+def cents(f_out, f_in) -> np.ndarray:
+    """The interval from ``f_in`` to ``f_out`` in cents (1200 per octave); arrays broadcast, and it
+    is nan wherever either frequency is nan or not positive (an unvoiced frame, a failed track)."""
+    f_out, f_in = np.asarray(f_out, dtype=np.float64), np.asarray(f_in, dtype=np.float64)
+    valid = (f_out > 0) & (f_in > 0)
+    return np.where(valid, 1200 * np.log2(np.where(valid, f_out, 1.0) / np.where(valid, f_in, 1.0)), np.nan)
 
 
 def pitch_change(source: Clip, result: Clip) -> float:
     """Median F0 ratio over voiced frames, in cents: holds whether or not the edit kept the timing."""
-    return cents(result.median_f0, source.median_f0)
+    return float(cents(result.median_f0, source.median_f0))
 
 
 def speed_factor(source: Clip, result: Clip) -> float:

@@ -54,26 +54,32 @@ _WORDS = (
 ).split()
 PUNCTUATION = (".", ",", "!", "?", "'", "-", ":", ";", "(", ")")
 
-# Tiny thinker, nemotron_dense field names (the real 2B: 2048 / 9216 / 28 / 16 / 8 / 128). head_dim is
-# 64 because vLLM's CPU attention refuses 16, and the same snapshot is served by vLLM in the tests.
-_THINKER_CONFIG = {
-    "architectures": ["NemotronDenseForCausalLM"],
-    "model_type": "nemotron_dense",
-    "hidden_size": 64,
-    "intermediate_size": 128,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "head_dim": 64,
-    "hidden_act": "relu2",
-    "norm_eps": 1e-5,
-    "rope_parameters": {"rope_type": "default", "rope_theta": 1e8, "partial_rotary_factor": 1.0},
-    "max_position_embeddings": 8192,
-    "attention_bias": False,
-    "mlp_bias": False,
-    "tie_word_embeddings": False,
-    "torch_dtype": "bfloat16",
-}
+
+def thinker_config(*, hidden_size: int, intermediate_size: int, layers: int, heads: int, kv_heads: int,
+                   rope_theta: float, vocab_size: int) -> dict:
+    """A tiny thinker's config.json in the release's nemotron_dense fields (the real 2B: 2048 / 9216 /
+    28 / 16 / 8, head_dim 128). head_dim is 64 because vLLM's CPU attention refuses smaller heads,
+    and the engine tests serve these snapshots with vLLM."""
+    return {
+        "architectures": ["NemotronDenseForCausalLM"],
+        "model_type": "nemotron_dense",
+        "hidden_size": hidden_size,
+        "intermediate_size": intermediate_size,
+        "num_hidden_layers": layers,
+        "num_attention_heads": heads,
+        "num_key_value_heads": kv_heads,
+        "head_dim": 64,
+        "hidden_act": "relu2",
+        "norm_eps": 1e-5,
+        "rope_parameters": {"rope_type": "default", "rope_theta": rope_theta, "partial_rotary_factor": 1.0},
+        "max_position_embeddings": 8192,
+        "attention_bias": False,
+        "mlp_bias": False,
+        "tie_word_embeddings": False,
+        "torch_dtype": "bfloat16",
+        "vocab_size": vocab_size,
+    }
+
 
 # Tiny XCodec1: real hop (8·5·4·2 = 320), rate and codebooks (8 x 1024, 4 used); narrow channels.
 _XCODEC_CONFIG = {
@@ -175,7 +181,8 @@ def write_demo_snapshot(directory: str | Path, *, seed: int = 0) -> DemoSnapshot
     tokenizer = _tokenizer()
     tokenizer.save_pretrained(str(thinker_dir))
     tokenizer_size = len(tokenizer.get_vocab())
-    config = dict(_THINKER_CONFIG, vocab_size=(tokenizer_size // 128 + 1) * 128)  # > tokenizer: padding rows
+    config = thinker_config(hidden_size=64, intermediate_size=128, layers=2, heads=4, kv_heads=2, rope_theta=1e8,
+                            vocab_size=(tokenizer_size // 128 + 1) * 128)  # > tokenizer: padding rows
     _write_json(thinker_dir / "config.json", config)
     _write_json(audex_root / "config.json", {"model_type": "nemotron_labs_audex", "demo": True})
     with torch.device("meta"):

@@ -60,10 +60,10 @@ def test_the_release_layout_gets_the_digit_sums(tokenizer):
     from transformers import ArceeForCausalLM
 
     from auk_app.audex.thinker import arcee_config
-    from training.train_audex import THINKER_CONFIG
+    from training.train_audex import audex_tiny_config
 
     layout = Layout(tokenizer)
-    model = ArceeForCausalLM(arcee_config(dict(THINKER_CONFIG, vocab_size=layout.size), source="test"))
+    model = ArceeForCausalLM(arcee_config(audex_tiny_config(layout.size), source="test"))
     trainee = Trainee(model, layout)
     released = trainee.released()
     span = slice(layout.codec0, layout.codec0 + NUM_CODEBOOKS * CODEBOOK_SIZE)

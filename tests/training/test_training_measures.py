@@ -58,6 +58,10 @@ def test_cents_of_known_intervals():
     np.testing.assert_allclose(cents([220, 440], 440), [-1200, 0])
 
 
+def test_cents_is_nan_where_a_frequency_is_missing_or_not_positive():
+    np.testing.assert_array_equal(np.isnan(cents([440, 0, np.nan, 440], [440, 440, 440, -1])), [False, True, True, True])
+
+
 def test_spectral_snr_of_reference_with_itself_is_inf():
     reference = sine(440, SAMPLE_RATE, 0.0)
     assert spectral_snr_db(reference, reference) == np.inf
