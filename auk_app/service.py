@@ -14,7 +14,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +25,7 @@ from auk_app.audex.request import TRAINED_SECONDS, AudexRequest, TextToAudioResu
 from auk_app.auk.batching import DEFAULT_MAX_BATCH
 from auk_app.auk.checkpoint import AuKCheckpoint, read_auk_checkpoint
 from auk_app.auk.pipeline import AuKPipeline
-from auk_app.auk.plan import plan_edit
+from auk_app.auk.plan import EditPlan, plan_edit
 from auk_app.auk.registry import QWEN_OMNI
 from auk_app.auk.request import EditRequest, EditResult, check_candidates
 from auk_app.check import Clip, EditCheck, Target, check, rank, target_from_text, unmeasured
@@ -34,6 +34,7 @@ from auk_app.config import QWEN_SAMPLE_RATE, Limits
 from auk_app.errors import Cancelled, CheckpointError, InputError
 from auk_app.progress import Progress, ShouldStop, silent
 from auk_app.runtime import pick_device, pick_precision
+from auk_app.urls import server_host
 from auk_app.validate import shown
 
 if TYPE_CHECKING:  # the Audex stack imports in seconds: only a Studio that serves Audex pays for it
@@ -228,11 +229,14 @@ class Studio:
     def edit(self, request: EditRequest, model: str | None = None, **callbacks) -> tuple[EditResult, ModelEntry]:
         """Plan ``request`` (every check, before waiting for the model), then run it."""
         entry = self.entry(model)
-        plan = plan_edit(request, entry.checkpoint, self.config.limits)
+        return self.run_plan(plan_edit(request, entry.checkpoint, self.config.limits), entry, **callbacks), entry
+
+    def run_plan(self, plan: EditPlan, entry: ModelEntry, **callbacks) -> EditResult:
+        """Run a plan of ``entry``'s checkpoint: where every edit's model work starts."""
         if self.auk_server is not None:  # a replica runs the plan's window; the region is spliced here
-            return self.auk_server.run(plan, **callbacks), entry
+            return self.auk_server.run(plan, **callbacks)
         with self._resident(entry) as pipeline:
-            return pipeline.run(plan, **callbacks), entry
+            return pipeline.run(plan, **callbacks)
 
     def edit_candidates(self, request: EditRequest, model: str | None = None, *, candidates: int = 1,
                         target: Target | None = None, progress=None, should_stop=None,
@@ -240,23 +244,23 @@ class Studio:
         """``candidates`` seeds of ``request`` (its seed, seed+1, …), each checked against ``target``
         (default: what the instruction's text asks for), best first by :func:`auk_app.check.rank`.
 
-        Each candidate runs in a thread of its own through the same pipeline, so the step batcher
-        solves them as one batch; ``should_stop`` stops them all and ``progress`` sees the steps of all
-        of them summed. Any candidate's failure (Stop included) fails the request."""
+        The request is planned once; each candidate runs that plan with its own seed, in a thread of
+        its own through the same pipeline, so the step batcher solves them as one batch.
+        ``should_stop`` stops them all and ``progress`` sees the steps of all of them summed. Any
+        candidate's failure (Stop included) fails the request."""
         n = check_candidates(candidates)
         entry = self.entry(model)
         target = target_from_text(request.instruction) if target is None else target
-        seeds = [(request.seed + i) % 2**63 for i in range(n)]
-        requests = [request if i == 0 else replace(request, seed=seed) for i, seed in enumerate(seeds)]
+        plan = plan_edit(request, entry.checkpoint, self.config.limits)
+        plans = [plan.with_seed((request.seed + i) % 2**63) for i in range(n)]
         source = _SharedSource()
-        if target.measurable and request.audio is not None:  # the source's pYIN while the model runs
-            threading.Thread(target=source.measure, args=(request, entry, self.config.limits), daemon=True,
-                             name="check-source").start()
+        if target.measurable and plan.clip is not None:  # the source's pYIN while the model runs
+            threading.Thread(target=source.measure, args=(plan,), daemon=True, name="check-source").start()
         steps = _OverallProgress(progress, n)
         heard = None if target.measurable or content_target(request.instruction) is None else self._heard(entry)
 
         def one(i: int) -> tuple[EditResult, EditCheck, float]:
-            result, _ = self.edit(requests[i], model, progress=steps.of(i), should_stop=should_stop)
+            result = self.run_plan(plans[i], entry, progress=steps.of(i), should_stop=should_stop)
             started = time.perf_counter()
             return result, _checked(target, source, result, heard), time.perf_counter() - started
 
@@ -357,11 +361,7 @@ class Studio:
     # ------------------------------------------------------------------ status
 
     def _audex_server_host(self) -> str | None:
-        if not self.config.audex_server:
-            return None
-        from auk_app.audex.remote import server_host
-
-        return server_host(self.config.audex_server)
+        return server_host(self.config.audex_server) if self.config.audex_server else None
 
     def info(self) -> dict[str, Any]:
         loaded = next((key for key, p in self._pipelines.items() if p.loaded), None)
@@ -416,15 +416,13 @@ class _SharedSource:
                 self._clip = Clip(wav, rate)
             return self._clip
 
-    def measure(self, request: EditRequest, entry: ModelEntry, limits) -> None:
-        """Take the source's measures from the request's own plan (the clip as the run reads it; an
-        upload is decoded once, so planning again costs a resampling). A failure here is the run's
-        own to report: the check then measures the source itself."""
+    def measure(self, plan: EditPlan) -> None:
+        """Take the source's measures from the plan's clip, as the run reads it. A failure here is
+        the run's own to report: the check then measures the source itself."""
         try:
-            plan = plan_edit(request, entry.checkpoint, limits)
-            wav, rate = plan.source, entry.checkpoint.sample_rate
+            wav, rate = plan.source, plan.checkpoint.sample_rate
             if plan.region is not None:
-                wav = wav[round(request.region[0] * rate):round(request.region[1] * rate)]
+                wav = wav[round(plan.request.region[0] * rate):round(plan.request.region[1] * rate)]
             clip = self.clip(wav, rate)
             clip.measure_all()
         except Exception:  # noqa: BLE001

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -70,6 +70,10 @@ class EditPlan:
     frames_capped: bool  # the DiT's 65,536-frame cap clamped the target
     fit_to_source: bool  # trim the output to the clip's exact length
     planned_in: float  # seconds plan_edit took (decode, checks, resampling)
+
+    def with_seed(self, seed: int) -> EditPlan:
+        """This plan with another seed: a candidate's run, planned once for all of them."""
+        return self if seed == self.request.seed else replace(self, request=replace(self.request, seed=seed))
 
     @property
     def source(self) -> np.ndarray | None:

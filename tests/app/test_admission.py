@@ -44,7 +44,7 @@ def test_simultaneous_arrivals_cannot_pass_the_cap_and_model_info_still_answers(
             pass
         raise Cancelled("released")
 
-    monkeypatch.setattr(app.studio, "edit", held)
+    monkeypatch.setattr(app.studio, "run_plan", held)
     fn_index, replies, gate = _edit_fn_index(app.demo), [], threading.Barrier(ARRIVALS)
 
     def arrive():
@@ -115,12 +115,12 @@ def test_a_client_that_gives_up_during_the_upload_check_costs_no_run(app, clips,
 
     edits = []
 
-    def recorded(edit, *args, **kwargs):
-        edits.append(edit.instruction)
+    def recorded(plan, *args, **kwargs):
+        edits.append(plan.request.instruction)
         raise AppError("recorded, not run")
 
     monkeypatch.setattr(handlers_module.upload_check, "check_upload", slow_check)
-    monkeypatch.setattr(app.studio, "edit", recorded)
+    monkeypatch.setattr(app.studio, "run_plan", recorded)
     data = [_upload(app.url, clips.voice), "Abandoned.", "auto", 1, None, None, None, "", 0, True, True, None, None, False, 1]
     body = {"data": data, "fn_index": _edit_fn_index(app.demo), "session_hash": uuid.uuid4().hex,
             "event_data": None, "trigger_id": None}

@@ -7,6 +7,7 @@ import threading
 from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 
@@ -42,7 +43,7 @@ def test_unexpected_failures_are_named_not_hidden(handlers, monkeypatch):
     def broken(*args, **kwargs):
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(handlers.studio, "edit", broken)
+    monkeypatch.setattr(handlers.studio, "run_plan", broken)
     with pytest.raises(gr.Error, match=r"failed unexpectedly \(RuntimeError: disk full\)"):
         asyncio.run(handlers.edit_audio(None, "Say hi.", seconds=1, progress=lambda *a, **k: None))
 
@@ -111,7 +112,7 @@ def test_a_request_whose_client_is_gone_is_not_started(handlers, monkeypatch, ma
     app = SimpleNamespace(get_blocks=lambda: SimpleNamespace(_queue=queue))
     gone = SimpleNamespace(session_hash="gone", request=SimpleNamespace(app=app))
     started = []
-    monkeypatch.setattr(handlers.studio, "edit", lambda *args, **kwargs: started.append(args))
+    monkeypatch.setattr(handlers.studio, "run_plan", lambda *args, **kwargs: started.append(args))
     monkeypatch.setattr(handlers.studio, "text_to_audio", lambda *args, **kwargs: started.append(args))
     with pytest.raises(gr.Error, match="The client went away before its run started, so it was not run."):
         asyncio.run(handlers.edit_audio(None, "Say hi.", seconds=1, progress=lambda *a, **k: None, request=gone))
@@ -122,8 +123,6 @@ def test_a_request_whose_client_is_gone_is_not_started(handlers, monkeypatch, ma
 
 def test_a_full_model_queue_refuses_before_the_upload_is_decoded(app, handlers, clips, monkeypatch):
     """A burst of region edits on a full queue must not each decode a 10-minute source first."""
-    import gradio as gr
-
     from auk_app.ui import handlers as handlers_module
     from auk_app.ui.runs import Admission
 
@@ -285,3 +284,19 @@ def test_stop_stops_every_candidate_and_progress_counts_their_steps_together(app
     steps = [(done, total) for phase, done, total in reports if phase == "sample"]
     assert steps and all(total == 24 for _, total in steps)  # 3 candidates × 8 steps, in all
     assert max(done for done, _ in steps) < 24  # none of them ran on to its end
+
+
+
+def test_candidates_are_planned_once_and_run_with_their_own_seeds(app, clips, monkeypatch):
+    from auk_app import service
+    from auk_app.auk.request import EditRequest
+
+    planned, plan_edit = [], service.plan_edit
+    monkeypatch.setattr(service, "plan_edit", lambda *args: planned.append(args[0]) or plan_edit(*args))
+    request = EditRequest("Decrease the volume by 6 dB.", audio=str(clips.voice), nfe=2, seed=7)
+    made, _ = app.studio.edit_candidates(request, "demo", candidates=3)
+    assert len(planned) == 1
+    assert sorted(c.result.record.seed for c in made) == [7, 8, 9]
+    alone, _ = app.studio.edit(EditRequest("Decrease the volume by 6 dB.", audio=str(clips.voice), nfe=2, seed=8), "demo")
+    batched = next(c for c in made if c.result.record.seed == 8).result.wav
+    np.testing.assert_allclose(batched, alone.wav, atol=1e-4)  # batched with the others, the same edit
