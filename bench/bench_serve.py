@@ -19,7 +19,6 @@ import datetime
 import json
 import os
 import platform
-import socket
 import tempfile
 import time
 from pathlib import Path
@@ -30,6 +29,7 @@ from auk_app.auk.request import EditRequest
 from auk_app.serve.launch import RAY_PYTHON, start_local, stop_local, wait_until_ready
 from auk_app.service import Studio, StudioConfig
 from bench.bench_batch import edits_per_s
+from tests.conftest import free_port
 
 REPO = Path(__file__).resolve().parents[1]
 CLIP = str(REPO / "assets" / "examples" / "speech.flac")
@@ -48,12 +48,6 @@ class StudioEditor:
         return self.studio.edit(request, "demo")[0]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def measure(editor, *, edits_per_user: int, warmup_rounds: int) -> dict[str, float]:
     return {str(users): round(edits_per_s(editor, users, edits_per_user=edits_per_user, warmup_rounds=warmup_rounds), 3)
             for users in USERS}
@@ -62,7 +56,7 @@ def measure(editor, *, edits_per_user: int, warmup_rounds: int) -> dict[str, flo
 def serve_rates(replicas: int, cores: int, **timing) -> tuple[dict[str, float], float]:
     """(edits/s per user count, start-up seconds) of a local deployment with ``replicas`` CPU replicas."""
     with tempfile.TemporaryDirectory() as root:
-        port, log = _free_port(), Path(root) / "serve.log"
+        port, log = free_port(), Path(root) / "serve.log"
         began = time.perf_counter()
         process = start_local(port=port, log=log, num_cpus=cores, replicas=replicas, cpu=True,
                               replica_cpus=cores / replicas, threads=max(1, cores // replicas),

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
 import sys
 import tempfile
 from pathlib import Path
@@ -18,7 +17,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from tests.conftest import REPO
+from tests.conftest import REPO, free_port
 
 EMBEDDED_DEMO = REPO / "assets" / "AuK-Tiny"
 SR = 24_000
@@ -57,12 +56,6 @@ def client_for(gradio_temp):
     from gradio_client import Client
 
     return lambda url: Client(url, verbose=False, download_files=str(gradio_temp / "client_downloads"))
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture
@@ -153,7 +146,6 @@ def bad_upload(request, clips) -> tuple[Path, str]:
     """(path of a bad clip, words its refusal must contain), once per kind."""
     name, words = request.param
     return getattr(clips, name), words
-
 
 
 def _voice_like(seconds: float, rate: int, channels: int = 1, peak: float = 0.5) -> np.ndarray:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 from pathlib import Path
 
 import pytest
@@ -17,16 +16,10 @@ import pytest
 from auk_app.demo.audex_snapshot import shared_demo_snapshot
 from auk_app.audex_vllm.launch import start_server, wait_until_ready
 from auk_app.audex_vllm.served_model import write_served_model
-from tests.conftest import REPO
+from tests.conftest import REPO, free_port
 
 VLLM_PYTHON = Path(os.environ.get("AUDEX_VLLM_PYTHON", REPO / ".venv-vllm" / "bin" / "python"))
 START_TIMEOUT_S = 600  # ~100 s on two idle cores; the shared CI machine can be several times slower
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture(scope="session")
@@ -41,7 +34,7 @@ def vllm_server(tmp_path_factory):
         pytest.skip(reason)
     root = tmp_path_factory.mktemp("audex_vllm")
     served = write_served_model(shared_demo_snapshot().audex_root, root / "served")
-    port, log = _free_port(), root / "server.log"
+    port, log = free_port(), root / "server.log"
     process = start_server(VLLM_PYTHON, served, port=port, log=log,
                            extra=("--dtype", "float32", "--max-model-len", "8192", "--enforce-eager",
                                   "--gpu-memory-utilization", "0.1"))

@@ -24,6 +24,7 @@ from auk_app.audex.request import AudexRequest
 from auk_app.config import Limits
 from auk_app.errors import Cancelled
 from auk_app.service import Studio, StudioConfig
+from tests.conftest import free_port
 
 LIMITS = Limits()  # the StudioConfig default the studios below run under
 # Captions Audex-Tiny (the demo the server serves) tells apart: its tokenizer reads any other word as <unk>.
@@ -140,9 +141,7 @@ def test_stopping_in_the_app_cancels_the_server_requests(remote, vllm_server):
 
 
 def test_a_server_that_is_not_there_is_one_sentence():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     studio = Studio(StudioConfig(device="cpu", audex_server=f"http://127.0.0.1:{port}"))
     started = time.monotonic()
     with pytest.raises(EngineError, match=rf"^The Audex server at 127.0.0.1:{port} cannot be reached; .*\.$"):

@@ -10,7 +10,6 @@ virtualenv these tests skip with the reason, except under CI (``CI`` set), where
 from __future__ import annotations
 
 import os
-import socket
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -18,15 +17,10 @@ import pytest
 
 from auk_app.serve import launch
 from auk_app.serve.launch import start_local, stop_local, wait_until_ready
+from tests.conftest import free_port
 
 RAY_PYTHON = Path(os.environ.get("AUK_RAY_PYTHON", launch.RAY_PYTHON))
 START_TIMEOUT_S = 300  # ~35 s on two idle cores
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +36,7 @@ def serve_cluster(tmp_path_factory):
     root = tmp_path_factory.mktemp("serve")
     journal = root / "journal"
     journal.mkdir()
-    port, log = _free_port(), root / "serve.log"
+    port, log = free_port(), root / "serve.log"
     process = start_local(port=port, log=log, python=RAY_PYTHON, num_cpus=4, replicas=2, cpu=True, replica_cpus=1,
                           threads=torch.get_num_threads(), max_batch=4, max_ongoing=8, journal=str(journal))
     url = f"http://127.0.0.1:{port}/auk"

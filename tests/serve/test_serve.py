@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -19,7 +18,7 @@ from auk_app.errors import Cancelled
 from auk_app.serve.client import ServeError
 from auk_app.service import Studio, StudioConfig
 from auk_app.ui.manifest import edit_manifest
-from tests.conftest import REPO
+from tests.conftest import REPO, free_port
 
 SPEECH = str(REPO / "assets" / "examples" / "speech.flac")
 NOISY = str(REPO / "assets" / "examples" / "noisy_speech.flac")
@@ -133,10 +132,7 @@ def test_the_app_on_serve_writes_a_manifest_naming_the_engine_and_replica(remote
     from auk_app.ui.app import build_demo, launch_options
 
     demo = build_demo(remote)
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    _, url, _ = demo.launch(prevent_thread_lock=True, server_port=port, quiet=True, **launch_options())
+    _, url, _ = demo.launch(prevent_thread_lock=True, server_port=free_port(), quiet=True, **launch_options())
     try:
         client = Client(url, verbose=False, download_files=str(tmp_path / "downloads"))
         _, _, manifest, *_ = client.predict(audio=handle_file(SPEECH), instruction="Increase the volume by 6 dB.",

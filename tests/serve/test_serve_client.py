@@ -3,7 +3,6 @@ later), a replica that goes silent."""
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -13,13 +12,7 @@ import pytest
 from auk_app.auk.request import EditRequest
 from auk_app.serve.client import ServeError, ServeRunner, check_url
 from auk_app.service import Studio, StudioConfig
-from tests.conftest import REPO
-
-
-def _closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+from tests.conftest import REPO, free_port
 
 
 @pytest.mark.parametrize("url", ["ftp://host:1/auk", "http://host:99999/auk", "http://:8000"])
@@ -30,7 +23,7 @@ def test_a_bad_url_is_one_sentence(url):
 
 
 def test_a_deployment_that_is_down_is_one_sentence_not_a_hang():
-    studio = Studio(StudioConfig(device="cpu", auk_server=f"http://127.0.0.1:{_closed_port()}/auk"))
+    studio = Studio(StudioConfig(device="cpu", auk_server=f"http://127.0.0.1:{free_port()}/auk"))
     with pytest.raises(ServeError, match="cannot be reached") as raised:
         studio.auk_server.check()
     began = time.monotonic()
@@ -53,10 +46,10 @@ def test_the_app_does_not_start_without_its_deployment(capsys, monkeypatch, down
     monkeypatch.syspath_prepend(str(REPO))
     from app import main
 
-    url = f"http://127.0.0.1:{_closed_port()}/auk" if down else "http://127.0.0.1:99999/auk"
+    url = f"http://127.0.0.1:{free_port()}/auk" if down else "http://127.0.0.1:99999/auk"
     monkeypatch.setenv("AUK_SERVER_URL", url)  # the environment variable, as the flag's default
     with pytest.raises(SystemExit) as exited:
-        main(["--port", str(_closed_port())])
+        main(["--port", str(free_port())])
     err = capsys.readouterr().err.strip()
     assert exited.value.code == 2 and "\n" not in err, err
     assert err.startswith("AuK Studio cannot start: The AuK Serve")
