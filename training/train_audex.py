@@ -44,13 +44,13 @@ from tokenizers import AddedToken, Regex, Tokenizer, models, normalizers, pre_to
 from transformers import ArceeForCausalLM, PreTrainedTokenizerFast
 
 from auk_app.audex.prompt import AUDEX_SYSTEM_PROMPT, build_tta_cond_prompt, build_tta_null_prompt
-from auk_app.audex.thinker import AUDIOGEN_SUBDIR, FULL_SUBDIR, INDEX_FILE, arcee_config
+from auk_app.audex.thinker import arcee_config
 from auk_app.audex.tta import AUDEX_AUDIOCODEC_VOCAB_SIZE
 from auk_app.demo.audex_snapshot import PUNCTUATION, thinker_config
 from auk_app.demo.event_codec import (
     CODEBOOK_SIZE, DIGIT_CODES, DIGITS_PER_CODE, HOP, NUM_CODEBOOKS, SAMPLE_RATE, EventCodec, segment_starts, slots_of,
 )
-from auk_app.resolve import AUDEX_SHARD
+from auk_app.resolve import AUDEX_AUDIOGEN_DIR, AUDEX_FULL_DIR, AUDEX_SHARD, WEIGHT_INDEX
 from training import audex_sounds
 
 CHAT_MARKERS = ("<|im_start|>", "<|im_end|>", "<|text to audio|>", "<think>", "</think>")
@@ -242,20 +242,21 @@ def lr_at(step: int, steps: int, peak: float, warmup: int = 100) -> float:
 
 def export(model, tokenizer, out: Path) -> None:
     """Write the Audex snapshot layout (thinker bf16, event codec tables) under ``out``."""
-    thinker_dir, full_dir, codec_dir = out / "audex" / AUDIOGEN_SUBDIR, out / "audex" / FULL_SUBDIR, out / "xcodec"
+    audex, codec_dir = out / "audex", out / "xcodec"
+    thinker_dir, full_dir = audex / AUDEX_AUDIOGEN_DIR, audex / AUDEX_FULL_DIR
     for folder in (thinker_dir, full_dir, codec_dir):
         folder.mkdir(parents=True, exist_ok=True)
     tokenizer.save_pretrained(str(thinker_dir))
     config = audex_tiny_config(model.config.vocab_size)
     (thinker_dir / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
-    (out / "audex" / "config.json").write_text(json.dumps(
+    (audex / "config.json").write_text(json.dumps(
         {"model_type": "nemotron_labs_audex", "demo": True, "name": "Audex-Tiny"}, indent=2) + "\n", encoding="utf-8")
     state = {k: v.detach().to(torch.bfloat16).contiguous() for k, v in model.state_dict().items()
              if not k.endswith("inv_freq")}
     save_file(state, str(full_dir / AUDEX_SHARD), metadata={"format": "pt"})
     index = {"metadata": {"total_size": sum(t.numel() * t.element_size() for t in state.values())},
              "weight_map": {key: AUDEX_SHARD for key in state}}
-    (thinker_dir / INDEX_FILE).write_text(json.dumps(index, indent=2) + "\n", encoding="utf-8")
+    (thinker_dir / WEIGHT_INDEX).write_text(json.dumps(index, indent=2) + "\n", encoding="utf-8")
     (codec_dir / "config.json").write_text(json.dumps(CODEC_CONFIG, indent=2) + "\n", encoding="utf-8")
     save_file(EventCodec.tables(), str(codec_dir / "model.safetensors"), metadata={"format": "pt"})
 

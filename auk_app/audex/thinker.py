@@ -26,10 +26,7 @@ from transformers.initialization import no_init_weights
 
 from auk_app.audex.vocab import AudexVocab
 from auk_app.errors import CheckpointError
-from auk_app.resolve import AUDEX_AUDIOGEN_DIR as AUDIOGEN_SUBDIR
-from auk_app.resolve import AUDEX_AUDIOGEN_FILES as REQUIRED_FILES
-from auk_app.resolve import AUDEX_FULL_DIR as FULL_SUBDIR
-from auk_app.resolve import WEIGHT_INDEX as INDEX_FILE
+from auk_app.resolve import AUDEX_AUDIOGEN_DIR, AUDEX_AUDIOGEN_FILES, AUDEX_FULL_DIR, WEIGHT_INDEX
 from auk_app.weights import load_strict, read_safetensors
 
 DEFAULT_MAX_POSITIONS = 131072  # the 2B config's 128K context
@@ -57,7 +54,7 @@ class AudexThinker:
 def audiogen_dir(path: str | Path) -> Path:
     """Accept the snapshot root or its ``checkpoint_folder_audiogen`` folder."""
     path = Path(path)
-    return path / AUDIOGEN_SUBDIR if (path / AUDIOGEN_SUBDIR).is_dir() else path
+    return path / AUDEX_AUDIOGEN_DIR if (path / AUDEX_AUDIOGEN_DIR).is_dir() else path
 
 
 def _first(config: Mapping[str, Any], *names: str) -> Any:
@@ -129,13 +126,13 @@ def _check_files(directory: Path) -> None:
     if not directory.is_dir():
         raise CheckpointError(
             f"Audex checkpoint folder {directory} does not exist. Point it at the snapshot root of "
-            f"nvidia/Nemotron-Labs-Audex-2B or at its {AUDIOGEN_SUBDIR} folder."
+            f"nvidia/Nemotron-Labs-Audex-2B or at its {AUDEX_AUDIOGEN_DIR} folder."
         )
-    missing = [name for name in REQUIRED_FILES if not (directory / name).is_file()]
+    missing = [name for name in AUDEX_AUDIOGEN_FILES if not (directory / name).is_file()]
     if missing:
         raise CheckpointError(
             f"Audex checkpoint folder {directory} is missing {', '.join(missing)}. "
-            f"Download {AUDIOGEN_SUBDIR}/ of nvidia/Nemotron-Labs-Audex-2B completely."
+            f"Download {AUDEX_AUDIOGEN_DIR}/ of nvidia/Nemotron-Labs-Audex-2B completely."
         )
 
 
@@ -150,7 +147,7 @@ def _shard_paths(directory: Path, weight_map: Mapping[str, str]) -> dict[str, Pa
     """Shard name -> file, looking in the audiogen folder, then the sibling full folder."""
     found, missing = {}, []
     for name in sorted(set(weight_map.values())):
-        candidates = (directory / name, directory.parent / FULL_SUBDIR / name)
+        candidates = (directory / name, directory.parent / AUDEX_FULL_DIR / name)
         path = next((p for p in candidates if p.is_file()), None)
         if path is None:
             missing.append(f"{name} (looked in {candidates[0].parent} and {candidates[1].parent})")
@@ -158,15 +155,15 @@ def _shard_paths(directory: Path, weight_map: Mapping[str, str]) -> dict[str, Pa
             found[name] = path
     if missing:
         raise CheckpointError(
-            f"The Audex thinker weights named by {directory / INDEX_FILE} are missing: {'; '.join(missing)}. "
-            f"Download the shard(s) from {FULL_SUBDIR}/ of nvidia/Nemotron-Labs-Audex-2B."
+            f"The Audex thinker weights named by {directory / WEIGHT_INDEX} are missing: {'; '.join(missing)}. "
+            f"Download the shard(s) from {AUDEX_FULL_DIR}/ of nvidia/Nemotron-Labs-Audex-2B."
         )
     return found
 
 
 def _read_weights(directory: Path) -> dict[str, torch.Tensor]:
     """The tensors the index maps, read from their shards (other tensors in a shard are ignored)."""
-    index_path = directory / INDEX_FILE
+    index_path = directory / WEIGHT_INDEX
     weight_map = _read_json(index_path).get("weight_map")
     if not isinstance(weight_map, dict) or not weight_map:
         raise CheckpointError(f"{index_path} has no weight_map. Download it again.")
@@ -245,5 +242,5 @@ def load_thinker(path: str | Path, *, device: torch.device | str, dtype: torch.d
     with no_init_weights(), torch.device(device):
         model = ArceeForCausalLM(config)
     cast_keeping_rope_fp32(model, dtype)
-    load_strict(model, state, source=directory / INDEX_FILE, what="Audex thinker (ArceeForCausalLM)")
+    load_strict(model, state, source=directory / WEIGHT_INDEX, what="Audex thinker (ArceeForCausalLM)")
     return AudexThinker(model=model.eval(), tokenizer=tokenizer, vocab=vocab, directory=directory)

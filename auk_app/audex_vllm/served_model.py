@@ -17,7 +17,8 @@ import os
 import shutil
 from pathlib import Path
 
-from auk_app.audex.thinker import AUDIOGEN_SUBDIR, FULL_SUBDIR, INDEX_FILE, arcee_config, audiogen_dir
+from auk_app.audex.thinker import arcee_config, audiogen_dir
+from auk_app.resolve import AUDEX_AUDIOGEN_DIR, AUDEX_FULL_DIR, WEIGHT_INDEX
 
 _TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
 
@@ -35,10 +36,10 @@ def write_served_model(snapshot: str | Path, out_dir: str | Path) -> Path:
     for name in _TOKENIZER_FILES:
         if (source / name).is_file():
             shutil.copyfile(source / name, out / name)
-    shutil.copyfile(source / INDEX_FILE, out / INDEX_FILE)
-    weight_map = json.loads((source / INDEX_FILE).read_text(encoding="utf-8"))["weight_map"]
+    shutil.copyfile(source / WEIGHT_INDEX, out / WEIGHT_INDEX)
+    weight_map = json.loads((source / WEIGHT_INDEX).read_text(encoding="utf-8"))["weight_map"]
     for shard in sorted(set(weight_map.values())):
-        found = next(p for p in (source / shard, source.parent / FULL_SUBDIR / shard) if p.is_file())
+        found = next(p for p in (source / shard, source.parent / AUDEX_FULL_DIR / shard) if p.is_file())
         link = out / shard
         if link.is_symlink() or link.exists():
             link.unlink()
@@ -48,7 +49,7 @@ def write_served_model(snapshot: str | Path, out_dir: str | Path) -> Path:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("snapshot", nargs="?", type=Path, help=f"Audex snapshot root or its {AUDIOGEN_SUBDIR}")
+    parser.add_argument("snapshot", nargs="?", type=Path, help=f"Audex snapshot root or its {AUDEX_AUDIOGEN_DIR}")
     parser.add_argument("out_dir", type=Path)
     parser.add_argument("--demo", action="store_true", help="serve the app's tiny demo snapshot")
     args = parser.parse_args(argv)

@@ -40,8 +40,7 @@ from transformers import (
 from transformers.processing_utils import OmniModalProcessorMixin
 
 from auk_app.errors import CheckpointError, InputError
-from auk_app.resolve import QWEN_OMNI_FILES as REQUIRED_FILES
-from auk_app.resolve import WEIGHT_INDEX as INDEX_FILE
+from auk_app.resolve import QWEN_OMNI_FILES, WEIGHT_INDEX
 from auk_app.validate import plain_text
 from auk_app.weights import mismatch
 
@@ -89,12 +88,12 @@ def _check_snapshot(directory: Path) -> None:
     hint = DOWNLOAD_HINT.format(directory=directory)
     if not directory.is_dir():
         raise CheckpointError(f"The Qwen2.5-Omni-3B snapshot folder {directory} does not exist; get it with `{hint}`.")
-    missing = [name for name in REQUIRED_FILES if not (directory / name).is_file()]
+    missing = [name for name in QWEN_OMNI_FILES if not (directory / name).is_file()]
     if not (directory / "tokenizer.json").is_file() and not (
         (directory / "vocab.json").is_file() and (directory / "merges.txt").is_file()
     ):
         missing.append("tokenizer.json (or vocab.json and merges.txt)")
-    index = directory / INDEX_FILE
+    index = directory / WEIGHT_INDEX
     if index.is_file():
         try:
             shards = sorted(set(json.loads(index.read_text())["weight_map"].values()))
@@ -102,7 +101,7 @@ def _check_snapshot(directory: Path) -> None:
             raise CheckpointError(f"{index} is not a weight index ({exc}); download it again with `{hint}`.") from exc
         missing += [shard for shard in shards if not (directory / shard).is_file()]
     elif not (directory / "model.safetensors").is_file():
-        missing.append(INDEX_FILE)
+        missing.append(WEIGHT_INDEX)
     if missing:
         raise CheckpointError(
             f"The Qwen2.5-Omni-3B snapshot in {directory} lacks {', '.join(missing)}. "

@@ -33,9 +33,9 @@ from safetensors.torch import save_file
 from tokenizers import AddedToken, Tokenizer, models, normalizers, pre_tokenizers
 from transformers import ArceeForCausalLM, PreTrainedTokenizerFast, XcodecConfig, XcodecModel
 
-from auk_app.audex.thinker import AUDIOGEN_SUBDIR, FULL_SUBDIR, INDEX_FILE, arcee_config
+from auk_app.audex.thinker import arcee_config
 from auk_app.audex.tta import AUDEX_AUDIOCODEC_VOCAB_SIZE
-from auk_app.resolve import AUDEX_SHARD
+from auk_app.resolve import AUDEX_AUDIOGEN_DIR, AUDEX_FULL_DIR, AUDEX_SHARD, WEIGHT_INDEX
 
 SHARD_NAME = AUDEX_SHARD  # the real index names shard 1 of the full folder
 _CHAT_MARKERS = ("<|im_start|>", "<|im_end|>", "<|text to audio|>", "<think>", "</think>")
@@ -157,7 +157,7 @@ def _write_json(path: Path, data: dict) -> None:
 def snapshot_paths(directory: str | Path) -> DemoSnapshot:
     """Where a demo snapshot under ``directory`` keeps its parts."""
     directory = Path(directory)
-    return DemoSnapshot(directory / "audex", directory / "audex" / AUDIOGEN_SUBDIR, directory / "xcodec")
+    return DemoSnapshot(directory / "audex", directory / "audex" / AUDEX_AUDIOGEN_DIR, directory / "xcodec")
 
 
 AUDEX_TINY_DIR = Path(__file__).resolve().parents[2] / "assets" / "Audex-Tiny"
@@ -173,7 +173,7 @@ def write_demo_snapshot(directory: str | Path, *, seed: int = 0) -> DemoSnapshot
     """Write (or overwrite) the demo snapshot under ``directory``; same seed, same bytes."""
     paths = snapshot_paths(directory)
     audex_root, thinker_dir, xcodec_dir = paths.audex_root, paths.thinker_dir, paths.xcodec_dir
-    full_dir = audex_root / FULL_SUBDIR
+    full_dir = audex_root / AUDEX_FULL_DIR
     for folder in (thinker_dir, full_dir, xcodec_dir):
         folder.mkdir(parents=True, exist_ok=True)
     generator = torch.Generator("cpu").manual_seed(seed)
@@ -190,7 +190,7 @@ def write_demo_snapshot(directory: str | Path, *, seed: int = 0) -> DemoSnapshot
     lm_state = _random_state(lm, generator, torch.bfloat16)
     save_file(lm_state, str(full_dir / SHARD_NAME), metadata={"format": "pt"})
     _write_json(
-        thinker_dir / INDEX_FILE,
+        thinker_dir / WEIGHT_INDEX,
         {
             "metadata": {"total_size": sum(t.numel() * t.element_size() for t in lm_state.values())},
             "weight_map": {key: SHARD_NAME for key in lm_state},

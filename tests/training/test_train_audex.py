@@ -7,9 +7,8 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from auk_app.audex.thinker import FULL_SUBDIR
 from auk_app.demo.event_codec import CODEBOOK_SIZE, NUM_CODEBOOKS
-from auk_app.resolve import AUDEX_SHARD
+from auk_app.resolve import AUDEX_FULL_DIR, AUDEX_SHARD
 from training.train_audex import (
     HEADER_WEIGHT,
     DigitRows,
@@ -43,7 +42,7 @@ def test_a_paused_run_resumes_and_ends_where_an_unbroken_one_does(tmp_path, caps
     main(TINY + ["--out", str(tmp_path / "broken"), "--pause-after", "3"])
     main(TINY + ["--out", str(tmp_path / "broken"), "--export", str(tmp_path / "broken-export")])
     assert "resumed at step 3" in capsys.readouterr().out
-    shard = f"audex/{FULL_SUBDIR}/{AUDEX_SHARD}"
+    shard = f"audex/{AUDEX_FULL_DIR}/{AUDEX_SHARD}"
     want, got = load_file(tmp_path / "unbroken-export" / shard), load_file(tmp_path / "broken-export" / shard)
     assert want.keys() == got.keys() and all(torch.equal(want[key], got[key]) for key in want)
 
