@@ -45,8 +45,8 @@ statistics.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, fields
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -108,49 +108,32 @@ class HarmonicNoiseCodec(nn.Module):
     config_type = HarmonicCodecConfig
     description = "AuK harmonic-noise codec"  # what a key mismatch of its weight file names
 
-    def __init__(
-        self,
-        *,
-        sample_rate: int = SAMPLE_RATE,
-        hop: int = HOP,
-        f0_copies: int = 2,
-        f0_fine_copies: int = 2,
-        f0_circle_semitones: Sequence[float] = (1.0,),
-        length_code_freqs: Sequence[float] = (),
-        harmonics: int = 40,
-        noise_band_edges_hz: Sequence[float] = (0.0, 12_000.0),
-        f0_range_hz: Sequence[float] = (50.0, 1100.0),
-        voicing_aperiodicity: float = 0.4,
-        yin_lowpass_hz: float | None = None,
-        silence_db: float = -70.0,
-        floor_db: float = -100.0,
-        top_hz: float = 11_000.0,
-        noise_seed: int = 0,
-        posterior_std: float = 0.01,
-    ):
+    def __init__(self, config: HarmonicCodecConfig = HarmonicCodecConfig()):
         super().__init__()
-        if noise_band_edges_hz[0] != 0 or noise_band_edges_hz[-1] < sample_rate / 2:
+        self.config = c = config
+        if c.noise_band_edges_hz[0] != 0 or c.noise_band_edges_hz[-1] < c.sample_rate / 2:
             raise ValueError("noise bands must start at 0 Hz and reach the Nyquist frequency")
-        self.sample_rate, self.hop_size = int(sample_rate), int(hop)
-        if f0_copies < 1 or f0_fine_copies < 1:
+        self.sample_rate, self.hop_size = int(c.sample_rate), int(c.hop)
+        if c.f0_copies < 1 or c.f0_fine_copies < 1:
             raise ValueError("the codec needs at least one coarse and one fine F0 copy")
-        self.f0_copies, self.f0_fine_copies, self.harmonics = int(f0_copies), int(f0_fine_copies), int(harmonics)
-        self.f0_circles = tuple(float(p) for p in f0_circle_semitones)
+        self.f0_copies, self.f0_fine_copies, self.harmonics = int(c.f0_copies), int(c.f0_fine_copies), int(c.harmonics)
+        self.f0_circles = tuple(float(p) for p in c.f0_circle_semitones)
         largest_first = list(self.f0_circles) == sorted(self.f0_circles, reverse=True)
         if not self.f0_circles or min(self.f0_circles) <= 0 or not largest_first:
             raise ValueError(f"f0_circle_semitones must be positive periods, largest first, not {list(self.f0_circles)}")
-        self.yin_lowpass_hz = None if yin_lowpass_hz is None else float(yin_lowpass_hz)
-        if self.yin_lowpass_hz is not None and not f0_range_hz[1] < self.yin_lowpass_hz < sample_rate / 2:
+        self.yin_lowpass_hz = None if c.yin_lowpass_hz is None else float(c.yin_lowpass_hz)
+        if self.yin_lowpass_hz is not None and not c.f0_range_hz[1] < self.yin_lowpass_hz < c.sample_rate / 2:
             raise ValueError(
-                f"yin_lowpass_hz must lie between the highest F0 ({f0_range_hz[1]:g} Hz) and the Nyquist frequency "
-                f"({sample_rate / 2:g} Hz), not {self.yin_lowpass_hz:g} Hz; leave it unset to track pitch on the whole band"
+                f"yin_lowpass_hz must lie between the highest F0 ({c.f0_range_hz[1]:g} Hz) and the Nyquist frequency "
+                f"({c.sample_rate / 2:g} Hz), not {self.yin_lowpass_hz:g} Hz; "
+                "leave it unset to track pitch on the whole band"
             )
-        self.length_code_freqs = tuple(float(w) for w in length_code_freqs)
-        self.band_edges = tuple(float(e) for e in noise_band_edges_hz)
-        self.f0_range = (float(f0_range_hz[0]), float(f0_range_hz[1]))
-        self.voicing_aperiodicity, self.silence_db = float(voicing_aperiodicity), float(silence_db)
-        self.floor = 10 ** (floor_db / 20)
-        self.top_hz, self.noise_seed, self.posterior_std = float(top_hz), int(noise_seed), float(posterior_std)
+        self.length_code_freqs = tuple(float(w) for w in c.length_code_freqs)
+        self.band_edges = tuple(float(e) for e in c.noise_band_edges_hz)
+        self.f0_range = (float(c.f0_range_hz[0]), float(c.f0_range_hz[1]))
+        self.voicing_aperiodicity, self.silence_db = float(c.voicing_aperiodicity), float(c.silence_db)
+        self.floor = 10 ** (c.floor_db / 20)
+        self.top_hz, self.noise_seed, self.posterior_std = float(c.top_hz), int(c.noise_seed), float(c.posterior_std)
         n_code, n_bands = 2 * len(self.length_code_freqs), len(self.band_edges) - 1
         self.f0_channels = slice(0, self.f0_copies)
         # per circle, largest period first: cos, sin, cos, sin, ... (f0_fine_copies pairs)
@@ -166,7 +149,7 @@ class HarmonicNoiseCodec(nn.Module):
     @classmethod
     def from_config(cls, cfg: HarmonicCodecConfig | Mapping) -> HarmonicNoiseCodec:
         config = cfg if isinstance(cfg, HarmonicCodecConfig) else HarmonicCodecConfig.from_kwargs(cfg)
-        return cls(**asdict(config))
+        return cls(config)
 
     def load_weights(self, path: str | Path, *, device: str | torch.device | None = None) -> tuple[list[str], list[str]]:
         """Load the latent statistics; returns ``(missing, unexpected)`` key lists like AuKVAE."""

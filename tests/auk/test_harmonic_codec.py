@@ -8,7 +8,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from auk_app import AuKTransformer, load_auk_checkpoint
-from auk_app.demo.harmonic_codec import HarmonicNoiseCodec
+from auk_app.demo.harmonic_codec import HarmonicCodecConfig, HarmonicNoiseCodec
 from auk_app.errors import CheckpointError
 from training.checkpoint_writer import write_auk_checkpoint
 from training.codec import build_codec, fit_statistics
@@ -238,8 +238,8 @@ def test_codec_key_and_setting_errors_are_named(tmp_path, codec):
 
 def test_codec_settings_that_cannot_work_are_refused():
     with pytest.raises(ValueError, match="one coarse and one fine F0 copy"):
-        HarmonicNoiseCodec(f0_fine_copies=0)
+        HarmonicNoiseCodec(HarmonicCodecConfig(f0_fine_copies=0))
     with pytest.raises(ValueError, match=r"largest first, not \[1.0, 4.0\]"):
-        HarmonicNoiseCodec(f0_circle_semitones=(1.0, 4.0))
+        HarmonicNoiseCodec(HarmonicCodecConfig(f0_circle_semitones=(1.0, 4.0)))
     with pytest.raises(ValueError, match=r"between the highest F0 \(1100 Hz\) and the Nyquist frequency \(12000 Hz\), not 500 Hz"):
-        HarmonicNoiseCodec(yin_lowpass_hz=500.0)
+        HarmonicNoiseCodec(HarmonicCodecConfig(yin_lowpass_hz=500.0))
