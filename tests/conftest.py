@@ -81,3 +81,19 @@ def fixture_model(fixture_checkpoint):
     from auk_app.auk.checkpoint import load_auk_checkpoint
 
     return load_auk_checkpoint(fixture_checkpoint)
+
+
+@pytest.fixture(scope="session")
+def qwen_snapshot(tmp_path_factory):
+    """A tiny random Qwen2.5-Omni-3B snapshot in the release's layout (tests/qwen_snapshot.py); read-only."""
+    from tests.qwen_snapshot import write_tiny_qwen_snapshot
+
+    return write_tiny_qwen_snapshot(tmp_path_factory.mktemp("qwen") / "Qwen2.5-Omni-3B")
+
+
+@pytest.fixture(scope="module")
+def qwen_conditioner(qwen_snapshot):
+    """The snapshot's conditioner, one per module: a transcriber made from it gives it the thinker's head."""
+    from auk_app.auk.qwen import QwenConditioner
+
+    return QwenConditioner.from_pretrained(qwen_snapshot)

@@ -23,22 +23,12 @@ from tests.qwen_snapshot import SHARDS, TEXT_HIDDEN, TEXT_LAYERS, write_tiny_qwe
 INSTRUCTION = "Make the speaker sound happier"
 
 
-@pytest.fixture(scope="module")
-def snapshot(tmp_path_factory):
-    return write_tiny_qwen_snapshot(tmp_path_factory.mktemp("qwen") / "Qwen2.5-Omni-3B")
-
-
-@pytest.fixture(scope="module")
-def conditioner(snapshot):
-    return QwenConditioner.from_pretrained(snapshot)
-
-
 def _clip(seconds: float, seed: int = 0) -> np.ndarray:
     return (0.1 * np.random.default_rng(seed).standard_normal(round(seconds * 16000))).astype(np.float32)
 
 
-def _copy(snapshot, tmp_path):
-    return shutil.copytree(snapshot, tmp_path / "snapshot")
+def _copy(qwen_snapshot, tmp_path):
+    return shutil.copytree(qwen_snapshot, tmp_path / "qwen_snapshot")
 
 
 def _edit_config(directory, **thinker_fields):
@@ -47,47 +37,47 @@ def _edit_config(directory, **thinker_fields):
     (directory / "config.json").write_text(json.dumps(config))
 
 
-def _audio_tokens(conditioner, inputs) -> int:
-    return int((inputs["input_ids"] == conditioner.processor.audio_token_id).sum())
+def _audio_tokens(qwen_conditioner, inputs) -> int:
+    return int((inputs["input_ids"] == qwen_conditioner.processor.audio_token_id).sum())
 
 
 # --- prompt -------------------------------------------------------------------------------------
 
 
-def test_prompt_with_audio_is_the_chatml_turn(conditioner):
-    assert conditioner.render_prompt(INSTRUCTION, with_audio=True) == (
+def test_prompt_with_audio_is_the_chatml_turn(qwen_conditioner):
+    assert qwen_conditioner.render_prompt(INSTRUCTION, with_audio=True) == (
         "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n"
         "<|im_start|>user\nMake the speaker sound happier<|audio_bos|><|AUDIO|><|audio_eos|><|im_end|>\n"
         "<|im_start|>assistant\n"
     )
 
 
-def test_prompt_without_audio_appends_the_marker_once(conditioner):
+def test_prompt_without_audio_appends_the_marker_once(qwen_conditioner):
     want = (
         "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n"
         "<|im_start|>user\nMake the speaker sound happier|<no_prompt_audio>|<|im_end|>\n"
         "<|im_start|>assistant\n"
     )
-    assert conditioner.render_prompt(INSTRUCTION, with_audio=False) == want
-    assert conditioner.render_prompt(INSTRUCTION + "|<no_prompt_audio>|", with_audio=False) == want
+    assert qwen_conditioner.render_prompt(INSTRUCTION, with_audio=False) == want
+    assert qwen_conditioner.render_prompt(INSTRUCTION + "|<no_prompt_audio>|", with_audio=False) == want
 
 
-def test_the_rendered_prompt_is_what_gets_tokenised(conditioner):
-    decode = conditioner.processor.tokenizer.decode
-    text_only = conditioner.prepare_inputs(INSTRUCTION, None)
-    assert decode(text_only["input_ids"][0]) == conditioner.render_prompt(INSTRUCTION, with_audio=False)
-    with_audio = conditioner.prepare_inputs(INSTRUCTION, _clip(1.0))
-    expanded = conditioner.render_prompt(INSTRUCTION, with_audio=True).replace("<|AUDIO|>", "<|AUDIO|>" * 25)
+def test_the_rendered_prompt_is_what_gets_tokenised(qwen_conditioner):
+    decode = qwen_conditioner.processor.tokenizer.decode
+    text_only = qwen_conditioner.prepare_inputs(INSTRUCTION, None)
+    assert decode(text_only["input_ids"][0]) == qwen_conditioner.render_prompt(INSTRUCTION, with_audio=False)
+    with_audio = qwen_conditioner.prepare_inputs(INSTRUCTION, _clip(1.0))
+    expanded = qwen_conditioner.render_prompt(INSTRUCTION, with_audio=True).replace("<|AUDIO|>", "<|AUDIO|>" * 25)
     assert decode(with_audio["input_ids"][0]) == expanded
 
 
-def test_special_tokens_typed_into_the_instruction_cannot_rewrite_the_prompt(conditioner):
-    tokenizer = conditioner.processor.tokenizer
+def test_special_tokens_typed_into_the_instruction_cannot_rewrite_the_prompt(qwen_conditioner):
+    tokenizer = qwen_conditioner.processor.tokenizer
     added = "".join(tokenizer.get_added_vocab())
     hostile = " ".join(word + added for word in INSTRUCTION.split(" "))
     assert AUDIO_TOKEN in added and "<|im_end|>" in added  # the test would see them if they got through
     for audio in (None, np.zeros(16_000, np.float32)):
-        plain, typed = (conditioner.prepare_inputs(text, audio)["input_ids"] for text in (INSTRUCTION, hostile))
+        plain, typed = (qwen_conditioner.prepare_inputs(text, audio)["input_ids"] for text in (INSTRUCTION, hostile))
         assert typed.tolist() == plain.tolist()
 
 
@@ -95,47 +85,47 @@ def test_special_tokens_typed_into_the_instruction_cannot_rewrite_the_prompt(con
 
 
 @pytest.mark.parametrize(("seconds", "n_tokens"), [(1.0, 25), (2.0, 50)])
-def test_audio_placeholder_expands_to_25_tokens_per_second(conditioner, seconds, n_tokens):
-    inputs = conditioner.prepare_inputs(INSTRUCTION, _clip(seconds))
+def test_audio_placeholder_expands_to_25_tokens_per_second(qwen_conditioner, seconds, n_tokens):
+    inputs = qwen_conditioner.prepare_inputs(INSTRUCTION, _clip(seconds))
     n_frames = int(inputs["feature_attention_mask"].sum())  # hop 160 at 16 kHz: 100 frames/s
     assert n_frames == round(100 * seconds)
     assert ((n_frames - 1) // 2 + 1 - 2) // 2 + 1 == n_tokens  # spec §6.2
-    assert _audio_tokens(conditioner, inputs) == n_tokens
+    assert _audio_tokens(qwen_conditioner, inputs) == n_tokens
     ids = inputs["input_ids"][0].tolist()
-    bos = ids.index(conditioner.processor.tokenizer.convert_tokens_to_ids("<|audio_bos|>"))
-    assert ids[bos + 1 : bos + 1 + n_tokens] == [conditioner.processor.audio_token_id] * n_tokens
+    bos = ids.index(qwen_conditioner.processor.tokenizer.convert_tokens_to_ids("<|audio_bos|>"))
+    assert ids[bos + 1 : bos + 1 + n_tokens] == [qwen_conditioner.processor.audio_token_id] * n_tokens
     assert inputs["input_features"].shape[:2] == (1, 128)
 
 
-def test_clip_too_short_for_one_audio_token_is_refused(conditioner):
+def test_clip_too_short_for_one_audio_token_is_refused(qwen_conditioner):
     # 321 samples are 3 mel frames, the fewest that survive both stride-2 steps as one token.
-    assert _audio_tokens(conditioner, conditioner.prepare_inputs(INSTRUCTION, np.zeros(321, np.float32))) == 1
+    assert _audio_tokens(qwen_conditioner, qwen_conditioner.prepare_inputs(INSTRUCTION, np.zeros(321, np.float32))) == 1
     with pytest.raises(InputError, match="321"):
-        conditioner.prepare_inputs(INSTRUCTION, np.zeros(320, np.float32))
+        qwen_conditioner.prepare_inputs(INSTRUCTION, np.zeros(320, np.float32))
 
 
-def test_multichannel_clip_is_refused(conditioner):
+def test_multichannel_clip_is_refused(qwen_conditioner):
     with pytest.raises(InputError, match="mono"):
-        conditioner.prepare_inputs(INSTRUCTION, np.zeros((2, 16000), np.float32))
+        qwen_conditioner.prepare_inputs(INSTRUCTION, np.zeros((2, 16000), np.float32))
 
 
 # --- hidden states ------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("seconds", [None, 1.0])
-def test_hidden_states_are_one_per_decoder_layer(conditioner, seconds):
+def test_hidden_states_are_one_per_decoder_layer(qwen_conditioner, seconds):
     audio = None if seconds is None else _clip(seconds)
-    n_tokens = conditioner.prepare_inputs(INSTRUCTION, audio)["input_ids"].shape[1]
-    layers, mask = conditioner.hidden_states(INSTRUCTION, audio)
-    assert conditioner.hidden_size == TEXT_HIDDEN
+    n_tokens = qwen_conditioner.prepare_inputs(INSTRUCTION, audio)["input_ids"].shape[1]
+    layers, mask = qwen_conditioner.hidden_states(INSTRUCTION, audio)
+    assert qwen_conditioner.hidden_size == TEXT_HIDDEN
     assert len(layers) == TEXT_LAYERS
     assert all(h.shape == (1, n_tokens, TEXT_HIDDEN) and h.dtype == torch.float32 for h in layers)
     assert mask.dtype == torch.bool and mask.shape == (1, n_tokens) and bool(mask.all())
 
 
-def test_last_hidden_state_is_after_the_final_rms_norm(conditioner):
-    layers, _ = conditioner.hidden_states(INSTRUCTION, _clip(1.0))
-    weight = conditioner.model.model.language_model.norm.weight
+def test_last_hidden_state_is_after_the_final_rms_norm(qwen_conditioner):
+    layers, _ = qwen_conditioner.hidden_states(INSTRUCTION, _clip(1.0))
+    weight = qwen_conditioner.model.model.language_model.norm.weight
     # RMSNorm output divided by its weight has unit RMS per token, short of 1 only by eps 1e-6
     # against the token's mean square (0.998 at worst here); the layer outputs before the norm
     # have an RMS of at most ~0.1 in this random model.
@@ -144,23 +134,23 @@ def test_last_hidden_state_is_after_the_final_rms_norm(conditioner):
     assert all(float(h.pow(2).mean(-1).sqrt().max()) < 0.5 for h in layers[:-1])
 
 
-def test_hidden_states_equal_the_stock_thinker_forward(conditioner, snapshot):
+def test_hidden_states_equal_the_stock_thinker_forward(qwen_conditioner, qwen_snapshot):
     """Same tensors as transformers' unmodified thinker (vision tower, lm_head and all)."""
-    thinker_config = json.loads((snapshot / "config.json").read_text())["thinker_config"]
+    thinker_config = json.loads((qwen_snapshot / "config.json").read_text())["thinker_config"]
     stock = Qwen2_5OmniThinkerForConditionalGeneration.from_pretrained(
-        snapshot, config=Qwen2_5OmniThinkerConfig.from_dict(thinker_config)
+        qwen_snapshot, config=Qwen2_5OmniThinkerConfig.from_dict(thinker_config)
     )
     audio = _clip(2.0, seed=1)
     with torch.no_grad():
-        want = stock(**conditioner.prepare_inputs(INSTRUCTION, audio), output_hidden_states=True, use_cache=False)
-    got, _ = conditioner.hidden_states(INSTRUCTION, audio)
+        want = stock(**qwen_conditioner.prepare_inputs(INSTRUCTION, audio), output_hidden_states=True, use_cache=False)
+    got, _ = qwen_conditioner.hidden_states(INSTRUCTION, audio)
     assert len(want.hidden_states) == TEXT_LAYERS + 1
     for layer, (ours, theirs) in enumerate(zip(got, want.hidden_states[1:], strict=True), start=1):
         torch.testing.assert_close(ours, theirs, rtol=0, atol=0, msg=f"layer {layer}")
 
 
-def test_fused_condition_matches_a_direct_computation(conditioner):
-    layers, _ = conditioner.hidden_states(INSTRUCTION, _clip(1.0))
+def test_fused_condition_matches_a_direct_computation(qwen_conditioner):
+    layers, _ = qwen_conditioner.hidden_states(INSTRUCTION, _clip(1.0))
     generator = torch.Generator().manual_seed(3)
     layer_weights = torch.randn(TEXT_LAYERS, generator=generator)
     layer_scale = torch.tensor([2.5])
@@ -181,11 +171,11 @@ def test_fused_condition_matches_a_direct_computation(conditioner):
 # --- what is (not) loaded -----------------------------------------------------------------------
 
 
-def test_vision_tower_and_lm_head_stay_on_disk(conditioner, snapshot):
-    with safe_open(str(snapshot / SHARDS[0]), "pt") as f:
+def test_vision_tower_and_lm_head_stay_on_disk(qwen_conditioner, qwen_snapshot):
+    with safe_open(str(qwen_snapshot / SHARDS[0]), "pt") as f:
         on_disk = {key: f.get_slice(key).get_shape() for key in f.keys()}
     assert any(key.startswith("thinker.visual.") for key in on_disk) and "thinker.lm_head.weight" in on_disk
-    thinker = conditioner.model
+    thinker = qwen_conditioner.model
     names = [name for name, _ in thinker.named_parameters()] + [name for name, _ in thinker.named_buffers()]
     assert not [name for name in names if "visual" in name or "lm_head" in name]
     assert thinker.model.visual is None and isinstance(thinker.lm_head, torch.nn.Identity)
@@ -194,18 +184,18 @@ def test_vision_tower_and_lm_head_stay_on_disk(conditioner, snapshot):
     assert sum(p.numel() for p in thinker.parameters()) == sum(int(np.prod(shape)) for shape in kept)
 
 
-def test_tied_embedding_config_loads_the_same_weights(conditioner, snapshot, tmp_path):
-    directory = _copy(snapshot, tmp_path)
+def test_tied_embedding_config_loads_the_same_weights(qwen_conditioner, qwen_snapshot, tmp_path):
+    directory = _copy(qwen_snapshot, tmp_path)
     _edit_config(directory, tie_word_embeddings=True)
     tied = QwenConditioner.from_pretrained(directory)
     assert isinstance(tied.model.lm_head, torch.nn.Identity)
     got, _ = tied.hidden_states(INSTRUCTION, None)
-    want, _ = conditioner.hidden_states(INSTRUCTION, None)
+    want, _ = qwen_conditioner.hidden_states(INSTRUCTION, None)
     torch.testing.assert_close(got[-1], want[-1], rtol=0, atol=0)
 
 
-def test_bfloat16_load_runs_the_audio_path_in_bfloat16(snapshot):
-    bf16 = QwenConditioner.from_pretrained(snapshot, dtype=torch.bfloat16)
+def test_bfloat16_load_runs_the_audio_path_in_bfloat16(qwen_snapshot):
+    bf16 = QwenConditioner.from_pretrained(qwen_snapshot, dtype=torch.bfloat16)
     assert {p.dtype for p in bf16.model.parameters()} == {torch.bfloat16}
     layers, _ = bf16.hidden_states(INSTRUCTION, _clip(1.0))
     assert all(h.dtype == torch.bfloat16 and bool(h.isfinite().all()) for h in layers)
@@ -226,8 +216,8 @@ def test_snapshot_writer_is_deterministic(tmp_path):
     "name",
     ["config.json", "preprocessor_config.json", "tokenizer_config.json", SHARDS[1], "model.safetensors.index.json"],
 )
-def test_missing_snapshot_file_is_named(snapshot, tmp_path, name):
-    directory = _copy(snapshot, tmp_path)
+def test_missing_snapshot_file_is_named(qwen_snapshot, tmp_path, name):
+    directory = _copy(qwen_snapshot, tmp_path)
     (directory / name).unlink()
     with pytest.raises(CheckpointError, match=rf"lacks .*{name}.*hf download Qwen/Qwen2\.5-Omni-3B --local-dir"):
         QwenConditioner.from_pretrained(directory)
@@ -238,8 +228,8 @@ def test_missing_snapshot_folder_says_how_to_get_it(tmp_path):
         QwenConditioner.from_pretrained(tmp_path / "nowhere")
 
 
-def test_missing_thinker_weight_is_refused(snapshot, tmp_path):
-    directory = _copy(snapshot, tmp_path)
+def test_missing_thinker_weight_is_refused(qwen_snapshot, tmp_path):
+    directory = _copy(qwen_snapshot, tmp_path)
     tensors = load_file(str(directory / SHARDS[0]))
     del tensors["thinker.model.norm.weight"]
     save_file(tensors, str(directory / SHARDS[0]), metadata={"format": "pt"})
@@ -250,8 +240,8 @@ def test_missing_thinker_weight_is_refused(snapshot, tmp_path):
         QwenConditioner.from_pretrained(directory)
 
 
-def test_tokenizer_from_another_model_is_refused(snapshot, tmp_path):
-    directory = _copy(snapshot, tmp_path)
+def test_tokenizer_from_another_model_is_refused(qwen_snapshot, tmp_path):
+    directory = _copy(qwen_snapshot, tmp_path)
     _edit_config(directory, audio_token_index=5)
     with pytest.raises(CheckpointError, match="<\\|AUDIO\\|>"):
         QwenConditioner.from_pretrained(directory)

@@ -25,24 +25,13 @@ from auk_app.check.transcribe import (
 from auk_app.check.wer import error_rate, normalize
 from auk_app.config import Limits
 from auk_app.errors import CheckpointError
-from tests.qwen_snapshot import write_tiny_qwen_snapshot
 
 MAX_TOKENS = 10
 
 
 @pytest.fixture(scope="module")
-def snapshot(tmp_path_factory):
-    return write_tiny_qwen_snapshot(tmp_path_factory.mktemp("qwen") / "Qwen2.5-Omni-3B")
-
-
-@pytest.fixture(scope="module")
-def conditioner(snapshot):
-    return QwenConditioner.from_pretrained(snapshot)
-
-
-@pytest.fixture(scope="module")
-def transcriber(conditioner, snapshot):
-    return Transcriber.from_conditioner(conditioner, snapshot, max_new_tokens=MAX_TOKENS)
+def transcriber(qwen_conditioner, qwen_snapshot):
+    return Transcriber.from_conditioner(qwen_conditioner, qwen_snapshot, max_new_tokens=MAX_TOKENS)
 
 
 def clip(seed: int, seconds: float = 1.0) -> np.ndarray:
@@ -52,20 +41,20 @@ def clip(seed: int, seconds: float = 1.0) -> np.ndarray:
 # ----------------------------------------------------------------------------- the output head
 
 
-def test_the_conditioner_leaves_the_head_on_disk_and_the_transcriber_reads_only_it(snapshot):
-    fresh = QwenConditioner.from_pretrained(snapshot)
+def test_the_conditioner_leaves_the_head_on_disk_and_the_transcriber_reads_only_it(qwen_snapshot):
+    fresh = QwenConditioner.from_pretrained(qwen_snapshot)
     assert isinstance(fresh.model.lm_head, torch.nn.Identity)  # the loader skips it
     before = fresh.hidden_states("Raise the pitch by 2 semitones.", clip(0))[0][-1]
-    Transcriber.from_conditioner(fresh, snapshot)
-    shard = json.loads((snapshot / "model.safetensors.index.json").read_text())["weight_map"][LM_HEAD_KEY]
-    with safe_open(str(snapshot / shard), framework="pt") as handle:
+    Transcriber.from_conditioner(fresh, qwen_snapshot)
+    shard = json.loads((qwen_snapshot / "model.safetensors.index.json").read_text())["weight_map"][LM_HEAD_KEY]
+    with safe_open(str(qwen_snapshot / shard), framework="pt") as handle:
         assert torch.equal(fresh.model.lm_head.weight, handle.get_tensor(LM_HEAD_KEY))
     after = fresh.hidden_states("Raise the pitch by 2 semitones.", clip(0))[0][-1]
     assert torch.equal(before, after)  # conditioning never reaches the head
 
 
-def test_a_snapshot_without_the_head_is_refused(tmp_path, snapshot):
-    index = json.loads((snapshot / "model.safetensors.index.json").read_text())
+def test_a_snapshot_without_the_head_is_refused(tmp_path, qwen_snapshot):
+    index = json.loads((qwen_snapshot / "model.safetensors.index.json").read_text())
     del index["weight_map"][LM_HEAD_KEY]
     (tmp_path / "model.safetensors.index.json").write_text(json.dumps(index))
     with pytest.raises(CheckpointError, match="lm_head"):
@@ -75,7 +64,7 @@ def test_a_snapshot_without_the_head_is_refused(tmp_path, snapshot):
 # ----------------------------------------------------------------------------- transcription
 
 
-def test_greedy_transcription_is_transformers_generate_and_deterministic(transcriber, conditioner):
+def test_greedy_transcription_is_transformers_generate_and_deterministic(transcriber, qwen_conditioner):
     audio = clip(1)
     text = transcriber.transcribe(audio)
     assert isinstance(text, str) and text == transcriber.transcribe(audio)
@@ -85,7 +74,7 @@ def test_greedy_transcription_is_transformers_generate_and_deterministic(transcr
     with torch.no_grad():
         for _ in range(MAX_TOKENS):
             step = dict(inputs, input_ids=ids, attention_mask=torch.ones_like(ids))
-            token = conditioner.model(**step, use_cache=False).logits[0, -1].argmax()
+            token = qwen_conditioner.model(**step, use_cache=False).logits[0, -1].argmax()
             ids = torch.cat([ids, token.view(1, 1)], dim=1)
             if token.item() == transcriber.eos_token_id:
                 break
