@@ -30,8 +30,9 @@ timeout 80 python3 -m bench.profile_speed --device cuda --out "$out/profile.json
 echo "profile_speed: exit $?" >> "$out/gpu.txt"
 
 # Graph replay equals the eager step (the compiled DiT blocks among them), the batcher's solo and
-# shared steps, the graphed VAE decode, and Audex's fast tokens.
-timeout 120 python3 -m pytest -q -rs -p no:cacheprovider -k cuda tests/auk/test_step_graphs.py \
+# shared steps, the graphed VAE decode, and Audex's fast tokens. Serially (no addopts), so the
+# machine's Python needs no pytest-xdist.
+timeout 120 python3 -m pytest -o addopts= -q -rs -p no:cacheprovider -k cuda tests/auk/test_step_graphs.py \
     tests/auk/test_batching.py tests/auk/test_vae_decode.py tests/audex/test_audex_decode.py > "$out/tests.log" 2>&1
 echo "tests: exit $?" >> "$out/gpu.txt"
 cat "$out/gpu.txt"
