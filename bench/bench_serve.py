@@ -29,7 +29,7 @@ from auk_app.auk.request import EditRequest
 from auk_app.serve.launch import RAY_PYTHON, start_local, stop_local, wait_until_ready
 from auk_app.service import Studio, StudioConfig
 from bench.bench_batch import edits_per_s
-from tests.conftest import free_port
+from tests.ports import free_port
 
 REPO = Path(__file__).resolve().parents[1]
 CLIP = str(REPO / "assets" / "examples" / "speech.flac")

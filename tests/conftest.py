@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 from pathlib import Path
 
 import pytest
@@ -20,13 +19,6 @@ def _cuda_available() -> bool:
     import torch
 
     return torch.cuda.is_available()
-
-
-def free_port() -> int:
-    """A local TCP port nobody listens on now: for a server to start on, or to find nothing at."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 # Checks of what only a GPU runs (graph capture and replay); the logic around them runs on the CPU.

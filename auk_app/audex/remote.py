@@ -36,7 +36,7 @@ from auk_app.audex.token_sampler import Deadline, SampledStream, end_reason, pro
 from auk_app.audex.vocab import AudexVocab
 from auk_app.errors import AppError
 from auk_app.progress import Progress, ShouldStop
-from auk_app.urls import http_url, server_host
+from auk_app.urls import http_url, named, server_host
 
 _POLL_SECONDS = 0.05  # how often the caller's thread looks at should_stop and progress
 # Tokens per streamed chunk: one event per token made the API server's output handling and this
@@ -55,7 +55,7 @@ def check_server_url(url: str) -> str:
     try:
         return http_url(url)
     except ValueError as exc:
-        raise EngineError(f"The Audex server URL {url[:80]!r} cannot be used: {exc}; give one like "
+        raise EngineError(f"The Audex server URL{named(url)} cannot be used: {exc}; give one like "
                           "http://127.0.0.1:8000.") from None
 
 

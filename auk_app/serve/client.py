@@ -35,7 +35,7 @@ from auk_app.config import Limits
 from auk_app.errors import AppError, Cancelled, InputError
 from auk_app.progress import Progress, ShouldStop, silent
 from auk_app.serve.wire import plan_body, unpack, window_plan
-from auk_app.urls import http_url, server_host
+from auk_app.urls import http_url, named, server_host
 
 ENGINE = "ray-serve"
 _POLL_SECONDS = 0.05
@@ -220,7 +220,7 @@ def check_url(url: str) -> str:
     try:
         return http_url(url)
     except ValueError as exc:
-        raise ServeError(f"The AuK Serve URL {url[:80]!r} cannot be used: {exc}; give the deployment's proxy "
+        raise ServeError(f"The AuK Serve URL{named(url)} cannot be used: {exc}; give the deployment's proxy "
                          "and route, like http://127.0.0.1:8000/auk.") from None
 
 

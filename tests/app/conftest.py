@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from tests.conftest import REPO, free_port
+from tests.conftest import REPO
+from tests.ports import free_port
 
 EMBEDDED_DEMO = REPO / "assets" / "AuK-Tiny"
 SR = 24_000

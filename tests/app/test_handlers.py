@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -286,7 +287,6 @@ def test_stop_stops_every_candidate_and_progress_counts_their_steps_together(app
     assert max(done for done, _ in steps) < 24  # none of them ran on to its end
 
 
-
 def test_candidates_are_planned_once_and_run_with_their_own_seeds(app, clips, monkeypatch):
     from auk_app import service
     from auk_app.auk.request import EditRequest
@@ -297,6 +297,6 @@ def test_candidates_are_planned_once_and_run_with_their_own_seeds(app, clips, mo
     made, _ = app.studio.edit_candidates(request, "demo", candidates=3)
     assert len(planned) == 1
     assert sorted(c.result.record.seed for c in made) == [7, 8, 9]
-    alone, _ = app.studio.edit(EditRequest("Decrease the volume by 6 dB.", audio=str(clips.voice), nfe=2, seed=8), "demo")
+    alone, _ = app.studio.edit(replace(request, seed=8), "demo")
     batched = next(c for c in made if c.result.record.seed == 8).result.wav
     np.testing.assert_allclose(batched, alone.wav, atol=1e-4)  # batched with the others, the same edit

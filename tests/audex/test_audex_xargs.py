@@ -38,6 +38,9 @@ def test_server_urls_show_host_and_port_only():
     with pytest.raises(EngineError, match="is not an http\\(s\\) URL"):
         RemoteSampler("ftp://gpu-host:8000")
     assert RemoteSampler("127.0.0.1:8000/").url == "http://127.0.0.1:8000"  # httpx needs the scheme
+    with pytest.raises(EngineError) as refused:
+        RemoteSampler("ftp://user:secret@gpu-host:8000/v1?key=x")
+    assert "(gpu-host:8000)" in str(refused.value) and "secret" not in str(refused.value)
 
 
 def test_the_http_bodies_are_the_runs_sampling():

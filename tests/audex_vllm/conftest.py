@@ -16,7 +16,8 @@ import pytest
 from auk_app.demo.audex_snapshot import shared_demo_snapshot
 from auk_app.audex_vllm.launch import start_server, wait_until_ready
 from auk_app.audex_vllm.served_model import write_served_model
-from tests.conftest import REPO, free_port
+from tests.conftest import REPO
+from tests.ports import free_port
 
 VLLM_PYTHON = Path(os.environ.get("AUDEX_VLLM_PYTHON", REPO / ".venv-vllm" / "bin" / "python"))
 START_TIMEOUT_S = 600  # ~100 s on two idle cores; the shared CI machine can be several times slower

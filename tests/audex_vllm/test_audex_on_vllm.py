@@ -24,7 +24,7 @@ from auk_app.audex.request import AudexRequest
 from auk_app.config import Limits
 from auk_app.errors import Cancelled
 from auk_app.service import Studio, StudioConfig
-from tests.conftest import free_port
+from tests.ports import free_port
 
 LIMITS = Limits()  # the StudioConfig default the studios below run under
 # Captions Audex-Tiny (the demo the server serves) tells apart: its tokenizer reads any other word as <unk>.
@@ -141,7 +141,9 @@ def test_stopping_in_the_app_cancels_the_server_requests(local, remote, vllm_ser
         time.sleep(0.2)
     assert _server_metric(url, "vllm:num_requests_running") == 0
     made = _server_metric(url, "vllm:generation_tokens_total") - made_before
-    assert 2 * max(seen) <= made < whole  # both members ran, and both were aborted well before their end
+    # Both members ran, and both were aborted well before their end: on an idle machine the pair made
+    # 40-58 tokens in all (of ~2 x 500 unstopped); without the hang-up, 518.
+    assert 2 * max(seen) <= made < whole
 
 
 def test_a_server_that_is_not_there_is_one_sentence():

@@ -17,7 +17,7 @@ import pytest
 
 from auk_app.serve import launch
 from auk_app.serve.launch import start_local, stop_local, wait_until_ready
-from tests.conftest import free_port
+from tests.ports import free_port
 
 RAY_PYTHON = Path(os.environ.get("AUK_RAY_PYTHON", launch.RAY_PYTHON))
 START_TIMEOUT_S = 300  # ~35 s on two idle cores

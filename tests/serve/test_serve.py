@@ -18,7 +18,8 @@ from auk_app.errors import Cancelled
 from auk_app.serve.client import ServeError
 from auk_app.service import Studio, StudioConfig
 from auk_app.ui.manifest import edit_manifest
-from tests.conftest import REPO, free_port
+from tests.conftest import REPO
+from tests.ports import free_port
 
 SPEECH = str(REPO / "assets" / "examples" / "speech.flac")
 NOISY = str(REPO / "assets" / "examples" / "noisy_speech.flac")

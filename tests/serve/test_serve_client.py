@@ -12,7 +12,8 @@ import pytest
 from auk_app.auk.request import EditRequest
 from auk_app.serve.client import ServeError, ServeRunner, check_url
 from auk_app.service import Studio, StudioConfig
-from tests.conftest import REPO, free_port
+from tests.conftest import REPO
+from tests.ports import free_port
 
 
 @pytest.mark.parametrize("url", ["ftp://host:1/auk", "http://host:99999/auk", "http://:8000"])
@@ -20,6 +21,12 @@ def test_a_bad_url_is_one_sentence(url):
     with pytest.raises(ServeError, match="cannot be used: it"):
         Studio(StudioConfig(device="cpu", auk_server=url))
     assert check_url("127.0.0.1:8000/auk/") == "http://127.0.0.1:8000/auk"
+
+
+def test_a_refused_url_is_named_by_its_host_never_its_credentials():
+    with pytest.raises(ServeError) as refused:
+        check_url("http://user:secret@gpu-host:99999/auk?key=x")
+    assert "(gpu-host)" in str(refused.value) and "secret" not in str(refused.value)
 
 
 def test_a_deployment_that_is_down_is_one_sentence_not_a_hang():

@@ -59,7 +59,8 @@ def test_cents_of_known_intervals():
 
 
 def test_cents_is_nan_where_a_frequency_is_missing_or_not_positive():
-    np.testing.assert_array_equal(np.isnan(cents([440, 0, np.nan, 440], [440, 440, 440, -1])), [False, True, True, True])
+    missing = np.isnan(cents([440, 0, np.nan, 440], [440, 440, 440, -1]))
+    np.testing.assert_array_equal(missing, [False, True, True, True])
 
 
 def test_spectral_snr_of_reference_with_itself_is_inf():
