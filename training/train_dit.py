@@ -149,7 +149,7 @@ def encode_examples(codec, dataset: ProceduralDataset, workers: int) -> list[dic
     10 to 12 minutes in one process, 5 in two). One worker is this process: spawning one costs
     seconds of imports."""
     if workers == 1:
-        with torch.no_grad():
+        with torch.no_grad():  # not inference_mode: training saves these tensors for backward
             return [encode_example(codec, dataset[i]) for i in range(len(dataset))]
     bounds = np.linspace(0, len(dataset), 8 * workers + 1).astype(int)  # small shares: the processes end together
     with multiprocessing.get_context("spawn").Pool(workers, _start_worker, (codec.state_dict(),)) as pool:
@@ -260,7 +260,8 @@ def main(argv=None) -> None:
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=_at_least(1), default=2, help="torch threads, and processes encoding the examples")
-    parser.add_argument("--stat-clips", type=_at_least(2), default=300, help="clips the codec's statistics are fitted on")
+    parser.add_argument("--stat-clips", type=_at_least(2), default=300,
+                        help="clips the codec's statistics are fitted on")
     args = parser.parse_args(argv)
     if args.examples < args.batch:  # a step draws a run of --batch neighbours from them
         parser.error(f"--examples ({args.examples}) must be at least --batch ({args.batch})")

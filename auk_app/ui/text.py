@@ -59,10 +59,10 @@ def audex_banner() -> str:
         "It makes beeps and tones, sweeps and sirens (200–2000 Hz), clicks and knocks (up to six), and white, "
         "pink or brown noise, steady or fading in or out, alone or two in a row (\"a 1000 Hz beep, then two "
         "clicks\"), at the frequency, length and count the caption says: lengths in tenths of a second, up to "
-        "the demo's 3 s. Give frequencies and lengths in digits with a unit (\"440 Hz\", \"1.5 seconds\", \"300 ms\"). It cannot "
-        "make anything else (rain, voices, music): other words are unknown to it. Its codec re-synthesises "
-        "events from a few digits, so everything sounds synthetic; the phase mask, the validity report and the "
-        "decoding path are the release's. "
+        "the demo's 3 s. Give frequencies and lengths in digits with a unit (\"440 Hz\", \"1.5 seconds\", "
+        "\"300 ms\"). It cannot make anything else (rain, voices, music): other words are unknown to it. Its "
+        "codec re-synthesises events from a few digits, so everything sounds synthetic; the phase mask, the "
+        "validity report and the decoding path are the release's. "
         f"For the released model set `{AUDEX.env_var}` and `{XCODEC1.env_var}` (or pass `--audex` and `--xcodec`)."
     )
 

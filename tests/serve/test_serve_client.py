@@ -15,6 +15,8 @@ from auk_app.service import Studio, StudioConfig
 from tests.conftest import REPO
 from tests.ports import free_port
 
+VOLUME_EDIT = EditRequest(instruction="Increase the volume by 6 dB.", audio=str(REPO / "assets/examples/speech.flac"))
+
 
 @pytest.mark.parametrize("url", ["ftp://host:1/auk", "http://host:99999/auk", "http://:8000"])
 def test_a_bad_url_is_one_sentence(url):
@@ -34,9 +36,8 @@ def test_a_deployment_that_is_down_is_one_sentence_not_a_hang():
     with pytest.raises(ServeError, match="cannot be reached") as raised:
         studio.auk_server.check()
     began = time.monotonic()
-    request = EditRequest(instruction="Increase the volume by 6 dB.", audio=str(REPO / "assets/examples/speech.flac"))
     with pytest.raises(ServeError, match="cannot be reached"):  # gone after start-up: the edit says so
-        studio.edit(request, "demo")
+        studio.edit(VOLUME_EDIT, "demo")
     assert time.monotonic() - began < 10
     assert "\n" not in str(raised.value)
 
@@ -90,10 +91,9 @@ def test_a_silent_replica_is_given_up_with_its_sentence_and_not_sent_again():
         url = f"http://127.0.0.1:{server.server_address[1]}/auk"
         studio = Studio(StudioConfig(device="cpu", auk_server=url))
         studio.auk_server = ServeRunner(url, idle_timeout=1.0, retry_pause=0.1, limits=studio.config.limits)
-        request = EditRequest(instruction="Increase the volume by 6 dB.", audio=str(REPO / "assets/examples/speech.flac"))
         began = time.monotonic()
         with pytest.raises(ServeError, match="sent nothing for 1 s, so the edit was given up"):
-            studio.edit(request, "demo")
+            studio.edit(VOLUME_EDIT, "demo")
         assert time.monotonic() - began < 10 and _SilentReplica.posts == 1
     finally:
         _SilentReplica.release.set()
