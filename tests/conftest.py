@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 from pathlib import Path
@@ -13,6 +15,33 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "tests" / "fixtures" / "reference"
+
+
+@contextlib.contextmanager
+def _flock(path: Path, mode: int):
+    with open(path, "a") as handle:
+        fcntl.flock(handle, mode)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Under pytest-xdist, a test marked ``alone`` runs while no other test runs: it races a server
+    (Stop before the server's stream ends), and the other worker's load can make the server's
+    front end lag its engine by a whole stream. Other tests share the machine. The lock spans a
+    test's setup and teardown, so a module's fixtures count too. A waiting ``alone`` test holds the
+    turnstile, so tests that arrive after it wait for it rather than overtake it."""
+    if "PYTEST_XDIST_WORKER" not in os.environ:  # one process: nothing else runs
+        return (yield)
+    run = Path(item.config.option.basetemp).parent  # the run's folder, shared by its workers
+    alone = item.get_closest_marker("alone") is not None
+    with contextlib.ExitStack() as held:
+        with _flock(run / "machine.turnstile", fcntl.LOCK_EX):
+            held.enter_context(_flock(run / "machine.lock", fcntl.LOCK_EX if alone else fcntl.LOCK_SH))
+        return (yield)
 
 
 def _cuda_available() -> bool:

@@ -23,7 +23,7 @@ from auk_app.audex.remote import EngineError
 from auk_app.audex.request import AudexRequest
 from auk_app.config import Limits
 from auk_app.errors import Cancelled
-from auk_app.service import Studio, StudioConfig
+from auk_app.service import AUDEX_COMPARISON_RUN, Studio, StudioConfig
 from tests.ports import free_port
 
 LIMITS = Limits()  # the StudioConfig default the studios below run under
@@ -45,6 +45,14 @@ def remote(vllm_server) -> Studio:
 
 def _greedy(caption: str, cfg: float) -> AudexRequest:
     return AudexRequest(caption=caption, cfg=cfg, max_seconds=1.0, top_k=1, seed=0, limits=LIMITS)
+
+
+def _long_run(compare_unmasked: bool = True) -> AudexRequest:
+    """A greedy half-second beep and its comparison run without the mask. Unmasked, Audex-Tiny writes
+    a code where the end belongs, so that run never ends by itself: 4,000 tokens a member, to the
+    codec cap, a stream long enough to stop or break mid-way however slowly this process is served."""
+    return AudexRequest(caption="A 440 Hz tone for 0.5 seconds.", max_seconds=20.0, top_k=1, seed=0,
+                        compare_unmasked=compare_unmasked, limits=LIMITS)
 
 
 @pytest.mark.parametrize("cfg", [1.0, 3.0])
@@ -110,40 +118,38 @@ def _server_metric(url: str, name: str) -> float:
     return sum(float(line.rsplit(" ", 1)[1]) for line in metrics.splitlines() if line.startswith(name + "{"))
 
 
+@pytest.mark.alone
 def test_stopping_in_the_app_cancels_the_server_requests(local, remote, vllm_server):
-    """A greedy 2.5 s tone: unstopped, the server makes the in-process stream (about 500 tokens) for
-    each member of the pair. Stop is pressed at the first tokens the app sees, so the run must end
-    Cancelled and the server, once nothing runs, must have made less than one whole stream in all.
+    """Stop is pressed at the first tokens of the comparison run, which unstopped makes 4,000 tokens
+    a member; once nothing runs, the server must have made less than one such stream for the pair.
 
     The proof of the abort is the server's own token count, read once nothing runs, so no request to
     the server is made while the pair streams. Without the client's socket shutdown (remote.py's
     ``hang_up``) the server saw the client go only after the whole stream.
     """
-    request = AudexRequest(caption="A 440 Hz tone for 2.5 seconds.", max_seconds=20.0, top_k=1, seed=0, limits=LIMITS)
-    whole = len(local.text_to_audio(request).result.token_ids)
-    assert whole > 400  # far more than the first chunks: Stop lands while the pair streams
+    request = _long_run()
+    masked = len(local.text_to_audio(_long_run(compare_unmasked=False)).result.token_ids)  # the server's too
     url, seen = vllm_server[0], []
     made_before = _server_metric(url, "vllm:generation_tokens_total")
     stop = threading.Event()
 
     def progress(phase, done, total):
-        seen.append(done)
-        if done > 0:
-            stop.set()
+        if phase == AUDEX_COMPARISON_RUN:
+            seen.append(done)
+            if done > 0:
+                stop.set()
 
     with pytest.raises(Cancelled, match="Generation was stopped after"):
         remote.text_to_audio(request, progress=progress, should_stop=stop.is_set)
-    assert 0 < max(seen) < whole  # stopped where Stop was pressed, not at the stream's end
+    assert 0 < max(seen) < request.codec_cap  # stopped where Stop was pressed, not at the cap
     # Waits on the server's own state, not on a time budget: under a full two-core suite its prefill
     # and aborts can take long, and the generous bound only keeps a broken abort from hanging CI.
     deadline = time.monotonic() + 600
     while _server_metric(url, "vllm:num_requests_running") and time.monotonic() < deadline:
         time.sleep(0.2)
     assert _server_metric(url, "vllm:num_requests_running") == 0
-    made = _server_metric(url, "vllm:generation_tokens_total") - made_before
-    # Both members ran, and both were aborted well before their end: on an idle machine the pair made
-    # 40-58 tokens in all (of ~2 x 500 unstopped); without the hang-up, 518.
-    assert 2 * max(seen) <= made < whole
+    made = _server_metric(url, "vllm:generation_tokens_total") - made_before - 2 * masked  # the comparison pair's
+    assert 2 * max(seen) <= made < request.codec_cap  # both members ran, and both were aborted
 
 
 def test_a_server_that_is_not_there_is_one_sentence():
@@ -171,15 +177,20 @@ def test_a_server_that_says_nothing_times_out_in_one_sentence():
         assert time.monotonic() - started < 10
 
 
+@pytest.mark.alone
 def test_zz_a_server_that_dies_mid_request_is_one_sentence(remote, vllm_server):
-    """Runs last (the name): it stops the session's server."""
+    """Runs last (the name): it stops the session's server, during the comparison run, which would
+    go on for 4,000 tokens a member."""
     url, process = vllm_server
     errors, streaming = [], threading.Event()
 
+    def progress(phase, done, total):
+        if phase == AUDEX_COMPARISON_RUN and done > 0:
+            streaming.set()
+
     def run():
         try:
-            remote.text_to_audio(AudexRequest(caption=CAPTIONS[2], max_seconds=20.0, seed=4, limits=LIMITS),
-                                 progress=lambda phase, done, total: streaming.set())
+            remote.text_to_audio(_long_run(), progress=progress)
         except Exception as exc:  # noqa: BLE001 - the test inspects what came out
             errors.append(exc)
 
