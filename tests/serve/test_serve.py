@@ -81,6 +81,7 @@ def test_eight_concurrent_users_all_correct_over_both_replicas(local, remote):
     assert len({got.record.replica for got in results}) == 2
 
 
+@pytest.mark.alone  # Stop must land before the replica's last step
 def test_stop_cancels_the_request_on_its_replica(remote, serve_cluster):
     entry = remote.entry("demo")
     plan = plan_edit(EditRequest(instruction="Increase the volume by 6 dB.", audio=SPEECH, seed=1, **LONG),
