@@ -2,24 +2,27 @@
 
     python -m auk_app edit --input in.wav --instruction "Raise the pitch by 2 semitones." --output out.wav
 
-Prints the result record (seed, knobs, frames, timings) and its edit check ("check": task, asked,
-got, unit, tolerance, pass, and the line "asked −6 dB · got −5.9 dB ✓", also on stderr) as JSON on
-stdout. --candidates N runs seeds seed … seed+N−1 together and writes the best by the check to
---output and every other one beside it as <output>_seed<seed>.wav; "candidates" lists all, best
-first. A request that cannot be served prints one sentence on stderr, exits with status 2 and
-writes no file.
+Takes every knob /edit_audio takes (``--help`` lists them) and prints the result's manifest as JSON
+on stdout, the same record the API returns: seed, knobs, frames, timings, levels, warnings (also on
+stderr as they are known) and the edit check ("check": task, asked, got, unit, tolerance, pass, and
+the line "asked −6 dB · got −5.9 dB ✓", also on stderr). --candidates N runs seeds seed … seed+N−1
+together and writes the best by the check to --output and every other one beside it as
+<output>_seed<seed>.wav; "candidates" then lists all, best first. A request that cannot be served
+prints one sentence on stderr, exits with status 2 and writes no file.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import asdict
 import sys
 from pathlib import Path
 
-from auk_app.config import DTYPE_CHOICES
+from auk_app.config import DTYPE_CHOICES, Limits
 from auk_app.errors import AppError, InputError
+from auk_app.knobs import EDIT, Knob
+
+_TYPES = {"number": float, "slider": float, "grid": str, "choice": str, "text": str}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -27,34 +30,47 @@ def _parser() -> argparse.ArgumentParser:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
     edit = commands.add_parser("edit", help="edit or generate one clip")
-    edit.add_argument("--instruction", required=True)
+    edit.add_argument("--audio", "--input", dest="audio", type=Path, help=EDIT["audio"].describe(Limits()))
+    edit.add_argument("--instruction", required=True, help=EDIT["instruction"].describe(Limits()))
     edit.add_argument("--output", type=Path, required=True, help="WAV file to write (24 kHz, PCM16)")
-    edit.add_argument("--input", type=Path, help="source clip; omit to generate from text")
-    edit.add_argument("--checkpoint", type=Path, help="AuK checkpoint directory (default: found weights, else the demo)")
+    knobs = edit.add_argument_group("knobs", "as /edit_audio takes them; left out, the API's default")
+    for knob in EDIT:
+        if knob.cli:
+            _add_knob(knobs, knob)
+    edit.add_argument("--checkpoint", type=Path,
+                      help="an AuK checkpoint directory to edit with (the model then defaults to it)")
     edit.add_argument("--qwen", type=Path, help="Qwen2.5-Omni-3B snapshot directory")
-    edit.add_argument("--seconds", type=float, help="target length; default: the source's length")
-    edit.add_argument("--nfe", type=int)
-    edit.add_argument("--cfg", type=float)
-    edit.add_argument("--sway", type=float)
-    edit.add_argument("--t-grid", help="comma-separated time grid, e.g. 0,0.3,0.7,1")
-    edit.add_argument("--seed", type=int)
-    edit.add_argument("--candidates", type=int, default=1,
-                      help="run this many seeds (seed, seed+1, …; 1–8) together and keep the best by the edit check")
-    edit.add_argument("--region", type=float, nargs=2, metavar=("START", "END"),
-                      help="edit only these seconds of --input (up to 30 s of a file of up to 10 minutes); "
-                           "the whole file is written, --seconds is then the region's new length")
-    latent = edit.add_mutually_exclusive_group()
-    latent.add_argument("--vae-sample", dest="vae_sample", action="store_true",
-                        help="the source clip's latent is a draw from the VAE posterior seeded by --seed, as upstream "
-                             "AuK samples it (the default)")
-    latent.add_argument("--vae-mean", dest="vae_sample", action="store_false",
-                        help="take the VAE posterior's mean instead, as vLLM-Omni does")
-    edit.set_defaults(vae_sample=True)
     edit.add_argument("--device")
     edit.add_argument("--dtype", default="auto", choices=DTYPE_CHOICES,
                       help="autocast-bf16 = upstream AuK's float32 weights under bf16 autocast (see app.py --help)")
     edit.add_argument("--download", action="store_true", help="download missing weights from the Hugging Face Hub")
     return parser
+
+
+# The command line draws a seed only when none is given (the API's seed 0 comes with randomize_seed on).
+_OWN_DEFAULTS = {"seed": "a fresh one", "randomize_seed": "on unless --seed is given"}
+
+
+def _add_knob(group: argparse._ArgumentGroup, knob: Knob) -> None:
+    """``knob`` as a flag: a switch pair (--x / --no-x) for a checkbox, else a value of its type."""
+    default = _OWN_DEFAULTS.get(knob.name, None if knob.default is None else str(knob.default).lower())
+    text = knob.describe(Limits()) + ("" if default is None else f" Default: {default}.")
+    if knob.widget == "checkbox":
+        group.add_argument(knob.flag, dest=knob.name, action=argparse.BooleanOptionalAction, default=None, help=text)
+    else:
+        whole = knob.span is not None and knob.span(Limits())[2] == 1
+        group.add_argument(knob.flag, dest=knob.name, type=int if whole else _TYPES[knob.widget], default=None,
+                           help=text)
+
+
+def _values(args: argparse.Namespace) -> dict:
+    """The knobs given on the command line, by their API names; the seed is drawn only without --seed."""
+    values = {knob.name: getattr(args, knob.name) for knob in EDIT
+              if getattr(args, knob.name, None) is not None}
+    values.setdefault("randomize_seed", "seed" not in values)
+    if args.checkpoint is not None:
+        values.setdefault("model", args.checkpoint.name)
+    return values
 
 
 def check_output(path: Path) -> None:
@@ -83,43 +99,35 @@ def check_output(path: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    from auk_app.audio_io import write_wav
-    from auk_app.auk.request import EditRequest, check_candidates
+    from auk_app.results import EditOrder, write_edit
     from auk_app.service import Studio, StudioConfig
 
+    written: list[Path] = []
     try:
-        candidates = check_candidates(args.candidates)
         check_output(args.output)
-        studio = Studio(StudioConfig(
-            extra_auk=(args.checkpoint,) if args.checkpoint else (), qwen=args.qwen, device=args.device,
-            dtype=args.dtype, download=args.download,
-        ))
-        request = EditRequest(
-            instruction=args.instruction, audio=args.input, seconds=args.seconds, nfe=args.nfe, cfg=args.cfg,
-            sway=args.sway, t_grid=args.t_grid, seed=args.seed, vae_sample=args.vae_sample,
-            region_start=args.region[0] if args.region else None, region_end=args.region[1] if args.region else None,
-            limits=studio.config.limits,
-        )
-        made, _ = studio.edit_candidates(request, args.checkpoint.name if args.checkpoint else "auto",
-                                         candidates=candidates)
-        table = []
-        for candidate in made:
-            path = args.output if candidate.rank == 1 else candidate_path(args.output, candidate.result.record.seed)
-            write_wav(path, candidate.result.wav, candidate.result.sample_rate)
-            table.append({"rank": candidate.rank, "seed": candidate.result.record.seed, "file": str(path),
-                          "check": candidate.check_entry()})
-    except AppError as error:
+        config = StudioConfig(extra_auk=(args.checkpoint,) if args.checkpoint else (), qwen=args.qwen,
+                              device=args.device, dtype=args.dtype, download=args.download)
+        order = EditOrder.from_knobs(_values(args), config.limits)  # every knob, before anything loads
+        studio = Studio(config)
+        made, _ = studio.fulfil(order, warn=lambda warning: print(f"warning: {warning}", file=sys.stderr))
+        manifests = []
+        for rank, delivery in enumerate(made, start=1):
+            path = args.output if rank == 1 else candidate_path(args.output, delivery.seed)
+            manifests.append(write_edit(delivery, path))
+            written.append(path)
+    except Exception as error:  # noqa: BLE001: one sentence, and no file left behind
+        for path in written:
+            path.unlink(missing_ok=True)
+        if not isinstance(error, AppError):
+            error = f"The edit failed unexpectedly ({type(error).__name__}: {error})."
         print(error, file=sys.stderr)
         return 2
-    except Exception as error:  # a bug or the disk: still one sentence, and no half-written file
-        print(f"The edit failed unexpectedly ({type(error).__name__}: {error}).", file=sys.stderr)
-        return 2
-    best = made[0]
-    print(f"check: {best.check.display()}", file=sys.stderr)
-    output = {**asdict(best.result.record), "check": table[0]["check"]}
-    if candidates > 1:
-        output["candidates"] = table
-    print(json.dumps(output, indent=1, ensure_ascii=False))
+    best = manifests[0]
+    print(f"check: {best['check']['display']}", file=sys.stderr)
+    if len(manifests) > 1:
+        best = {**best, "candidates": [{"rank": m["candidate"]["rank"], "seed": m["seed"], "file": str(path),
+                                        "check": m["check"]} for m, path in zip(manifests, written)]}
+    print(json.dumps(best, indent=1, ensure_ascii=False))
     return 0
 
 

@@ -1,15 +1,17 @@
-"""Audio constants and the request limits the app enforces before any model runs.
-
-AuK's audio grid (24 kHz, 480 samples per frame) has its one home in :mod:`auk_app.auk.configs`.
-"""
+"""Audio constants and the request limits the app enforces before any model runs."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
 
-from auk_app.auk.configs import FRAME_RATE, HOP, SAMPLE_RATE
-
+# AuK's audio grid, as the released VAE makes it: 24 kHz audio, one latent frame per 480 samples
+# (its downsampling strides' product), so 50 frames per second. A checkpoint's own rate and hop
+# are its codec config's (AuKCheckpoint.sample_rate, .hop); these are the defaults every codec
+# config starts from and the grid of upstream's frame count, ceil(seconds · 24000 / 480).
+SAMPLE_RATE = 24_000
+HOP = 480
+FRAME_RATE = SAMPLE_RATE // HOP
 QWEN_SAMPLE_RATE = 16_000  # what the thinker's Whisper-style feature extractor expects
 MAX_TOTAL_FRAMES = 65_536  # reference + target, the DiT's hard cap (≈ 21.8 min)
 # The shortest clip or target: two latent frames. Measured on the demo model, a one-frame target
@@ -65,6 +67,6 @@ class Limits:
     max_instruction_chars: int = 1000
     max_caption_chars: int = 1000
 
-    def for_region(self, region_end: float | None) -> Limits:
-        """The limits a source is read under: up to 10 minutes when a region of it is edited."""
-        return self if region_end is None else replace(self, max_input_seconds=self.max_region_source_seconds)
+    def for_region(self, end: float | None) -> Limits:
+        """The limits a source is read under: up to 10 minutes when a region of it (ending at ``end``) is edited."""
+        return self if end is None else replace(self, max_input_seconds=self.max_region_source_seconds)

@@ -19,3 +19,17 @@ class CheckpointError(AppError):
 
 class Cancelled(AppError):
     """The user stopped the run; nothing was produced."""
+
+
+class KnobError(InputError):
+    """A value that only fails beside another knob's (no duration without a clip, a region past its
+    end); ``knob`` is the one a validator marks."""
+
+    def __init__(self, knob: str, message: str):
+        super().__init__(message)
+        self.knob = knob
+
+
+class EngineError(AppError):
+    """A model or a model server that gave something the app cannot serve (non-finite samples, a
+    result that does not fit its plan); nothing is written."""

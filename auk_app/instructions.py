@@ -25,7 +25,8 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from auk_app.auk.configs import FRAME_RATE, LANGUAGES
+from auk_app.auk.configs import LANGUAGES
+from auk_app.config import FRAME_RATE
 from auk_app.config import Limits, frames_for_seconds, seconds_for_frames
 
 SECONDS_PER_BYTE_EN = 0.0656  # prompt-enhancer TTS baseline, spec §7

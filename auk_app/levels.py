@@ -14,6 +14,9 @@ import numpy as np
 from auk_app import dsp
 
 
+LEVELS = ("seconds", "peak_dbfs", "rms_dbfs")  # what levels() measures
+
+
 def levels(mono: np.ndarray, sample_rate: int) -> dict[str, float | None]:
     """``seconds``, ``peak_dbfs`` and ``rms_dbfs`` of a mono clip."""
     return {

@@ -13,26 +13,30 @@ import contextvars
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from auk_app import dsp, instructions, resolve
+from auk_app import dsp, instructions, resolve, upload_check
+from auk_app.audex.params import MAX_CODEC_CAP
 from auk_app.audex.request import TRAINED_SECONDS, AudexRequest, TextToAudioResult
 from auk_app.auk.batching import DEFAULT_MAX_BATCH
 from auk_app.auk.checkpoint import AuKCheckpoint, read_auk_checkpoint
 from auk_app.auk.pipeline import AuKPipeline
-from auk_app.auk.plan import EditPlan, plan_edit
+from auk_app.auk.plan import EditPlan, plan_edit, recipe_for
 from auk_app.auk.registry import QWEN_OMNI
-from auk_app.auk.request import EditRequest, EditResult, check_candidates
+from auk_app.auk.request import EditRequest, EditResult
 from auk_app.check import Clip, EditCheck, Target, check, rank, target_from_text, unmeasured
 from auk_app.check.transcribe import Transcriber, check_content, content_target
 from auk_app.config import QWEN_SAMPLE_RATE, Limits
-from auk_app.errors import Cancelled, CheckpointError, InputError
+from auk_app.demo import DEMO_DIR
+from auk_app.errors import AppError, Cancelled, CheckpointError, InputError
+from auk_app.knobs import EDIT
 from auk_app.progress import Progress, ShouldStop, silent
+from auk_app.results import Delivery, EditOrder, deliver
 from auk_app.runtime import pick_device, pick_precision
 from auk_app.urls import server_host
 from auk_app.validate import shown
@@ -43,7 +47,6 @@ if TYPE_CHECKING:  # the Audex stack imports in seconds: only a Studio that serv
 AUDEX_DEMO_SECONDS = 3.0  # the tiny demo LM on a CPU: a few seconds keep a run short
 AUDEX_RUN = "Sampling"  # the progress phases of text_to_audio's runs
 AUDEX_COMPARISON_RUN = "Comparison run without the mask"
-DEMO_DIR = Path(__file__).resolve().parent.parent / "assets" / "AuK-Tiny"
 log = logging.getLogger(__name__)
 GET_WEIGHTS = (
     f"The released weights are not on this machine. Download them with `{resolve.AUK_BASE.download_command}` "
@@ -226,6 +229,46 @@ class Studio:
         return [f"{entry.label} was not trained for {gap}, so expect a result that does not follow the "
                 f"instruction; {where}" for gap in gaps]
 
+    def edit_problems(self, values: Mapping[str, Any]) -> dict[str, str]:
+        """The sentence for each knob of an edit's ``values`` that cannot be served, by name: the knobs'
+        own checks, the model's name, and the upload check of the clip (under a region's limits when
+        a region is set), before anything is queued."""
+        problems = EditOrder.problems(values, self.config.limits)
+        try:
+            self.entry(values.get("model", EDIT["model"].default))
+        except AppError as exc:
+            problems["model"] = str(exc)
+        if values.get("audio") is not None and "audio" not in problems:
+            region_end = None if "region_end" in problems else values.get("region_end") or None
+            findings = upload_check.check_upload(values["audio"], self.config.limits.for_region(region_end))
+            if findings["verdict"] == "rejected":
+                problems["audio"] = findings["message"]
+            elif region_end is not None and region_end > findings["duration_s"]:
+                problems["region_end"] = (f"The region ends at {region_end:g} s, past the clip's end at "
+                                          f"{findings['duration_s']:.2f} s.")
+        return problems
+
+    def gpu_seconds(self, values: Mapping[str, Any]) -> int:
+        """A ZeroGPU budget for an edit's ``values``: loading, plus a cost per Euler step growing with the
+        target length and the candidates (batched, each after the first costs about half of one)."""
+        try:
+            order = EditOrder.from_knobs(values, self.config.limits)
+            steps = recipe_for(order.request, self.entry(order.model).checkpoint).nfe
+            target, extra = order.request.seconds or 30.0, order.candidates - 1
+        except AppError:
+            steps, target, extra = 32, 30.0, 0
+        return int(min(180, 30 + steps * target * 0.05 * (1 + extra / 2)))
+
+    def audex_gpu_seconds(self, values: Mapping[str, Any]) -> int:
+        """A ZeroGPU budget for a text-to-audio request: about 10 ms per guided token, twice with the
+        comparison run."""
+        try:
+            request = AudexRequest.from_knobs(values, self.config.limits, seconds=self.audex_seconds)
+            tokens = request.tokens_asked()
+        except AppError:
+            tokens = 2 * MAX_CODEC_CAP
+        return int(min(180, 20 + tokens * 0.01))
+
     def edit(self, request: EditRequest, model: str | None = None, **callbacks) -> tuple[EditResult, ModelEntry]:
         """Plan ``request`` (every check, before waiting for the model), then run it."""
         entry = self.entry(model)
@@ -248,7 +291,7 @@ class Studio:
         its own through the same pipeline, so the step batcher solves them as one batch.
         ``should_stop`` stops them all and ``progress`` sees the steps of all of them summed. Any
         candidate's failure (Stop included) fails the request."""
-        n = check_candidates(candidates)
+        n = EDIT["candidates"].check(candidates, self.config.limits)
         entry = self.entry(model)
         target = target_from_text(request.instruction) if target is None else target
         plan = plan_edit(request, entry.checkpoint, self.config.limits)
@@ -271,6 +314,26 @@ class Studio:
         order = {id(c): k for k, c in enumerate(rank([c for _, c, _ in made]))}
         ranked = sorted((Candidate(r, c, s, order[id(c)] + 1) for r, c, s in made), key=lambda c: c.rank)
         return ranked, entry
+
+    def fulfil(self, order: EditOrder, *, progress: Progress | None = None, should_stop: ShouldStop | None = None,
+               warn: Callable[[str], None] | None = None) -> tuple[list[Delivery], ModelEntry]:
+        """Run ``order`` and make each candidate ready to write, best first (:mod:`auk_app.results`).
+        ``warn`` hears each warning as soon as it is known: what the model was not trained for before
+        the run, what the run found (clipping) after it."""
+        cautions = tuple(self.capability_warnings(order.model, order.request.instruction))
+        for caution in cautions if warn else ():
+            warn(caution)
+        made, entry = self.edit_candidates(order.request, order.model, candidates=order.candidates,
+                                           target=order.target, progress=progress, should_stop=should_stop)
+        if should_stop is not None and should_stop():  # stopped after the last step: still nothing is delivered
+            raise Cancelled("Stopped before the result was ready; nothing was produced.")
+        seeds = sorted(c.result.record.seed for c in made)
+        model = {"key": entry.key, "label": entry.label, "demo": entry.demo}
+        delivered = [deliver(c.result, order, model=model, check=c.check_entry(), cautions=cautions,
+                             candidate={"rank": c.rank, "of": len(made), "seeds": seeds}) for c in made]
+        for warning in delivered[0].record["warnings"][len(cautions):] if warn else ():
+            warn(warning)
+        return delivered, entry
 
     def _heard(self, entry: ModelEntry) -> Callable[[EditResult], EditCheck] | None:
         """The content check of ``entry``'s results (what the thinker hears against the text the
@@ -380,7 +443,6 @@ class Studio:
             "models": {
                 e.key: {"label": e.label, "variant": e.checkpoint.variant, "folder": e.checkpoint.directory.name,
                         "demo": e.demo, "defaults": asdict(e.checkpoint.defaults),
-                        "t_grid": list(e.checkpoint.t_grid) if e.checkpoint.t_grid else None,
                         "capabilities": asdict(e.checkpoint.capabilities)}
                 for e in self._entries.values()
             },

@@ -17,7 +17,7 @@ import numpy as np
 
 from auk_app import dsp
 from auk_app.audio_io import read_mono
-from auk_app.auk.configs import SAMPLE_RATE
+from auk_app.config import SAMPLE_RATE
 from auk_app.config import Limits
 from auk_app.errors import InputError
 from auk_app.levels import dbfs_or_none

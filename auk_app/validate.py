@@ -5,13 +5,11 @@ from __future__ import annotations
 import math
 import re
 import secrets
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
 
 import numpy as np
 
 from auk_app.config import Limits
-from auk_app.errors import AppError, InputError
+from auk_app.errors import InputError
 
 
 # −80 dBFS: ten times the 16-bit step (1/32768 ≈ −90 dBFS), so a clip below it holds dither at most.
@@ -36,6 +34,11 @@ def is_real(value) -> bool:
         return False
 
 
+def is_whole(value) -> bool:
+    """A real number with no fractional part: 80 or a number box's 80.0, not 80.5, True or "80"."""
+    return is_real(value) and float(value).is_integer()
+
+
 def _length(n_samples: int, sample_rate: int) -> str:
     seconds = n_samples / sample_rate
     if seconds >= 1:
@@ -43,18 +46,6 @@ def _length(n_samples: int, sample_rate: int) -> str:
     if n_samples < 100:
         return f"{n_samples} sample{'s' * (n_samples != 1)} ({seconds * 1000:.2f} ms)"
     return f"{seconds * 1000:.1f} ms"
-
-
-def field_problems(checks: Mapping[str, Callable[[Any], Any]], values: Mapping[str, Any]) -> dict[str, str]:
-    """The sentence of each value in ``values`` that its field's check refuses, by field name."""
-    problems = {}
-    for name, check in checks.items():
-        if name in values:
-            try:
-                check(values[name])
-            except AppError as exc:
-                problems[name] = str(exc)
-    return problems
 
 
 def check_format(sample_rate: int, channels: int, n_samples: int, limits: Limits) -> None:
@@ -155,67 +146,9 @@ def plain_text(text: str, tokenizer, what: str, subject: str) -> str:
     return plain
 
 
-def check_region(start, end, limits: Limits) -> tuple[float, float] | None:
-    """(start, end) in seconds of the part of the clip to edit; None for the whole clip (no end, or
-    0 as a number box sends it, like seconds' 0 for automatic). An empty start is the beginning."""
-    if end is None or (end == 0 and not start):
-        return None
-    start = 0.0 if start is None else start
-    if not (is_real(start) and is_real(end)):
-        raise InputError(
-            f"region_start and region_end are seconds; got {shown(start)} and {shown(end)}. "
-            "Leave region_end empty to edit the whole clip."
-        )
-    if start < 0 or end <= start:
-        raise InputError(
-            f"region_end ({end:g} s) must come after region_start ({start:g} s), and the start may not be negative."
-        )
-    length = end - start
-    if length > limits.max_target_seconds:
-        raise InputError(
-            f"The region lasts {length:g} s; the model edits at most {limits.max_target_seconds:g} s at a time. "
-            "Choose a shorter region."
-        )
-    if length < limits.min_seconds:
-        raise InputError(f"The region lasts {length:g} s; the shortest is {limits.min_seconds:g} s. Choose a longer one.")
-    return float(start), float(end)
-
-
 def check_caption(caption: str, limits: Limits) -> str:
     return _check_text(caption, "caption", limits.max_caption_chars,
                        "Describe the sound to generate, e.g. “Rain falling on a tin roof”.")
-
-
-def check_seconds(seconds: float | None, limits: Limits) -> float | None:
-    """Target length in seconds, or None (0 means automatic)."""
-    if seconds is None:
-        return None
-    if not is_real(seconds) or seconds < 0:
-        raise InputError(
-            f"The duration must be 0 (automatic) or a positive number of seconds, at most "
-            f"{limits.max_target_seconds:g}; got {shown(seconds)}."
-        )
-    if seconds == 0:
-        return None
-    if seconds > limits.max_target_seconds:
-        raise InputError(
-            f"The requested duration is {seconds:g} s; the limit is {limits.max_target_seconds:g} s. Ask for less."
-        )
-    if seconds < limits.min_seconds:
-        raise InputError(
-            f"The requested duration is {seconds:g} s; the shortest is {limits.min_seconds:g} s (two 20 ms latent "
-            "frames). Ask for more, or 0 to match the source clip."
-        )
-    return float(seconds)
-
-
-def check_duration_known(seconds: float | None, has_clip: bool) -> None:
-    """A target length must come from somewhere: ``seconds`` (None = automatic) or the clip."""
-    if seconds is None and not has_clip:
-        raise InputError(
-            "Without a source clip the model cannot infer a duration: there is no length to match. Set the "
-            "duration in seconds (e.g. 3, or the builder's estimate), or upload a clip to edit."
-        )
 
 
 RANDOM_SEED_SPACE = 2**31  # randomised seeds stay below 2^31 so they survive any int32 round trip
@@ -229,7 +162,7 @@ def check_seed(seed) -> int:
     """A whole number in [0, 2^63) (a number box's 5.0 counts as 5), returned as an int; None draws one."""
     if seed is None:
         return random_seed()
-    if not is_real(seed) or not float(seed).is_integer() or not 0 <= seed < 2**63:
+    if not is_whole(seed) or not 0 <= seed < 2**63:
         raise InputError(
             f"The seed must be a whole number from 0 to 2^63-1; got {shown(seed)}. "
             "Leave it out (or tick “Randomise seed”) for a random one."
@@ -243,48 +176,3 @@ def check_flag(value, name: str) -> bool:
     if not isinstance(value, bool):
         raise InputError(f"{name} must be true or false; got {shown(value)}.")
     return value
-
-
-def check_nfe(nfe, limits: Limits) -> int | None:
-    if nfe is None:
-        return None
-    if not is_real(nfe) or not float(nfe).is_integer() or not limits.min_nfe <= nfe <= limits.max_nfe:
-        raise InputError(f"nfe (Euler steps) must be a whole number from {limits.min_nfe} to {limits.max_nfe}; got {shown(nfe)}.")
-    return int(nfe)
-
-
-def check_cfg(cfg, limits: Limits) -> float | None:
-    if cfg is not None and not (is_real(cfg) and 0 <= cfg <= limits.max_cfg):
-        raise InputError(f"cfg (guidance strength) must be between 0 and {limits.max_cfg:g}; got {shown(cfg)}.")
-    return None if cfg is None else float(cfg)
-
-
-def check_sway(sway, limits: Limits) -> float | None:
-    if sway is not None and not (is_real(sway) and limits.min_sway <= sway <= limits.max_sway):
-        raise InputError(f"sway must be between {limits.min_sway:g} and {limits.max_sway:g}; got {shown(sway)}.")
-    return None if sway is None else float(sway)
-
-
-def parse_t_grid(value: str | Sequence[float] | None, limits: Limits) -> tuple[float, ...] | None:
-    """A comma-separated or listed time grid: finite, strictly increasing, within [0, 1]."""
-    if value is None or (isinstance(value, str) and not value.strip()):
-        return None
-    if isinstance(value, str):
-        try:
-            grid = [float(part) for part in value.replace(";", ",").split(",") if part.strip()]
-        except ValueError:
-            raise InputError(
-                f"The time grid {shown(value)} is not a comma-separated list of numbers, e.g. \"0, 0.3, 0.7, 1\"."
-            ) from None
-    else:
-        grid = [float(t) for t in value]
-    problem = None
-    if not 2 <= len(grid) <= limits.max_grid_points:
-        problem = f"needs 2 to {limits.max_grid_points} points; it has {len(grid)}"
-    elif not all(math.isfinite(t) and 0.0 <= t <= 1.0 for t in grid):
-        problem = "must lie within [0, 1]"
-    elif any(b <= a for a, b in zip(grid, grid[1:])):
-        problem = "must be strictly increasing"
-    if problem:
-        raise InputError(f"The time grid {shown(grid)} {problem}, e.g. \"0, 0.3, 0.7, 1\".")
-    return tuple(grid)

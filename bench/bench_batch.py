@@ -22,6 +22,7 @@ import torch
 
 from auk_app.auk.batching import StepBatcher
 from auk_app.auk.conditioner import fuse_hidden_states
+from auk_app.auk.sampler import SolveSpec
 from auk_app.auk.step_graphs import StepGraphs
 from auk_app.auk.vae_decode import fast_decode
 from auk_app.runtime import Precision, autocast
@@ -52,8 +53,8 @@ class BatchedEditor:
             generator = torch.Generator(device=self.device).manual_seed(seed + 1)
             ref = self.vae.latents(mean, std, sample=True, generator=generator)
         with autocast(self.device, self.precision):
-            latents = self.batcher.sample(text=text, c_mask=None, ref=ref, ref_mask=self.ref_mask,
-                                          gen_frames=self.target_frames, seed=seed, **self.recipe)  # fmt: skip
+            latents = self.batcher.sample(SolveSpec(text=text, c_mask=None, ref=ref, ref_mask=self.ref_mask,
+                                                    gen_frames=self.target_frames, seed=seed, **self.recipe))
         with self._lock, torch.inference_mode():
             return fast_decode(self.vae, latents.float()).cpu()  # .cpu(): the edit ends when its audio is on the host
 

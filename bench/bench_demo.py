@@ -30,11 +30,12 @@ from pathlib import Path
 import numpy as np
 
 from auk_app import instructions
-from auk_app.auk.configs import SAMPLE_RATE as RATE
+from auk_app.config import SAMPLE_RATE as RATE
 from auk_app.auk.request import EditRequest
 from auk_app.check import Clip, EditCheck, check, rank
 from auk_app.config import Limits
-from auk_app.service import DEMO_DIR, Studio, StudioConfig
+from auk_app.demo import DEMO_DIR
+from auk_app.service import Studio, StudioConfig
 from training.data import Example, heldout_cases
 from training.evaluation import FAMILIES, LEVEL, PITCH, TONE_F0, evaluate_family, score_clip
 

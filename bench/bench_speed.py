@@ -46,7 +46,8 @@ from auk_app.audex.params import AudexSampling  # noqa: E402
 from auk_app.audex.sampler import sample_stream  # noqa: E402
 from auk_app.audex.thinker import cast_keeping_rope_fp32  # noqa: E402
 from auk_app.audex.vocab import AudexVocab  # noqa: E402
-from auk_app.auk.configs import FLASH_T_GRID, HOP  # noqa: E402
+from auk_app.auk.configs import FLASH_T_GRID  # noqa: E402
+from auk_app.config import HOP  # noqa: E402
 from auk_app.auk.conditioner import fuse_hidden_states  # noqa: E402
 from auk_app.auk.dit import AuKTransformer  # noqa: E402
 from auk_app.auk.sampler import CFG_OFF_BELOW, build_time_grid, draw_noise, sample_latents  # noqa: E402

@@ -74,7 +74,7 @@ def test_region_edit_writes_the_whole_file(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     done = subprocess.run(
         [sys.executable, "-m", "auk_app", "edit", "--input", str(source), "--instruction", "Decrease the volume by 6 dB.",
-         "--output", str(out), "--nfe", "2", "--seed", "1", "--region", "10", "12.5"],
+         "--output", str(out), "--nfe", "2", "--seed", "1", "--region-start", "10", "--region-end", "12.5"],
         capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env,
     )
     assert done.returncode == 0, done.stderr
@@ -129,3 +129,12 @@ def test_candidates_out_of_range_are_one_sentence_before_anything_loads(tmp_path
     assert status == 2 and err.strip() == ("candidates is how many seeds of the edit to run and rank, a whole number "
                                            "from 1 to 8; got 9.")
     assert not (tmp_path / "out.wav").exists()
+
+
+def test_help_lists_every_knob_the_api_takes():
+    from auk_app.knobs import EDIT
+
+    done = subprocess.run([sys.executable, "-m", "auk_app", "edit", "--help"], capture_output=True, text=True,
+                          timeout=60, cwd=REPO, check=True)
+    for knob in EDIT:
+        assert f"--{knob.name.replace('_', '-')}" in done.stdout, knob.name

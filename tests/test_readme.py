@@ -17,7 +17,15 @@ def test_readme_opens_with_exactly_two_setup_commands():
     commands = _setup_commands()
     assert len(commands) == 2
     assert commands[0] == "pip install -r requirements.txt && python app.py"
-    assert commands[1].endswith("pip install -r requirements.txt && python -m pytest")
+    assert commands[1].endswith("pip install -r requirements.txt -r requirements-dev.txt && python -m pytest")
+
+
+def test_the_runtime_requirements_hold_no_test_tool():
+    """A Space installs requirements.txt: the test tools live in requirements-dev.txt alone."""
+    runtime = (ROOT / "requirements.txt").read_text().lower()
+    for tool in ("pytest", "xdist", "hypothesis", "playwright"):
+        assert tool not in runtime, tool
+    assert "pytest==" in (ROOT / "requirements-dev.txt").read_text()
 
 
 def test_the_url_follows_the_run_command():

@@ -16,7 +16,7 @@ import yaml
 from safetensors.torch import save_file
 
 from auk_app.auk.checkpoint import DIM_HEAD_DEFAULT, DIT_PREFIX
-from auk_app.auk.configs import BASE_DEFAULTS, FLASH_T_GRID
+from auk_app.auk.configs import BASE_RECIPE, DECLARED, FLASH_T_GRID
 from auk_app.auk.dit import AuKTransformer
 from auk_app.auk.vae import AuKVAE
 from auk_app.demo.harmonic_codec import CODEC_NAME as HARMONIC_NOISE, HarmonicNoiseCodec
@@ -43,7 +43,7 @@ def write_auk_checkpoint(
     name: str = "AuK",
     variant: str = "base",
     text_encoder: Any = None,  # a TextEncoderConfig or its dict
-    defaults: Any = None,  # SamplingDefaults or its dict
+    defaults: dict[str, Any] | None = None,  # what the config's ``defaults`` declares (configs.DECLARED)
     capabilities: dict[str, Any] | None = None,
 ) -> Path:
     """Write a checkpoint directory in the release (``layout="release"``) or assembled layout.
@@ -57,7 +57,6 @@ def write_auk_checkpoint(
     directory.mkdir(parents=True, exist_ok=True)
     dit_config, vae_config = _plain(dit_config), _plain(vae_config)
     text_encoder = {k: v for k, v in (_plain(text_encoder) or {}).items() if v is not None}
-    defaults = _plain(defaults)
     harmonic = isinstance(vae, HarmonicNoiseCodec)
     if harmonic and layout != "assembled":
         raise ValueError("the harmonic-noise codec is declared in the assembled layout's config.json only")
@@ -107,7 +106,7 @@ def write_auk_checkpoint(
             },
             "variant": variant,
             "flash_t_grid": list(FLASH_T_GRID),
-            "defaults": defaults or asdict(BASE_DEFAULTS),
+            "defaults": defaults or {k: getattr(BASE_RECIPE, k) for k in DECLARED},
         }
         if text_encoder:
             config["text_encoder"] = text_encoder

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from auk_app.auk.configs import HOP, SAMPLE_RATE
+from auk_app.config import HOP, SAMPLE_RATE
 from auk_app.demo.harmonic_codec import HarmonicNoiseCodec
 
 DIT_DIM_HEAD = 64

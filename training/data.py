@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from auk_app.auk.configs import HOP
+from auk_app.config import HOP
 from auk_app.config import seconds_for_frames
 from training.instructions import (
     denoise_instruction,

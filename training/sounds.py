@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from auk_app.auk.configs import SAMPLE_RATE  # the demo trains at AuK's rate
+from auk_app.config import SAMPLE_RATE  # the demo trains at AuK's rate
 
 F0_RANGE_HZ = (110.0, 880.0)  # A2..A5; ±4 semitones keeps every shifted f0 in 87..1109 Hz
 PARTIAL_RANGE = (1, 8)  # 8 partials of 1109 Hz reach 8.9 kHz, under PARTIAL_LIMIT_HZ

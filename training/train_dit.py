@@ -45,7 +45,7 @@ from auk_app.demo.minilm import MiniLMConditioner
 from auk_app.auk.dit import AuKTransformer
 from auk_app.auk.sampler import source_origin
 from training.codec import CODEC_CONFIG, DIT_DIM_HEAD, build_codec, fit_statistics
-from auk_app.auk.configs import HOP
+from auk_app.config import HOP
 from training.data import Example, ProceduralDataset
 
 DIT_CONFIG = {

@@ -14,11 +14,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from auk_app.audex.phase_table import NUM_PHASES
 from auk_app.config import Limits
 from auk_app.errors import InputError
-from auk_app.validate import check_caption, is_real, shown
+from auk_app.validate import check_caption, check_flag, check_seed, is_real, is_whole, shown
 
+NUM_PHASES = 4  # XCodec1 RVQ layers Audex generates, one phase each: the codebook count's one home
+FRAME_RATE_HZ = 50  # XCodec1: 16 kHz / hop 320
+CODEC_TOKENS_PER_SECOND = NUM_PHASES * FRAME_RATE_HZ  # 200
 MAX_CODEC_CAP = 4000  # 1000 frames = 20 s generated; decode keeps the first 500 frames (10 s)
 MAX_NEW_TOKENS = 4200  # room for 4000 codec tokens + <audiogen_end>
 CFG_RANGE = (1.0, 10.0)  # the serving layer's range; 1.0 turns guidance off
@@ -34,10 +36,19 @@ DEFAULT_CFG_SCALE = 3.0
 DEFAULT_TEMPERATURE = 1.0
 DEFAULT_TOP_K = 80
 DEFAULT_TOP_P = 1.0  # off
+MAX_SECONDS = MAX_CODEC_CAP / CODEC_TOKENS_PER_SECOND  # 20 s of tokens
 
 
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+def codec_cap(max_seconds: Any) -> int:
+    """The codec cap of ``max_seconds``: 200 codec tokens a second, in whole frames of 4 tokens, at
+    most the 4000-token cap."""
+    if not is_real(max_seconds) or not 0 < max_seconds <= MAX_SECONDS:
+        raise InputError(
+            f"max_seconds must be more than 0 and at most {MAX_SECONDS:g} (the {MAX_CODEC_CAP}-token codec cap); "
+            f"got {shown(max_seconds)}. Only the first 10 s are decoded."
+        )
+    frames = int(max_seconds * CODEC_TOKENS_PER_SECOND) // NUM_PHASES
+    return max(NUM_PHASES, min(MAX_CODEC_CAP, frames * NUM_PHASES))
 
 
 def check_cfg_scale(value: Any) -> float:
@@ -47,25 +58,25 @@ def check_cfg_scale(value: Any) -> float:
             f"cfg_scale must be between {low} and {high}; got {shown(value)}. "
             "Use 3.0 (the recommended value), or 1.0 to turn guidance off."
         )
-    return value
+    return float(value)
 
 
 def check_codec_cap(value: Any) -> int:
-    if not (_is_int(value) and 0 < value <= MAX_CODEC_CAP and value % NUM_PHASES == 0):
+    if not (is_whole(value) and 0 < value <= MAX_CODEC_CAP and value % NUM_PHASES == 0):
         raise InputError(
             f"codec_cap must be a positive multiple of {NUM_PHASES} (one frame is {NUM_PHASES} codec tokens) of at "
             f"most {MAX_CODEC_CAP}; got {shown(value)}. Use {MAX_CODEC_CAP}, or 2000 for the 10 s that are decoded."
         )
-    return value
+    return int(value)
 
 
 def check_max_tokens(value: Any) -> int:
-    if not (_is_int(value) and 1 <= value <= MAX_NEW_TOKENS):
+    if not (is_whole(value) and 1 <= value <= MAX_NEW_TOKENS):
         raise InputError(
             f"max_tokens must be a whole number from 1 to {MAX_NEW_TOKENS}; got {shown(value)}. "
             "Leave it unset to stop at the codec cap."
         )
-    return value
+    return int(value)
 
 
 def check_temperature(value: Any) -> float:
@@ -75,42 +86,35 @@ def check_temperature(value: Any) -> float:
             f"temperature must be between {low:g} and {high:g}; got {shown(value)}. "
             "Use 1.0, the value Audex is sampled with."
         )
-    return value
+    return float(value)
 
 
 def check_top_k(value: Any) -> int:
-    if not (_is_int(value) and 1 <= value <= MAX_TOP_K):
+    if not (is_whole(value) and 1 <= value <= MAX_TOP_K):
         raise InputError(
             f"top_k must be a whole number from 1 to {MAX_TOP_K} (the codec vocabulary); got {shown(value)}. "
             "Use 80, the Audex default."
         )
-    return value
+    return int(value)
 
 
 def check_top_p(value: Any) -> float:
     if not (is_real(value) and 0 < value <= 1):
         raise InputError(f"top_p must be greater than 0 and at most 1; got {shown(value)}. Use 1.0 to turn it off.")
-    return value
+    return float(value)
 
 
 def check_sampling_seed(value: Any) -> int:
-    if not (_is_int(value) and 0 <= value < 2**63):
-        raise InputError(
-            f"seed must be a whole number from 0 to 2**63 - 1; got {shown(value)}. Use 0 or any positive integer."
-        )
-    return value
-
-
-def check_use_mask(value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise InputError(f"use_mask must be True or False; got {shown(value)}.")
-    return value
+    """A run's seed, which the request has drawn by now when the client left it to chance."""
+    if value is None:
+        raise InputError("seed is required for a sampling run; draw one (0 to 2^63-1) before it starts.")
+    return check_seed(value)
 
 
 _CHECKS = {
     "cfg_scale": check_cfg_scale, "codec_cap": check_codec_cap, "max_tokens": check_max_tokens,
     "temperature": check_temperature, "top_k": check_top_k, "top_p": check_top_p, "seed": check_sampling_seed,
-    "use_mask": check_use_mask,
+    "use_mask": lambda value: check_flag(value, "use_mask"),
 }
 
 
@@ -136,7 +140,7 @@ class AudexSampling:
     def __post_init__(self) -> None:
         object.__setattr__(self, "caption", check_caption(self.caption, self.limits))
         for name, check in _CHECKS.items():
-            check(getattr(self, name))
+            object.__setattr__(self, name, check(getattr(self, name)))
 
     @property
     def guided(self) -> bool:

@@ -15,7 +15,8 @@ from collections.abc import Sequence
 
 import torch
 
-NUM_PHASES = 4  # XCodec1 RVQ layers Audex generates, one phase each: the codebook count's one home
+from auk_app.audex.params import NUM_PHASES
+
 PHASE0_OR_END = 4  # row: a frame boundary after at least one frame
 END_ONLY = 5  # row: at or past the codec cap
 

@@ -12,11 +12,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from auk_app.audex.rvq import MAX_TTA_FRAMES
-from auk_app.audex.phase_table import NUM_PHASES
+from auk_app.audex.params import FRAME_RATE_HZ, NUM_PHASES
 from auk_app.audex.tta import XCODEC1_CODEBOOK_SIZE, validate_rvq_phase
 from auk_app.audex.vocab import AudexVocab
 
-FRAME_RATE_HZ = 50  # XCodec1: 16 kHz / hop 320
 
 
 def build_report(token_ids: Sequence[int], end_reason: str, vocab: AudexVocab) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import torch
 
-from auk_app.audex.phase_table import NUM_PHASES
+from auk_app.audex.params import NUM_PHASES
 from auk_app.audex.tta import XCODEC1_CODEBOOK_SIZE
 
 MAX_TTA_FRAMES = 500  # the model was trained on 10 s clips: 500 frames x 320 samples = 160 000 at 16 kHz

@@ -27,7 +27,8 @@ from typing import Any
 
 import torch
 
-from auk_app.audex.phase_table import NUM_PHASES, allowed_table, mask_row
+from auk_app.audex.params import NUM_PHASES
+from auk_app.audex.phase_table import allowed_table, mask_row
 
 logger = logging.getLogger(__name__)
 

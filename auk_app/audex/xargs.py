@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from auk_app.audex.phase_table import NUM_PHASES
+from auk_app.audex.params import NUM_PHASES
 
 TTA_CODEC_CAP = "audex_codec_cap"  # int: present = phase-mask this request; the mask ends it here
 CFG_PAIR_ID = "cfg_pair_id"  # str shared by both members of a pair

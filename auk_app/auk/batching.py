@@ -6,7 +6,7 @@ DiT, owned by the pipeline) lets request threads submit their Euler solves and w
 driver thread runs the steps: each round it takes the requests of one shape bucket (the padding
 of :func:`~auk_app.auk.step_graphs.pad_to_bucket`, at most ``max_batch`` of them), runs one DiT
 step over all their rows and hands each request its own velocity rows. Each request keeps its
-own time grid, nfe, cfg and step index; the time goes in per row, and the CFG blend and Euler
+own time grid, guidance and step index; the time goes in per row, and the CFG blend and Euler
 update are the request's own (:class:`~auk_app.auk.sampler.Solve`, the arithmetic
 :func:`~auk_app.auk.sampler.sample_latents` uses), so requests join and leave at any step.
 
@@ -43,7 +43,7 @@ import torch
 import torch.nn.functional as F
 
 from auk_app.auk.dit import AuKStepContext, AuKTransformer
-from auk_app.auk.sampler import Solve, start_solve
+from auk_app.auk.sampler import Solve, SolveSpec, start_solve
 from auk_app.auk.step_graphs import PaddedRequest, StepGraphs, compute_autocast, pad_to_bucket
 
 DEFAULT_MAX_BATCH = 4
@@ -102,13 +102,13 @@ class StepBatcher:
         with self._cond:
             return len(self._jobs)
 
-    def sample(self, **request) -> torch.Tensor:
-        """``sample_latents(self.dit, **request)``, with the steps shared with concurrent calls.
+    def sample(self, spec: SolveSpec) -> torch.Tensor:
+        """``solve(self.dit, spec)``, with the steps shared with concurrent calls.
 
         Blocks the calling thread until its solve ends; argument errors are raised before it is
         submitted, and an exception from its ``on_step`` is re-raised here.
         """
-        solve = start_solve(self.dit, **request)
+        solve = start_solve(self.dit, spec)
         padded = pad_to_bucket(self.dit, **solve.conditioning)
         job = _Job(solve, padded, _group_key(padded), contextvars.copy_context())
         with self._cond:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,15 +32,16 @@ import yaml
 
 from auk_app.auk import registry
 from auk_app.auk.configs import (
-    BASE_DEFAULTS,
-    FLASH_DEFAULTS,
+    BASE_RECIPE,
+    DECLARED,
     FLASH_T_GRID,
     LANGUAGES,
     SAMPLE_RATE,
     CodecConfig,
     DiTConfig,
-    SamplingDefaults,
+    Recipe,
     TextEncoderConfig,
+    flash_recipe,
 )
 from auk_app.auk.dit import AuKTransformer, dit_state_dict
 from auk_app.errors import CheckpointError
@@ -79,8 +80,7 @@ class AuKCheckpoint:
     codec: str  # a key of registry.CODECS
     codec_config: CodecConfig  # the codec's model_init_kwargs, as its class's config_type
     text_encoder: TextEncoderConfig
-    defaults: SamplingDefaults
-    t_grid: tuple[float, ...] | None  # Flash's fixed grid, overriding nfe/cfg/sway
+    defaults: Recipe  # the recipe a request's knobs go over; Flash's is fixed, its grid included
     capabilities: Capabilities = Capabilities()  # the releases: every task, English and Chinese
 
     @property
@@ -216,8 +216,7 @@ def _read_release(directory: Path) -> AuKCheckpoint:
         codec=registry.BIGVGAN_FLOW,
         codec_config=codec_config,
         text_encoder=_text_encoder(text_encoder),
-        defaults=FLASH_DEFAULTS if variant == "flash" else BASE_DEFAULTS,
-        t_grid=FLASH_T_GRID if variant == "flash" else None,
+        defaults=flash_recipe() if variant == "flash" else BASE_RECIPE,
         capabilities=capabilities,
     )
 
@@ -236,8 +235,7 @@ def _read_assembled(directory: Path) -> AuKCheckpoint:
         )
         codec = str(vae.get("codec", registry.BIGVGAN_FLOW))
         codec_config = _codec_config(codec, vae)
-        defaults = _defaults(variant, config.get("defaults", {}))
-        t_grid = tuple(float(t) for t in config.get("flash_t_grid") or FLASH_T_GRID) if variant == "flash" else None
+        defaults = _defaults(variant, config.get("defaults", {}), config.get("flash_t_grid") or FLASH_T_GRID)
         name = str(config.get("name") or ("AuK-Flash" if variant == "flash" else "AuK"))
         capabilities = _capabilities(config.get("capabilities") or {})
     except (KeyError, TypeError, ValueError) as exc:
@@ -254,7 +252,6 @@ def _read_assembled(directory: Path) -> AuKCheckpoint:
         codec_config=codec_config,
         text_encoder=_text_encoder(config.get("text_encoder") or {}),
         defaults=defaults,
-        t_grid=t_grid,
         capabilities=capabilities,
     )
 
@@ -282,15 +279,12 @@ def _codec_config(codec: str, vae: dict[str, Any]) -> CodecConfig:
     return registry.codec_class(codec).config_type.from_kwargs(kwargs)
 
 
-def _defaults(variant: str, declared: dict[str, Any]) -> SamplingDefaults:
-    """The variant's defaults, overridden by what an assembled config declares; Flash's own
-    nfe, cfg and sway win whatever it declares."""
-    known = SamplingDefaults.__dataclass_fields__
-    defaults = {**asdict(FLASH_DEFAULTS if variant == "flash" else BASE_DEFAULTS)}
-    defaults.update({k: v for k, v in declared.items() if k in known})
+def _defaults(variant: str, declared: dict[str, Any], flash_grid) -> Recipe:
+    """The variant's recipe: Base's with what an assembled config declares over it; Flash's fixed
+    one on the config's grid, whatever else it declares."""
     if variant == "flash":
-        defaults.update(asdict(FLASH_DEFAULTS))
-    return SamplingDefaults(**defaults)
+        return flash_recipe(flash_grid)
+    return replace(BASE_RECIPE, **{k: v for k, v in declared.items() if k in DECLARED})
 
 
 def _capabilities(section: dict[str, Any]) -> Capabilities:
@@ -306,8 +300,9 @@ def _capabilities(section: dict[str, Any]) -> Capabilities:
 
 def _text_encoder(section: dict[str, Any]) -> TextEncoderConfig:
     """The ``text_encoder`` section (``kind``, an informative ``name``); none means Qwen2.5-Omni-3B."""
+    kind = section.get("kind", registry.QWEN_OMNI)
     try:
-        return TextEncoderConfig(kind=section.get("kind", registry.QWEN_OMNI), name=section.get("name"))
+        return TextEncoderConfig(kind=kind, name=section.get("name"), reads_audio=registry.text_encoder(kind).reads_audio)
     except ValueError as exc:
         raise CheckpointError(str(exc)) from exc
 

@@ -4,7 +4,7 @@
 Each fact has one home here: the DiT's constructor arguments (:class:`DiTConfig`), the released
 VAE's settings with the sample rate and hop derived from them (:class:`VAEConfig`; the demo's
 codec keeps its own in :mod:`auk_app.demo.harmonic_codec`), the text encoder
-(:class:`TextEncoderConfig`) and the sampling defaults (:class:`SamplingDefaults`). Torch-free,
+(:class:`TextEncoderConfig`) and the sampling recipe (:class:`Recipe`). Torch-free,
 so argument parsing and the instruction builder can read the constants below.
 """
 
@@ -13,22 +13,17 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any, Protocol
 
-from auk_app.auk.registry import QWEN_OMNI, TEXT_ENCODERS
+from auk_app.config import SAMPLE_RATE
 
 logger = logging.getLogger(__name__)
 
-# AuK's audio grid, as the released VAE makes it: 24 kHz audio, one latent frame per 480 samples
-# (its downsampling strides' product), so 50 frames per second. A checkpoint's own rate and hop
-# are its codec config's (AuKCheckpoint.sample_rate, .hop); these are the defaults every codec
-# config starts from and the grid of upstream's frame count, ceil(seconds · 24000 / 480).
-SAMPLE_RATE = 24_000
-HOP = 480
-FRAME_RATE = SAMPLE_RATE // HOP
 LANGUAGES = ("en", "zh")  # the instruction languages the releases were trained on, in the cookbook's order
 STARTS = ("noise", "source")
+BIGVGAN_FLOW = "bigvgan_flow"  # the released VAE, what a config that names no codec means
+QWEN_OMNI = "qwen2_5_omni"  # the released text encoder, what a config that names none means
 
 
 def frozen(value: Any) -> Any:
@@ -96,37 +91,34 @@ class VAEConfig:
 
 @dataclass(frozen=True)
 class TextEncoderConfig:
-    """The text encoder a checkpoint's fusion weights belong to: a key of registry.TEXT_ENCODERS."""
+    """The text encoder a checkpoint's fusion weights belong to: a key of registry.TEXT_ENCODERS, and
+    whether it hears the source clip (Qwen2.5-Omni) or reads the instruction only (MiniLM)."""
 
     kind: str = QWEN_OMNI
     name: str | None = None  # informative: the model the encoder was made from
-
-    def __post_init__(self):
-        if self.kind not in TEXT_ENCODERS:
-            expected = " or ".join(repr(k) for k in TEXT_ENCODERS)
-            raise ValueError(f"Unknown text encoder kind {self.kind!r}; expected {expected}.")
-
-    @property
-    def reads_audio(self) -> bool:
-        """Whether the encoder hears the source clip (Qwen2.5-Omni) or reads the instruction only (MiniLM)."""
-        return TEXT_ENCODERS[self.kind].reads_audio
+    reads_audio: bool = True
 
 
 @dataclass(frozen=True)
-class SamplingDefaults:
-    """The recipe a request gets for the knobs it leaves out.
+class Recipe:
+    """A sampling recipe: a checkpoint's defaults, or one run's (a request's knobs put over them).
 
     ``noise_scale`` multiplies the sampler's initial noise; the releases sample at 1, an assembled
     config's defaults may declare less. ``start`` is where the flow begins: ``"noise"`` (the
     releases) or ``"source"``, the source clip's latents plus that noise (the demo model declares
-    both: see training.train_dit).
+    both: see training.train_dit). A ``fixed`` recipe (Flash, a distilled student that only works
+    its own way) takes nothing from a request; ``ignored`` names what a request set that a run's
+    recipe overrode.
     """
 
     nfe: int
     cfg: float
     sway: float | None
+    t_grid: tuple[float, ...] | None = None
     noise_scale: float = 1.0
     start: str = "noise"
+    fixed: bool = False
+    ignored: tuple[str, ...] = ()
 
     def __post_init__(self):
         scale = self.noise_scale
@@ -135,9 +127,28 @@ class SamplingDefaults:
         object.__setattr__(self, "noise_scale", float(scale))
         if self.start not in STARTS:
             raise ValueError(f"defaults.start must be one of {STARTS}, not {self.start!r}")
+        if self.t_grid is not None:  # a grid fixes the step count
+            object.__setattr__(self, "t_grid", tuple(float(t) for t in self.t_grid))
+            object.__setattr__(self, "nfe", len(self.t_grid) - 1)
+
+    def over(self, asked: Mapping[str, Any]) -> Recipe:
+        """The run's recipe: ``asked`` (a request's knobs, None where left out) over this one. A grid
+        replaces the step count and sway; a fixed recipe ignores whatever differs from its own."""
+        given = {k: v for k, v in asked.items() if k in RECIPE_KNOBS and v is not None}
+        if self.fixed:
+            return replace(self, ignored=tuple(sorted(k for k, v in given.items() if v != getattr(self, k))))
+        run = replace(self, **given)
+        return run if run.t_grid is None else replace(run, ignored=tuple(sorted({"nfe", "sway"} & given.keys())))
 
 
-BASE_DEFAULTS = SamplingDefaults(nfe=32, cfg=2.0, sway=-1.0)
-FLASH_DEFAULTS = SamplingDefaults(nfe=4, cfg=0.0, sway=None)
+RECIPE_KNOBS = ("nfe", "cfg", "sway", "t_grid")  # what a request may set; the rest is the checkpoint's
+DECLARED = ("nfe", "cfg", "sway", "noise_scale", "start")  # what an assembled config's ``defaults`` may set
 # The sway = -1, nfe = 4 grid evaluated in torch float32; rounding it changes the output level.
 FLASH_T_GRID = (0.0, 0.07612049579620361, 0.2928932309150696, 0.6173166036605835, 1.0)
+BASE_RECIPE = Recipe(nfe=32, cfg=2.0, sway=-1.0)
+
+
+def flash_recipe(grid=FLASH_T_GRID) -> Recipe:
+    """Flash's fixed recipe on ``grid`` (the release's, or an assembled config's): the grid's steps
+    and no guidance, whatever a request asks."""
+    return Recipe(nfe=0, cfg=0.0, sway=None, t_grid=grid, fixed=True)

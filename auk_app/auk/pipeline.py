@@ -29,7 +29,7 @@ from auk_app.auk.conditioner import TextConditioner, fuse_hidden_states, load_co
 from auk_app.auk.plan import Clip, EditPlan, plan_edit
 from auk_app.auk.region import splice
 from auk_app.auk.request import EditRequest, EditResult
-from auk_app.auk.sampler import sample_latents, source_origin
+from auk_app.auk.sampler import SolveSpec, solve, source_origin
 from auk_app.auk.step_graphs import StepGraphs
 from auk_app.auk.vae_decode import fast_decode
 from auk_app.config import Limits
@@ -225,16 +225,13 @@ class AuKPipeline:
         text, c_mask, ref, ref_mask = conditioning
         recipe = plan.recipe
         origin = source_origin(ref, ref_mask, plan.gen_frames) if recipe.start == "source" else None
-        request = dict(
-            text=text, c_mask=c_mask, ref=ref, ref_mask=ref_mask, gen_frames=plan.gen_frames, nfe=recipe.nfe,
-            cfg_strength=recipe.cfg, sway_sampling_coef=recipe.sway, t_grid=recipe.t_grid, seed=plan.request.seed,
-            noise_scale=recipe.noise_scale, origin=origin, device=self.device, on_step=on_step,
-        )  # fmt: skip
+        spec = SolveSpec.of(recipe, text=text, c_mask=c_mask, ref=ref, ref_mask=ref_mask, gen_frames=plan.gen_frames,
+                            seed=plan.request.seed, origin=origin, device=self.device, on_step=on_step)
         with autocast(self.device, self.precision):
             if batcher is not None:
-                return batcher.sample(**request)
+                return batcher.sample(spec)
             with self._placed(model.dit):
-                return sample_latents(model.dit, graphs=graphs, **request)
+                return solve(model.dit, spec, graphs)
 
     def _decode(self, model: AuKModel, latents: torch.Tensor, plan: EditPlan) -> np.ndarray:
         """The waveform, trimmed to the clip with fit_to_source and spliced back for a region.

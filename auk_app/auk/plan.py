@@ -20,23 +20,11 @@ import numpy as np
 from auk_app import dsp
 from auk_app.audio_io import MonoClip, load_mono
 from auk_app.auk.checkpoint import AuKCheckpoint
+from auk_app.auk.configs import RECIPE_KNOBS, Recipe
 from auk_app.auk.region import RegionPlan, plan_region
 from auk_app.auk.request import EditRecord, EditRequest
 from auk_app.config import MAX_TOTAL_FRAMES, QWEN_SAMPLE_RATE, Limits, frames_for_seconds
 from auk_app.validate import check_clip
-
-
-@dataclass(frozen=True)
-class Recipe:
-    """The sampling recipe of one run: the request's knobs over the checkpoint's defaults."""
-
-    nfe: int
-    cfg: float
-    sway: float | None
-    t_grid: tuple[float, ...] | None
-    noise_scale: float  # the checkpoint's; no request knob sets it
-    start: str  # the checkpoint's: "noise" or "source"
-    ignored: tuple[str, ...]  # knobs the request set that the recipe overrides
 
 
 @dataclass(frozen=True)
@@ -68,7 +56,7 @@ class EditPlan:
     gen_frames: int
     ref_frames: int
     frames_capped: bool  # the DiT's 65,536-frame cap clamped the target
-    fit_to_source: bool  # trim the output to the clip's exact length
+    fit_to_source: bool  # automatic length: the output is trimmed to the clip's exact length
     planned_in: float  # seconds plan_edit took (decode, checks, resampling)
 
     def with_seed(self, seed: int) -> EditPlan:
@@ -83,15 +71,14 @@ class EditPlan:
     def record(self, *, seconds: float, ref_latent_frames: int, cache_hit: bool, timings: dict[str, float],
                device: str, dtype: str) -> EditRecord:
         """The run's record: this plan plus what the run measured (``timings`` with its "total")."""
-        request, recipe, clip, rate = self.request, self.recipe, self.clip, self.checkpoint.sample_rate
+        request, clip, rate = self.request, self.clip, self.checkpoint.sample_rate
         region = self.region
         return EditRecord(
             checkpoint_name=self.checkpoint.name, variant=self.checkpoint.variant,
             checkpoint=self.checkpoint.directory.name, instruction=request.instruction, seed=request.seed,
-            nfe=recipe.nfe, cfg=recipe.cfg, sway=recipe.sway, t_grid=recipe.t_grid, noise_scale=recipe.noise_scale,
-            start=recipe.start, ignored=recipe.ignored, gen_frames=self.gen_frames, ref_frames=self.ref_frames,
-            ref_latent_frames=ref_latent_frames, frames_capped=self.frames_capped, fit_to_source=self.fit_to_source,
-            seconds=seconds, sample_rate=rate,
+            recipe=self.recipe, gen_frames=self.gen_frames,
+            ref_frames=self.ref_frames, ref_latent_frames=ref_latent_frames, frames_capped=self.frames_capped,
+            fit_to_source=self.fit_to_source, seconds=seconds, sample_rate=rate,
             source_seconds=clip.source.seconds if clip else None,
             source_samples_24k=clip.wav_24k.shape[0] if clip else None,
             source_sample_rate=clip.source.sample_rate if clip else None,
@@ -114,41 +101,28 @@ def plan_edit(request: EditRequest, checkpoint: AuKCheckpoint, limits: Limits) -
     want_16k = checkpoint.text_encoder.reads_audio
     clip, whole, region = None, None, None
     if request.region is not None:
-        source = _checked_source(request.audio, limits.for_region(request.region_end))
+        source = _checked_source(request.audio, limits.for_region(request.region[1]))
         whole = dsp.resample(source.mono, source.sample_rate, checkpoint.sample_rate)
         region = plan_region(*request.region, whole.shape[0], checkpoint.sample_rate, limits.max_input_seconds)
         clip = _clip(whole[region.window_start: region.window_end], checkpoint.sample_rate, source, checkpoint, want_16k)
     elif request.audio is not None:
         source = _checked_source(request.audio, limits)
         clip = _clip(source.mono, source.sample_rate, source, checkpoint, want_16k)
-    fit = (request.fit_to_source or region is not None) and clip is not None and request.seconds is None
+    fit = clip is not None and request.seconds is None
     seconds = request.seconds
     if region is not None and seconds is not None:  # the region's target, with the window's context around it
         seconds += (region.before + region.after) / checkpoint.sample_rate
-    gen_frames, ref_frames, capped = _frame_budget(seconds, clip, fit)
+    gen_frames, ref_frames, capped = _frame_budget(seconds, clip)
     return EditPlan(
-        checkpoint=checkpoint, request=request, recipe=_recipe(request, checkpoint), clip=clip, whole=whole,
+        checkpoint=checkpoint, request=request, recipe=recipe_for(request, checkpoint), clip=clip, whole=whole,
         region=region, gen_frames=gen_frames, ref_frames=ref_frames, frames_capped=capped, fit_to_source=fit,
         planned_in=time.perf_counter() - started,
     )  # fmt: skip
 
 
-def _recipe(request: EditRequest, checkpoint: AuKCheckpoint) -> Recipe:
-    """The request's knobs with the checkpoint's defaults filled in; Flash's fixed recipe wins."""
-    given = {"nfe": request.nfe, "cfg": request.cfg, "sway": request.sway, "t_grid": request.t_grid}
-    defaults = checkpoint.defaults
-    declared = {"noise_scale": defaults.noise_scale, "start": defaults.start}
-    if checkpoint.is_flash:
-        grid = tuple(checkpoint.t_grid)
-        fixed = {"nfe": len(grid) - 1, "cfg": 0.0, "sway": None, "t_grid": grid}
-        ignored = tuple(sorted(k for k, v in given.items() if v is not None and v != fixed[k]))
-        return Recipe(**fixed, **declared, ignored=ignored)
-    knobs = {k: getattr(defaults, k) if given[k] is None else given[k] for k in ("nfe", "cfg", "sway")}
-    grid = request.t_grid
-    ignored = tuple(sorted(k for k in ("nfe", "sway") if grid is not None and given[k] is not None))
-    if grid is not None:
-        knobs["nfe"] = len(grid) - 1
-    return Recipe(**knobs, t_grid=grid, **declared, ignored=ignored)
+def recipe_for(request: EditRequest, checkpoint: AuKCheckpoint) -> Recipe:
+    """The recipe ``request`` runs on ``checkpoint``: its knobs over the checkpoint's defaults."""
+    return checkpoint.defaults.over({k: getattr(request, k) for k in RECIPE_KNOBS})
 
 
 def _checked_source(source, limits: Limits) -> MonoClip:
@@ -171,13 +145,11 @@ def _clip(wav: np.ndarray, rate: int, source: MonoClip, checkpoint: AuKCheckpoin
     )
 
 
-def _frame_budget(seconds: float | None, clip: Clip | None, fit: bool) -> tuple[int, int, bool]:
-    """(target frames, reference frames, whether the 65,536-frame cap clamped the target)."""
+def _frame_budget(seconds: float | None, clip: Clip | None) -> tuple[int, int, bool]:
+    """(target frames, reference frames, whether the 65,536-frame cap clamped the target); without
+    ``seconds`` the clip's length in whole frames (the request has made sure there is a clip)."""
     ref_frames = clip.ref_frames if clip else 0
-    if seconds is not None:
-        gen_frames = max(1, frames_for_seconds(seconds))
-    else:  # automatic: the request has made sure there is a clip
-        gen_frames = math.ceil(clip.wav_24k.shape[0] / clip.hop) if fit else ref_frames
+    gen_frames = max(1, frames_for_seconds(seconds)) if seconds is not None else math.ceil(clip.wav_24k.shape[0] / clip.hop)
     capped = ref_frames + gen_frames > MAX_TOTAL_FRAMES
     if capped:
         gen_frames = max(1, MAX_TOTAL_FRAMES - ref_frames)

@@ -1,13 +1,17 @@
 """Codecs and text encoders by the name a checkpoint config gives them, imported on first use.
 
-A release (the BigVGAN-flow VAE, Qwen2.5-Omni-3B, XCodec1) and the demo models (the harmonic-noise
-codec, all-MiniLM-L6-v2, Audex-Tiny's event codec) are looked up here alike; each entry names its class as ``"module:attribute"``,
-so loading a release never imports the demo package, and this module imports nothing.
+The releases' own (the BigVGAN-flow VAE, Qwen2.5-Omni-3B; XCodec1 is transformers') are entered
+here; other kinds register themselves (:func:`register`): the demo package enters AuK-Tiny's and
+Audex-Tiny's when it is imported. Each entry names its class as ``"module:attribute"``, imported
+when a checkpoint uses it, so loading a release imports no demo.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+
+from auk_app.auk.configs import BIGVGAN_FLOW, QWEN_OMNI
 from importlib import import_module
 from typing import Any
 
@@ -20,24 +24,24 @@ class TextEncoderKind:
     reads_audio: bool  # Qwen2.5-Omni hears the source clip beside the instruction; MiniLM reads text only
 
 
-BIGVGAN_FLOW = "bigvgan_flow"  # the released VAE, what a config that names no codec means
-QWEN_OMNI = "qwen2_5_omni"  # the released text encoder, what a config that names none means
 # Each codec class has a ``config_type`` (a frozen dataclass with from_kwargs, sample_rate and hop)
 # and ``from_config(config)``.
-CODECS = {
-    BIGVGAN_FLOW: "auk_app.auk.vae:AuKVAE",
-    "harmonic_noise": "auk_app.demo.harmonic_codec:HarmonicNoiseCodec",
-}
+CODECS = {BIGVGAN_FLOW: "auk_app.auk.vae:AuKVAE"}
 # Audex's codec by the ``codec`` field of its config.json; a config without one is XCodec1
 # (``transformers.XcodecModel``, what the release ships). Each class has ``from_config(dict)``,
 # code tables as parameters (loaded strictly) and ``decode(codes).audio_values`` as XcodecModel's.
-AUDEX_CODECS = {
-    "audex_events": "auk_app.demo.event_codec:EventCodec",
-}
-TEXT_ENCODERS = {
-    QWEN_OMNI: TextEncoderKind("auk_app.auk.qwen:QwenConditioner", reads_audio=True),
-    "minilm": TextEncoderKind("auk_app.demo.minilm:MiniLMConditioner", reads_audio=False),
-}
+AUDEX_CODECS: dict[str, str] = {}
+TEXT_ENCODERS = {QWEN_OMNI: TextEncoderKind("auk_app.auk.qwen:QwenConditioner", reads_audio=True)}
+
+
+def register(*, codecs: Mapping[str, str] | None = None, audex_codecs: Mapping[str, str] | None = None,
+             text_encoders: Mapping[str, TextEncoderKind] | None = None) -> None:
+    """Enter more kinds by name (a package's own, from the package); a name already taken by another
+    target is refused, so no plugin can replace a release's kind."""
+    for table, entries in ((CODECS, codecs), (AUDEX_CODECS, audex_codecs), (TEXT_ENCODERS, text_encoders)):
+        for name, target in (entries or {}).items():
+            if table.setdefault(name, target) != target:
+                raise ValueError(f"{name!r} is registered already, as {table[name]!r}")
 
 
 def load(target: str) -> Any:
@@ -60,6 +64,13 @@ def audex_codec_class(name: str) -> Any:
     return load(AUDEX_CODECS[name])
 
 
+def text_encoder(kind: str) -> TextEncoderKind:
+    """The registered text encoder ``kind``; ValueError for a name not registered."""
+    if kind not in TEXT_ENCODERS:
+        raise ValueError(f"Unknown text encoder kind {kind!r}; expected {' or '.join(map(repr, TEXT_ENCODERS))}.")
+    return TEXT_ENCODERS[kind]
+
+
 def text_encoder_class(kind: str) -> Any:
     """The conditioner class a config's ``text_encoder.kind`` names."""
-    return load(TEXT_ENCODERS[kind].target)
+    return load(text_encoder(kind).target)

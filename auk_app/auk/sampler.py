@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import torch
 
+from auk_app.auk.configs import Recipe
 from auk_app.auk.dit import AuKTransformer
 from auk_app.auk.step_graphs import StepGraphs
 
@@ -143,47 +144,60 @@ class Solve:
         return self.x
 
 
-def start_solve(
-    dit: AuKTransformer,
-    *,
-    text: torch.Tensor,
-    c_mask: torch.Tensor | None,
-    ref: torch.Tensor,
-    ref_mask: torch.Tensor | None,
-    gen_frames: int,
-    nfe: int = 32,
-    cfg_strength: float = 1.0,
-    sway_sampling_coef: float | None = None,
-    t_grid: Sequence[float] | None = None,
-    seed: int | None = None,
-    generator: torch.Generator | None = None,
-    noise_scale: float = 1.0,
-    origin: torch.Tensor | None = None,
-    latent_dim: int | None = None,
-    device: torch.device | str | None = None,
-    dtype: torch.dtype | None = None,
-    on_step: Callable[[int, int], None] | None = None,
-) -> Solve:
-    """A checked request's solve at t=0: time grid, initial noise, inputs in the model's dtype.
-    Arguments are :func:`sample_latents`'; every argument error is raised here, before any step."""
-    param = next(dit.parameters())
-    device = torch.device(device) if device is not None else param.device
-    latent_dim = latent_dim or dit.latent_dim
-    state_dtype = dtype or torch.float32
-    if gen_frames < 1:
-        raise ValueError(f"AuK sampling needs at least one target frame; got gen_frames={gen_frames}")
+@dataclass(frozen=True)
+class SolveSpec:
+    """What one request's solve needs: :func:`sample_latents`' arguments, checked and held as one
+    value, so the pipeline, the step batcher and :func:`start_solve` pass it on whole."""
 
-    grid = build_time_grid(nfe=nfe, sway_sampling_coef=sway_sampling_coef, t_grid=t_grid, device=device)
-    x = noise_scale * draw_noise(gen_frames, latent_dim, seed=seed, generator=generator, device=device, dtype=state_dtype)
-    if origin is not None:
-        x = x + origin.to(device=device, dtype=state_dtype)
+    text: torch.Tensor
+    c_mask: torch.Tensor | None
+    ref: torch.Tensor
+    ref_mask: torch.Tensor | None
+    gen_frames: int
+    nfe: int = 32
+    cfg_strength: float = 1.0
+    sway_sampling_coef: float | None = None
+    t_grid: Sequence[float] | None = None
+    seed: int | None = None
+    generator: torch.Generator | None = None
+    noise_scale: float = 1.0
+    origin: torch.Tensor | None = None
+    latent_dim: int | None = None
+    device: torch.device | str | None = None
+    dtype: torch.dtype | None = None
+    on_step: Callable[[int, int], None] | None = None
+
+    @classmethod
+    def of(cls, recipe: Recipe, **conditioning) -> SolveSpec:
+        """A run's spec: its sampling ``recipe`` (nfe, cfg, sway, grid, noise scale) and ``conditioning``
+        (the text, reference, frames, seed, device and progress of the run)."""
+        return cls(nfe=recipe.nfe, cfg_strength=recipe.cfg, sway_sampling_coef=recipe.sway, t_grid=recipe.t_grid,
+                   noise_scale=recipe.noise_scale, **conditioning)
+
+
+def start_solve(dit: AuKTransformer, spec: SolveSpec) -> Solve:
+    """A request's solve at t=0: time grid, initial noise, inputs in the model's dtype; every
+    argument error is raised here, before any step."""
+    param = next(dit.parameters())
+    device = torch.device(spec.device) if spec.device is not None else param.device
+    latent_dim = spec.latent_dim or dit.latent_dim
+    state_dtype = spec.dtype or torch.float32
+    if spec.gen_frames < 1:
+        raise ValueError(f"AuK sampling needs at least one target frame; got gen_frames={spec.gen_frames}")
+
+    grid = build_time_grid(nfe=spec.nfe, sway_sampling_coef=spec.sway_sampling_coef, t_grid=spec.t_grid, device=device)
+    noise = draw_noise(spec.gen_frames, latent_dim, seed=spec.seed, generator=spec.generator, device=device,
+                       dtype=state_dtype)
+    x = spec.noise_scale * noise
+    if spec.origin is not None:
+        x = x + spec.origin.to(device=device, dtype=state_dtype)
     model_dtype = param.dtype
     conditioning = dict(
-        text=text.to(device=device, dtype=model_dtype), c_mask=c_mask, ref=ref.to(device=device, dtype=model_dtype),
-        ref_mask=ref_mask, target_frames=gen_frames,
+        text=spec.text.to(device=device, dtype=model_dtype), c_mask=spec.c_mask,
+        ref=spec.ref.to(device=device, dtype=model_dtype), ref_mask=spec.ref_mask, target_frames=spec.gen_frames,
     )  # fmt: skip
-    return Solve(conditioning=conditioning, x=x, grid=grid, cfg_strength=cfg_strength,
-                 guided=cfg_strength >= CFG_OFF_BELOW, model_dtype=model_dtype, on_step=on_step)
+    return Solve(conditioning=conditioning, x=x, grid=grid, cfg_strength=spec.cfg_strength,
+                 guided=spec.cfg_strength >= CFG_OFF_BELOW, model_dtype=model_dtype, on_step=spec.on_step)
 
 
 def sample_latents(
@@ -223,17 +237,23 @@ def sample_latents(
     ``graphs`` (the serving pipeline's, for this DiT) runs the steps as CUDA graphs on CUDA, at its
     compute dtype; without it each step is a plain ``prepare``/``step`` under the caller's autocast.
     """
-    solve = start_solve(
-        dit, text=text, c_mask=c_mask, ref=ref, ref_mask=ref_mask, gen_frames=gen_frames, nfe=nfe,
+    spec = SolveSpec(
+        text=text, c_mask=c_mask, ref=ref, ref_mask=ref_mask, gen_frames=gen_frames, nfe=nfe,
         cfg_strength=cfg_strength, sway_sampling_coef=sway_sampling_coef, t_grid=t_grid, seed=seed,
         generator=generator, noise_scale=noise_scale, origin=origin, latent_dim=latent_dim, device=device,
         dtype=dtype, on_step=on_step,
     )  # fmt: skip
+    return solve(dit, spec, graphs)
+
+
+def solve(dit: AuKTransformer, spec: SolveSpec, graphs: StepGraphs | None = None) -> torch.Tensor:
+    """:func:`sample_latents` of a spec: one request's steps, alone on ``dit``."""
+    run = start_solve(dit, spec)
     with torch.inference_mode():
-        step = graphs.stepper(**solve.conditioning, cfg_infer=solve.guided) if graphs is not None else _plain_step(dit, solve)
-        while not solve.finished:
-            solve.advance(step(solve.model_x(), solve.time()))
-    return solve.result()
+        step = graphs.stepper(**run.conditioning, cfg_infer=run.guided) if graphs is not None else _plain_step(dit, run)
+        while not run.finished:
+            run.advance(step(run.model_x(), run.time()))
+    return run.result()
 
 
 def _plain_step(dit: AuKTransformer, solve: Solve) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:

@@ -23,7 +23,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from auk_app.auk.configs import SAMPLE_RATE, VAEConfig
+from auk_app.auk.configs import VAEConfig
+from auk_app.config import SAMPLE_RATE
 
 TRAINING_ONLY_PREFIX = "flow."
 _FILTER_TAPS = 12

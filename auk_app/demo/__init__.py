@@ -5,8 +5,21 @@
 * :mod:`auk_app.demo.event_codec`: Audex-Tiny's parametric event codec (XCodec1's interface);
 * :mod:`auk_app.demo.audex_snapshot`: where Audex-Tiny lives, and a tiny random snapshot for the tests.
 
-The codecs and MiniLM plug in through :mod:`auk_app.auk.registry` by the names a checkpoint config
-gives them (``harmonic_noise``, ``minilm``, ``audex_events``), exactly as the released VAE, Qwen2.5-Omni
-and XCodec1 do;
-nothing on a release's path imports this package.
+Importing the package enters its codecs and MiniLM in :mod:`auk_app.auk.registry` by the names a
+checkpoint config gives them (``harmonic_noise``, ``minilm``, ``audex_events``), exactly as the
+released VAE, Qwen2.5-Omni and XCodec1 are; their modules load when a checkpoint uses them. Whatever
+reads AuK-Tiny finds it here (:data:`DEMO_DIR`), so the names are entered first; nothing on a
+release's path imports this package.
 """
+
+from pathlib import Path
+
+from auk_app.auk import registry
+
+DEMO_DIR = Path(__file__).resolve().parents[2] / "assets" / "AuK-Tiny"  # AuK-Tiny, always shipped
+
+registry.register(
+    codecs={"harmonic_noise": "auk_app.demo.harmonic_codec:HarmonicNoiseCodec"},
+    audex_codecs={"audex_events": "auk_app.demo.event_codec:EventCodec"},
+    text_encoders={"minilm": registry.TextEncoderKind("auk_app.demo.minilm:MiniLMConditioner", reads_audio=False)},
+)

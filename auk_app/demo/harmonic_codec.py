@@ -55,7 +55,8 @@ import torch
 from numpy.lib.stride_tricks import sliding_window_view
 from torch import nn
 
-from auk_app.auk.configs import HOP, SAMPLE_RATE, frozen
+from auk_app.auk.configs import frozen
+from auk_app.config import HOP, SAMPLE_RATE
 
 CODEC_NAME = "harmonic_noise"
 F0_REFERENCE_HZ = 220.0

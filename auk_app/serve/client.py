@@ -31,7 +31,6 @@ from auk_app.audex.remote import hang_up
 from auk_app.auk.plan import EditPlan
 from auk_app.auk.region import splice
 from auk_app.auk.request import EditResult
-from auk_app.config import Limits
 from auk_app.errors import AppError, Cancelled, InputError
 from auk_app.progress import Progress, ShouldStop, silent
 from auk_app.serve.wire import plan_body, unpack, window_plan
@@ -56,7 +55,7 @@ class ServeRunner:
     engine = ENGINE
 
     def __init__(self, url: str, *, connect_timeout: float = 5.0, idle_timeout: float = 60.0, attempts: int = 3,
-                 retry_pause: float = 2.0, limits: Limits = Limits()):
+                 retry_pause: float = 2.0):
         self.url = check_url(url)
         self.host = server_host(url)
         self.timeout = httpx.Timeout(idle_timeout, connect=connect_timeout)
@@ -66,7 +65,6 @@ class ServeRunner:
         self.idle_timeout = idle_timeout
         self.attempts = attempts
         self.retry_pause = retry_pause
-        self.limits = limits
 
     # ------------------------------------------------------------------ status
 
@@ -102,7 +100,7 @@ class ServeRunner:
         record naming the engine and the replica. ``on_start`` gets each attempt's start line (the
         replica's id, node, pid, device) as it arrives."""
         started = time.perf_counter()
-        body = json.dumps(plan_body(window_plan(plan), request_id=uuid.uuid4().hex, limits=self.limits)).encode()
+        body = json.dumps(plan_body(window_plan(plan), request_id=uuid.uuid4().hex)).encode()
         report = progress or silent
         for attempt in range(1, self.attempts + 1):
             try:

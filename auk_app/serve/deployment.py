@@ -29,6 +29,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, StreamingResponse
 
 from auk_app import resolve
+from auk_app.demo import DEMO_DIR
 from auk_app.auk.batching import DEFAULT_MAX_BATCH
 from auk_app.auk.checkpoint import read_auk_checkpoint
 from auk_app.auk.pipeline import AuKPipeline
@@ -37,7 +38,6 @@ from auk_app.config import Limits
 from auk_app.errors import AppError, Cancelled, InputError
 from auk_app.serve.client import ENGINE
 from auk_app.serve.wire import pack, read_plan
-from auk_app.service import DEMO_DIR
 
 HEARTBEAT_SECONDS = 2.0  # a line at least this often, so a client can tell a slow phase from a dead replica
 
@@ -60,9 +60,10 @@ class AuKReplica:
         directory = DEMO_DIR if checkpoint == "demo" else Path(checkpoint)
         ckpt = read_auk_checkpoint(directory)
         text_encoder = resolve.resolve(resolve.QWEN_OMNI, qwen) if ckpt.text_encoder.kind == QWEN_OMNI else None
-        # The replica runs plans the app made under its own limits; it plans nothing itself.
+        # The replica runs the plans the app makes, each checked again against the replica's own limits.
+        self.limits = Limits()
         self.pipeline = AuKPipeline(ckpt, text_encoder_path=text_encoder, device=device, dtype=dtype,
-                                    max_batch=int(max_batch), compile=compile, limits=Limits())
+                                    max_batch=int(max_batch), compile=compile, limits=self.limits)
         self.pipeline.load()  # once, before the replica takes requests
         self.replica = _replica_id()
         self.node = socket.gethostname()
@@ -116,7 +117,7 @@ class AuKReplica:
             emit({"event": "progress", "phase": phase, "done": done, "total": total})
 
         try:
-            plan = read_plan(body, self.pipeline.checkpoint)
+            plan = read_plan(body, self.pipeline.checkpoint, self.limits)
             result = self.pipeline.run(plan, progress=progress, should_stop=stop.is_set)
             record = result.record
             emit({"event": "result", "wav": pack(result.wav), "sample_rate": result.sample_rate,

@@ -2,8 +2,9 @@
 
 The app makes the plan (every check, the instruction, the region's window) and sends only what
 the model reads: the recipe, the frame budget, the window's audio at the rates the models read it,
-and the three request fields the run uses (instruction, seed, vae_sample). The replica rebuilds
-an :class:`~auk_app.auk.plan.EditPlan` without a region on its own checkpoint and runs it through
+and the request's knobs. The replica checks the request again against its own limits (a client's
+word is no limit), rebuilds an :class:`~auk_app.auk.plan.EditPlan` without a region on its own
+checkpoint and runs it through
 :meth:`AuKPipeline.run <auk_app.auk.pipeline.AuKPipeline.run>`, as the app would in process; the
 app splices a region's window back into the whole recording and writes the record. Arrays travel
 as base64 float32 (little-endian), so the samples arrive bit for bit.
@@ -22,10 +23,12 @@ import numpy as np
 
 from auk_app.audio_io import MonoClip
 from auk_app.auk.checkpoint import AuKCheckpoint
-from auk_app.auk.plan import Clip, EditPlan, Recipe
+from auk_app.auk.configs import Recipe
+from auk_app.auk.plan import Clip, EditPlan
 from auk_app.auk.request import EditRequest
 from auk_app.config import Limits
 from auk_app.errors import InputError
+from auk_app.validate import check_clip
 
 VERSION = 1  # bumped when the body changes shape; a replica refuses another
 
@@ -40,20 +43,17 @@ def unpack(text: str | None) -> np.ndarray | None:
 
 def window_plan(plan: EditPlan) -> EditPlan:
     """The part of ``plan`` a replica runs: the window alone, nothing to splice into."""
-    return replace(plan, region=None, whole=None)
+    return replace(plan, request=plan.request.without_region(), region=None, whole=None)
 
 
-def plan_body(plan: EditPlan, *, request_id: str, limits: Limits) -> dict[str, Any]:
+def plan_body(plan: EditPlan, *, request_id: str) -> dict[str, Any]:
     """The request body of ``plan`` (a window plan: the region, if any, stays with the caller)."""
-    request, clip = plan.request, plan.clip
+    clip = plan.clip
     return {
         "version": VERSION, "request_id": request_id,
         "checkpoint": {"name": plan.checkpoint.name, "variant": plan.checkpoint.variant},
-        "request": {"instruction": request.instruction, "seconds": request.seconds, "seed": request.seed,
-                    "vae_sample": request.vae_sample, "fit_to_source": request.fit_to_source},
-        "limits": asdict(limits),
-        "recipe": {**asdict(plan.recipe), "t_grid": None if plan.recipe.t_grid is None else list(plan.recipe.t_grid),
-                   "ignored": list(plan.recipe.ignored)},
+        "request": plan.request.knobs(),
+        "recipe": asdict(plan.recipe),
         "clip": None if clip is None else {"wav_24k": pack(clip.wav_24k), "wav_16k": pack(clip.wav_16k),
                                            "digest": clip.digest, "hop": clip.hop},
         "gen_frames": plan.gen_frames, "ref_frames": plan.ref_frames, "frames_capped": plan.frames_capped,
@@ -61,8 +61,9 @@ def plan_body(plan: EditPlan, *, request_id: str, limits: Limits) -> dict[str, A
     }  # fmt: skip
 
 
-def read_plan(body: dict[str, Any], checkpoint: AuKCheckpoint) -> EditPlan:
-    """The plan ``body`` describes, on ``checkpoint`` (the replica's own); InputError names a mismatch."""
+def read_plan(body: dict[str, Any], checkpoint: AuKCheckpoint, limits: Limits) -> EditPlan:
+    """The plan ``body`` describes, on ``checkpoint`` under ``limits`` (the replica's own); InputError
+    names a mismatch or a value its limits refuse."""
     if body.get("version") != VERSION:
         raise InputError(f"This replica reads request version {VERSION}, not {body.get('version')!r}: run the same "
                          "AuK Studio version in the app and in the deployment.")
@@ -75,15 +76,12 @@ def read_plan(body: dict[str, Any], checkpoint: AuKCheckpoint) -> EditPlan:
     rate = checkpoint.sample_rate
     if sent is not None:
         wav_24k = unpack(sent["wav_24k"])
+        check_clip(wav_24k, rate, limits)
         clip = Clip(wav_24k=wav_24k, wav_16k=unpack(sent["wav_16k"]),
                     source=MonoClip(mono=wav_24k, sample_rate=rate, channels=1, clipping=False),
                     digest=sent["digest"], hop=int(sent["hop"]))
-    fields = body["request"]
-    request = EditRequest(instruction=fields["instruction"], audio=None if clip is None else (clip.wav_24k, rate),
-                          seconds=fields["seconds"], seed=fields["seed"], vae_sample=fields["vae_sample"],
-                          fit_to_source=fields["fit_to_source"], limits=Limits(**body["limits"]))
+    request = EditRequest(**body["request"], audio=None if clip is None else (clip.wav_24k, rate), limits=limits)
     recipe = dict(body["recipe"])
-    recipe["t_grid"] = None if recipe["t_grid"] is None else tuple(recipe["t_grid"])
     recipe["ignored"] = tuple(recipe["ignored"])
     return EditPlan(checkpoint=checkpoint, request=request, recipe=Recipe(**recipe), clip=clip, whole=None,
                     region=None, gen_frames=int(body["gen_frames"]), ref_frames=int(body["ref_frames"]),

@@ -27,13 +27,14 @@ import gradio as gr
 from auk_app import check, instructions
 from auk_app.ui import figures, outputs
 from auk_app.ui import text as ui_text
-from auk_app.audex.request import DECODED_SECONDS, MAX_SECONDS
-from auk_app.audex.request import DEFAULT_CFG_SCALE, DEFAULT_TEMPERATURE, DEFAULT_TOP_K
-from auk_app.auk.request import MAX_CANDIDATES
+from auk_app.audex.params import MAX_SECONDS
+from auk_app.audex.request import DECODED_SECONDS
 from auk_app.config import Limits
+from auk_app.knobs import AUDEX, EDIT, MAX_CANDIDATES
 from auk_app.service import ModelEntry, Studio
-from auk_app.ui.handlers import (KNOBS, Handlers, field_updates, inputs_of, knob_updates, model_choices,
+from auk_app.ui.handlers import (Handlers, field_updates, inputs_of, knob_updates, model_choices, recipe_knobs,
                                  task_choices)
+from auk_app.ui.widgets import api_widget, page_widget
 
 GPU_QUEUE = "gpu"  # text to audio: one at a time
 AUK_QUEUE = "auk"  # edits: up to StudioConfig.auk_batch at once, sharing DiT steps in the pipeline
@@ -108,11 +109,7 @@ def _edit_tab(studio: Studio, handlers: Handlers) -> SimpleNamespace:
     default = studio.entry("auto")
     c = SimpleNamespace()
     # Rendered in the right column; created first so the examples on the left can fill it.
-    c.seconds = gr.Number(
-        0, label="Duration (s)", step=0.02, elem_id="seconds", render=False,
-        info=f"0 = automatic: exactly the source's length. Up to {limits.max_target_seconds:g} s; "
-             "needed when there is no clip.",
-    )
+    c.seconds = page_widget(EDIT["seconds"], limits, step=0.02, render=False)
     with gr.Row(equal_height=False):
         with gr.Column(scale=6):
             _source_and_instruction(c, limits, default)
@@ -180,22 +177,17 @@ def _candidates(c: SimpleNamespace) -> None:
 
 def _source_and_instruction(c: SimpleNamespace, limits: Limits, default: ModelEntry) -> None:
     """The source player with its verdict, and the instruction with what the model cannot do in it."""
-    c.audio = gr.Audio(
-        label="Source clip (optional)",
-        sources=["upload", "microphone"], type="filepath", elem_id="source-audio",
-        waveform_options=gr.WaveformOptions(sample_rate=default.checkpoint.sample_rate),
-    )
+    c.audio = page_widget(EDIT["audio"], limits, elem_id="source-audio", sources=["upload", "microphone"],
+                          waveform_options=gr.WaveformOptions(sample_rate=default.checkpoint.sample_rate))
     c.verdict = gr.Markdown(ui_text.upload_verdict(None), elem_id="upload-verdict")
     gr.Markdown(f"Up to {limits.max_input_seconds:g} s and {limits.max_channels} channels, any common format; "
                 "mixed to mono and resampled to 24 kHz. The result is written as PCM16 WAV at exactly the "
                 "level the model produced (no normalisation; clipping is reported, and Advanced "
                 "offers headroom).", elem_classes=["note"])
     c.source_seconds = gr.State(None)
-    c.instruction = gr.Textbox(
-        label="Instruction", lines=3, elem_id="instruction",
-        placeholder="e.g. Decrease the volume by 10 dB. The builder below writes the exact wording.",
-        info=f"The wording picks the task. Up to {limits.max_instruction_chars} characters.",
-    )
+    c.instruction = page_widget(EDIT["instruction"], limits, lines=3,
+                                placeholder="e.g. Decrease the volume by 10 dB. The builder below writes the exact "
+                                            "wording.")
     c.capability_note = gr.Markdown(elem_id="capability-note")
 
 
@@ -224,58 +216,34 @@ def _builder(c: SimpleNamespace, handlers: Handlers, default: ModelEntry) -> Non
 
 
 def _settings(c: SimpleNamespace, studio: Studio) -> None:
-    """Model, duration, region and seed."""
+    """Model, duration, region, seed and candidates."""
     limits = studio.config.limits
-    c.model = gr.Dropdown(
-        model_choices(studio), value="auto", label="Model", elem_id="model",
-        # Custom values stay allowed so an API client's unknown name gets the validator's sentence
-        # (Gradio's own check answers a bare HTTP 400); in the browser on_model_change refuses them.
-        allow_custom_value=True,
-        info="Starts on the released weights when found, else on the embedded demo model (auto).",
-    )
+    # Custom values stay allowed so an API client's unknown name gets the validator's sentence
+    # (Gradio's own check answers a bare HTTP 400); in the browser on_model_change refuses them.
+    c.model = page_widget(EDIT["model"], limits, choices=model_choices(studio),
+                          info="Starts on the released weights when found, else on the embedded demo model (auto).")
     c.seconds.render()
-    with gr.Row():
-        c.region_start = gr.Number(label="Region start (s)", elem_id="region-start",
-                                   info="Edit only a part of a clip of up to "
-                                        f"{limits.max_region_source_seconds / 60:g} minutes.")
-        c.region_end = gr.Number(label="Region end (s)", elem_id="region-end",
-                                 info=f"0: no region. At most {limits.max_target_seconds:g} s after the "
-                                      "start; the rest of the clip comes back unchanged.")
-    with gr.Row():
-        c.seed = gr.Number(0, label="Seed", step=1, elem_id="seed",
-                           info="0 to 2^63−1; the seed used is written back here.")
-        c.randomize_seed = gr.Checkbox(True, label="Randomise seed", elem_id="randomize")
-    c.candidates = gr.Slider(1, MAX_CANDIDATES, value=1, step=1, label="Candidates", elem_id="candidates",
-                             info="Seeds seed, seed+1, … of the same edit, run together and ranked by the edit check.")
+    for group, extra in (("region", {}), ("seed", {"step": 1})):
+        with gr.Row():
+            for knob in EDIT.in_group(group):
+                setattr(c, knob.name, page_widget(knob, limits, **(extra if knob.widget == "number" else {})))
 
 
 def _advanced(c: SimpleNamespace, limits: Limits, default: ModelEntry) -> None:
-    """The sampling knobs as sliders at the default model's own values, the grid, vae_sample, headroom."""
-    knobs = dict(zip(KNOBS, map(_props, knob_updates(default))))
+    """The sampling knobs as sliders at the default model's own values, the grid, and the rest of the
+    schema's advanced knobs (the latent's draw, headroom)."""
+    sampling = recipe_knobs(default)
+    *updates, note = map(_props, knob_updates(default))
+    at_default = {knob.name: update for knob, update in zip(sampling, updates)}
     with gr.Accordion("Advanced sampling", open=False, elem_id="advanced"):
-        c.knob_note = gr.Markdown(elem_id="knob-note", **knobs["knob_note"])
+        c.knob_note = gr.Markdown(elem_id="knob-note", **note)
         with gr.Row():
-            c.nfe = gr.Slider(limits.min_nfe, limits.max_nfe, step=1, elem_id="nfe",
-                              info=f"{limits.min_nfe}–{limits.max_nfe}", **knobs["nfe"])
-            c.cfg = gr.Slider(0, limits.max_cfg, step=0.1, elem_id="cfg",
-                              info=f"0–{limits.max_cfg:g}; 0 = no guidance", **knobs["cfg"])
-            c.sway = gr.Slider(limits.min_sway, limits.max_sway, step=0.1, elem_id="sway",
-                               info=f"{limits.min_sway:g} to {limits.max_sway:g}", **knobs["sway"])
-        c.t_grid = gr.Textbox(
-            elem_id="t-grid",
-            info=f"Comma-separated, strictly increasing, within [0, 1], 2–{limits.max_grid_points} points.",
-            **knobs["t_grid"],
-        )
-        c.vae_sample = gr.Checkbox(
-            True, label="Sample the clip's latent (vae_sample)", elem_id="vae-sample",
-            info="On: a draw from the VAE posterior, seeded by the seed, as upstream AuK does. "
-                 "Off: the posterior mean, as vLLM-Omni does.",
-        )
-        c.headroom = gr.Checkbox(
-            False, label="Keep headroom (peak under −1 dBFS)", elem_id="headroom",
-            info="Off: the result is written at the level the model produced, and clipping is reported. "
-                 "On: a gain (recorded in the manifest) keeps the peak under −1 dBFS.",
-        )
+            for knob in sampling:
+                if knob.widget == "slider":
+                    setattr(c, knob.name, page_widget(knob, limits, **at_default[knob.name]))
+        for knob in EDIT.in_group("advanced"):
+            if knob.widget != "slider":
+                setattr(c, knob.name, page_widget(knob, limits, **at_default.get(knob.name, {})))
 
 
 def _edit_endpoint(studio: Studio) -> SimpleNamespace:
@@ -283,20 +251,8 @@ def _edit_endpoint(studio: Studio) -> SimpleNamespace:
     the chosen checkpoint's defaults, which the page's sliders cannot (they always hold a number)."""
     models = ["auto", *(e.key for e in studio.models()), *studio.not_downloaded]
     c = SimpleNamespace(trigger=gr.Button(visible=False))
-    c.audio = gr.Audio(label="Source clip", type="filepath", visible=False)
-    c.instruction = gr.Textbox(label="Instruction", visible=False)
-    # Custom values allowed: an unknown name gets the validator's sentence, not Gradio's bare HTTP 400.
-    c.model = gr.Dropdown(models, value="auto", label="Model", allow_custom_value=True, visible=False)
-    c.seconds = gr.Number(0, label="Duration (s)", visible=False)
-    c.nfe, c.cfg, c.sway = (gr.Number(label=name, visible=False) for name in ("nfe", "cfg", "sway"))
-    c.t_grid = gr.Textbox(label="Time grid (t_grid)", visible=False)
-    c.seed = gr.Number(0, label="Seed", visible=False)
-    c.randomize_seed = gr.Checkbox(True, label="Randomise seed", visible=False)
-    c.vae_sample = gr.Checkbox(True, label="Sample the clip's latent (vae_sample)", visible=False)
-    c.region_start = gr.Number(label="Region start (s)", visible=False)
-    c.region_end = gr.Number(label="Region end (s)", visible=False)
-    c.headroom = gr.Checkbox(False, label="Keep headroom", visible=False)
-    c.candidates = gr.Number(1, label="candidates", visible=False)
+    for knob in EDIT:
+        setattr(c, knob.name, api_widget(knob, choices=models))
     return c
 
 
@@ -305,29 +261,18 @@ def _audex_tab(handlers: Handlers) -> SimpleNamespace:
     gr.Markdown(ui_text.audex_banner(), visible=handlers.audex_demo, elem_classes=["banner"], elem_id="audex-banner")
     with gr.Row(equal_height=False):
         with gr.Column(scale=4):
-            c.caption = gr.Textbox(label="Caption", lines=2, elem_id="caption",
-                                   placeholder="A 440 Hz beep lasting one second, then three clicks." if handlers.audex_demo
-                                   else "Rain falling on a tin roof, distant thunder.")
-            with gr.Row():
-                c.cfg = gr.Number(DEFAULT_CFG_SCALE, label="cfg", step=0.5, elem_id="audex-cfg",
-                                  info="1–10; 3.0 recommended, 1 = no guidance")
-                c.max_seconds = gr.Number(
-                    handlers.audex_seconds, label="Max seconds", step=0.5, elem_id="max-seconds",
-                    info=f"codec cap = 200 tokens/s, up to {MAX_SECONDS:g} s; the first "
-                         f"{DECODED_SECONDS:g} s are decoded",
-                )
-            with gr.Row():
-                c.temperature = gr.Number(DEFAULT_TEMPERATURE, label="Temperature", step=0.1,
-                                          elem_id="temperature", info="0.0001–10; 1.0 recommended")
-                c.top_k = gr.Number(DEFAULT_TOP_K, label="top-k", step=1, elem_id="top-k",
-                                    info="1–8192; 80 recommended")
-            with gr.Row():
-                c.seed = gr.Number(0, label="Seed", step=1, elem_id="audex-seed",
-                                   info="The seed used is written back here.")
-                c.randomize_seed = gr.Checkbox(True, label="Randomise seed", elem_id="audex-randomize")
-            c.compare_unmasked = gr.Checkbox(False, label="Also run without the RVQ phase mask and compare",
-                                    elem_id="compare-unmasked",
-                                    info="Same seed, mask off: shows why the mask is needed. Takes twice as long.")
+            limits = handlers.limits
+            c.caption = page_widget(AUDEX["caption"], limits, lines=2, info=None,
+                                    placeholder="A 440 Hz beep lasting one second, then three clicks."
+                                    if handlers.audex_demo else "Rain falling on a tin roof, distant thunder.")
+            shown = {"cfg": {"step": 0.5}, "max_seconds": {"value": handlers.audex_seconds, "step": 0.5},
+                     "temperature": {"step": 0.1}, "top_k": {"step": 1}, "seed": {"step": 1}}
+            knobs = [k for k in AUDEX if k.widget != "text"]
+            for pair in (knobs[i:i + 2] for i in range(0, len(knobs), 2)):
+                with gr.Row():
+                    for knob in pair:
+                        prefix = "audex-" if knob.name in EDIT else ""
+                        setattr(c, knob.name, page_widget(knob, limits, prefix=prefix, **shown.get(knob.name, {})))
             with gr.Row():
                 c.run = gr.Button("Generate sound", variant="primary", elem_id="run-audex", scale=3)
                 c.stop = gr.Button("Stop", variant="stop", elem_id="stop-audex", scale=1)
@@ -382,8 +327,8 @@ def _wire_edit(e: SimpleNamespace, endpoint: SimpleNamespace, h: Handlers, confi
 def _wire_edit_plumbing(e: SimpleNamespace, h: Handlers) -> None:
     """The edit tab's private events: model knobs and task marks, the capability note, the builder,
     the upload verdict and the result-as-source swap."""
-    e.model.change(h.on_model_change, e.model, [e.model, *(getattr(e, name) for name in KNOBS), e.task],
-                   **PRIVATE)
+    sampling = [getattr(e, knob.name) for knob in recipe_knobs(h.studio.entry("auto"))]
+    e.model.change(h.on_model_change, e.model, [e.model, *sampling, e.knob_note, e.task], **PRIVATE)
     gr.on([e.model.change, e.instruction.change], h.capability_note, [e.model, e.instruction], e.capability_note,
           **PRIVATE)
     fields = [getattr(e, name) for name in instructions.FIELD_NAMES]
@@ -396,10 +341,11 @@ def _wire_edit_plumbing(e: SimpleNamespace, h: Handlers) -> None:
     # The player's own input (upload, record, clear), not its change: clearing a refused clip must not
     # re-check the empty player and replace the refusal with "No clip".
     # The verdict decodes the upload, and the raw API reaches private events too: queued with /inspect_audio.
-    clip = {"fn": h.on_audio_change, "inputs": [e.audio, e.region_start, e.region_end],
+    region = [getattr(e, knob.name) for knob in EDIT.in_group("region")]
+    clip = {"fn": h.on_audio_change, "inputs": [e.audio, *region],
             "outputs": [e.verdict, e.source_seconds, e.audio], "api_visibility": "private",
             "concurrency_id": INTAKE_QUEUE, "concurrency_limit": INTAKE_CONCURRENCY}
-    gr.on([e.audio.input, e.region_start.change, e.region_end.change], **clip).then(**preview)
+    gr.on([e.audio.input, *(edge.change for edge in region)], **clip).then(**preview)
     gr.on([e.language.change] + [f.input for f in fields], **preview)
     e.use_built.click(h.apply_built, e.built, [e.instruction, e.seconds], **PRIVATE)
     e.clip_examples.load_input_event.then(**clip).then(**preview)
@@ -448,7 +394,8 @@ def build_demo(studio: Studio) -> gr.Blocks:
             with gr.Tab("Text to audio (Audex)", id="audex"):
                 a = _audex_tab(h)
             with gr.Tab("API", id="api"):
-                api_page = gr.Markdown(ui_text.api_page(studio.info()["available_models"]), elem_id="api-page")
+                api_page = gr.Markdown(ui_text.api_page(studio.info()["available_models"], studio.config.limits),
+                                       elem_id="api-page")
                 with gr.Row():
                     info_button = gr.Button("Call /model_info", size="sm")
                     inspect_button = gr.Button("Call /inspect_audio on the source clip", size="sm")

@@ -28,15 +28,12 @@ from auk_app import instructions, upload_check
 from auk_app.audio_io import write_companions
 from auk_app.ui import outputs, rvq_table
 from auk_app.ui import text as ui_text
-from auk_app.audex.request import (
-    DEFAULT_CFG_SCALE, DEFAULT_TEMPERATURE, DEFAULT_TOP_K, MAX_CODEC_CAP, TRAINED_SECONDS, AudexRequest, audex_problems,
-    codec_cap,
-)
-from auk_app.auk.request import MAX_CANDIDATES, EditRequest, check_candidates, edit_problems
+from auk_app.audex.request import AudexRequest
 from auk_app.check import Target, target_from_fields
 from auk_app.errors import AppError, Cancelled
+from auk_app.knobs import AUDEX, EDIT, MAX_CANDIDATES, Knobs
+from auk_app.results import EditOrder
 from auk_app.service import ModelEntry, Studio
-from auk_app.validate import check_flag
 from auk_app.ui.runs import Admission, Busy, Runs, client_gone
 from auk_app.ui.zerogpu import gpu
 
@@ -58,6 +55,29 @@ def inputs_of(handler) -> list[str]:
     return [name for name in inspect.signature(handler).parameters if name not in ("progress", "request")]
 
 
+def taking(knobs: Knobs, fn, **extra):
+    """``fn(values, progress, request)`` as an event function with one parameter per knob in ``knobs``
+    (then ``extra``'s), defaulting as the schema says: the API's parameters as gradio_client shows
+    them, and how Gradio passes the page's inputs, its progress bar and the request."""
+    keyword = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    signature = inspect.Signature(
+        [inspect.Parameter(k.name, keyword, default=k.default) for k in knobs]
+        + [inspect.Parameter(name, keyword, default=default) for name, default in extra.items()]
+        + [inspect.Parameter("progress", keyword, default=gr.Progress()),
+           inspect.Parameter("request", keyword, default=None, annotation=gr.Request)])
+
+    def event(*args, **kwargs):
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        values = dict(bound.arguments)
+        return fn(values, values.pop("progress"), values.pop("request"))
+
+    event.__signature__ = signature
+    event.__annotations__ = {"request": gr.Request}  # Gradio finds the request by this type hint
+    event.__name__, event.__qualname__, event.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
+    return event
+
+
 def _named(handler, args: tuple, kwargs: dict) -> dict[str, Any]:
     """The values a validator or budget function was called with, named by the handler's inputs."""
     bound = inspect.signature(handler).bind_partial(*args, **kwargs)
@@ -68,24 +88,13 @@ def _named(handler, args: tuple, kwargs: dict) -> dict[str, Any]:
 def _runs_asked(values: dict[str, Any]) -> int:
     """The model runs a request asks for: its candidates, or 1 (a bad count is refused by the checks)."""
     try:
-        return check_candidates(values.get("candidates"))
+        return EDIT["candidates"].check(values.get("candidates", 1), None)
     except AppError:
         return 1
 
 
 def _verdicts(names: list[str], problems: dict[str, str]) -> list[dict]:
     return [gr.validate(name not in problems, problems.get(name, "")) for name in names]
-
-
-def _drop_random_seed(values: dict[str, Any]) -> dict[str, str]:
-    """Drop ``seed`` where randomize_seed is on (the seed is then drawn, so it is not checked); the
-    sentence for a randomize_seed that is not true or false (a raw API client's "false")."""
-    try:
-        if check_flag(values["randomize_seed"], "randomize_seed"):
-            values.pop("seed")
-    except AppError as exc:
-        return {"randomize_seed": str(exc)}
-    return {}
 
 
 def _raise_if_stopped(stop) -> None:
@@ -174,10 +183,10 @@ def _chosen(state: dict | None, choice) -> dict | None:
     return found[choice] if isinstance(choice, int) and 0 <= choice < len(found) else None
 
 
-def _builder_target(built: dict | None, edit: EditRequest) -> Target | None:
+def _builder_target(built: dict | None, instruction) -> Target | None:
     """The check's target from the builder's structured fields when the instruction is the one the
     builder wrote (a person may have edited it since); None: from the instruction's text."""
-    if not built or built.get("instruction") != edit.instruction or not built.get("task"):
+    if not built or built.get("instruction") != instruction or not built.get("task"):
         return None
     try:
         return target_from_fields(built["task"], built.get("fields") or {})
@@ -188,44 +197,47 @@ def _builder_target(built: dict | None, edit: EditRequest) -> Target | None:
 # ----------------------------------------------------------------------------- UI updates
 
 
-KNOBS = ("nfe", "cfg", "sway", "t_grid", "knob_note")  # what knob_updates returns, in this order
+def recipe_knobs(entry: ModelEntry) -> list:
+    """The sampling knobs of the page (the schema's "advanced" sliders and grid) that ``entry``'s
+    recipe holds: they start at its defaults, and a fixed recipe locks them."""
+    recipe = entry.checkpoint.defaults
+    return [k for k in EDIT.in_group("advanced") if k.widget in ("slider", "grid") and hasattr(recipe, k.name)]
 
 
-def knob_updates(entry: ModelEntry) -> tuple[dict, dict, dict, dict, dict]:
-    """The updates of KNOBS for ``entry``: sliders at its real defaults; on Flash locked at its fixed
-    recipe (sway, which its grid replaces, hidden), with the grid shown and the reason."""
-    checkpoint = entry.checkpoint
-    if checkpoint.is_flash:
-        steps = len(checkpoint.t_grid) - 1
-        grid = ", ".join(f"{t:.4g}" for t in checkpoint.t_grid)
-        return (
-            gr.update(value=steps, interactive=False, label=f"nfe (Euler steps): fixed at {steps}"),
-            gr.update(value=0, interactive=False, label="cfg (guidance): fixed at 0, none"),
-            gr.update(visible=False),
-            gr.update(value=grid, interactive=False, label=f"Time grid (t_grid): fixed by {checkpoint.name}"),
-            gr.update(value=ui_text.flash_note(entry.label, steps, grid), elem_classes=["flash-note"]),
-        )
-    defaults = checkpoint.defaults  # noise_scale and start are the checkpoint's own, with no slider
-    return (
-        gr.update(value=defaults.nfe, interactive=True, label=f"nfe (Euler steps), default {defaults.nfe}"),
-        gr.update(value=defaults.cfg, interactive=True, label=f"cfg (guidance), default {defaults.cfg:g}"),
-        gr.update(value=defaults.sway, interactive=True, visible=defaults.sway is not None,
-                  label=f"sway, default {defaults.sway:g}" if defaults.sway is not None else "sway"),
-        gr.update(value="", interactive=True, label="Time grid (t_grid)",
-                  placeholder="empty: built from nfe and sway, e.g. 0, 0.1, 0.4, 1"),
-        gr.update(value=ui_text.base_note(entry.label), elem_classes=["note"]),
-    )
+def knob_updates(entry: ModelEntry) -> list[dict]:
+    """The updates of :func:`recipe_knobs` and the note under them, for ``entry``: sliders at its real
+    defaults; on a fixed recipe (Flash) locked at its values, the grid shown, a knob it has no value
+    for hidden, and the reason in the note."""
+    recipe = entry.checkpoint.defaults
+    knobs = recipe_knobs(entry)
+    updates = [_knob_update(knob, getattr(recipe, knob.name), recipe.fixed) for knob in knobs]
+    grid = next(getattr(recipe, knob.name) for knob in knobs if knob.widget == "grid")
+    note = ui_text.flash_note(entry.label, grid) if recipe.fixed else ui_text.base_note(entry.label)
+    return [*updates, gr.update(value=note, elem_classes=["flash-note" if recipe.fixed else "note"])]
 
 
-def slider_knobs(entry: ModelEntry, nfe, cfg, sway, t_grid) -> tuple:
+def _knob_update(knob, value, fixed: bool) -> dict:
+    if knob.widget == "grid":
+        if fixed:
+            return gr.update(value=ui_text.grid(value), interactive=False, label=f"{knob.label}: fixed")
+        return gr.update(value="", interactive=True, label=knob.label,
+                         placeholder="empty: built from the step count and sway, e.g. 0, 0.1, 0.4, 1")
+    if value is None:
+        return gr.update(visible=False)
+    said = "fixed at" if fixed else "default"
+    return gr.update(value=value, interactive=not fixed, visible=True, label=f"{knob.label}, {said} {value:g}")
+
+
+def slider_knobs(entry: ModelEntry, values: dict[str, Any]) -> dict[str, Any]:
     """The page's knobs as /edit_audio's: a slider left at the model's default sends nothing, as an
-    empty API knob, and Flash's locked ones send nothing at all, so the manifest's ``requested`` and
-    ``ignored`` name only what the person changed."""
-    if entry.checkpoint.is_flash:
-        return None, None, None, None
-    defaults = entry.checkpoint.defaults
-    moved = [None if value == getattr(defaults, name) else value for name, value in (("nfe", nfe), ("cfg", cfg), ("sway", sway))]
-    return (*moved, t_grid)
+    empty API knob, and a fixed recipe's locked ones send nothing at all, so the manifest's
+    ``requested`` and ``ignored`` name only what the person changed."""
+    recipe = entry.checkpoint.defaults
+    sent = dict(values)
+    for knob in recipe_knobs(entry):
+        if recipe.fixed or (knob.widget == "slider" and sent[knob.name] == getattr(recipe, knob.name)):
+            sent[knob.name] = None
+    return sent
 
 
 def model_choices(studio: Studio) -> list[tuple[str, str]]:
@@ -283,19 +295,23 @@ class Handlers:
         self.audex_demo = studio.audex_demo
         self.audex_seconds = studio.audex_seconds
         self._runs = Runs()
-        # The page's Generate (_edit_from_ui, a private event) waits for the model like /edit_audio.
-        # A request of N candidates holds N places (its ``candidates`` input, at the same place in both edits').
-        runs_at = inputs_of(self._edit_audio).index("candidates")
+        # The public endpoints take the schema's knobs; the page's Generate also its builder's state.
+        self._api_edit = taking(EDIT, self._edit_audio)
+        self._page_edit = taking(EDIT, self._edit_from_ui, built=None)
+        self._api_audex = taking(AUDEX, self._text_to_audio)
+        # The page's Generate (a private event) waits for the model like /edit_audio. A request of N
+        # candidates holds N places (its ``candidates`` input, at the same place in both edits').
+        runs_at = inputs_of(self._api_edit).index("candidates")
         self.admission = Admission(api_names=("edit_audio", "_edit_from_ui", "text_to_audio"),
                                    weights={"edit_audio": runs_at, "_edit_from_ui": runs_at})  # ui/app.py binds it
         # On a ZeroGPU Space the GPU is attached per call, for a budget computed from the request.
-        self.edit_audio = self._runs.stoppable(gpu(self.edit_gpu_seconds)(self._edit_audio))
-        self.edit_from_ui = self._runs.stoppable(gpu(self.edit_gpu_seconds)(self._edit_from_ui))
-        self.text_to_audio = self._runs.stoppable(gpu(self.audex_gpu_seconds)(self._text_to_audio))
+        self.edit_audio = self._runs.stoppable(gpu(self.edit_gpu_seconds)(self._api_edit))
+        self.edit_from_ui = self._runs.stoppable(gpu(self.edit_gpu_seconds)(self._page_edit))
+        self.text_to_audio = self._runs.stoppable(gpu(self.audex_gpu_seconds)(self._api_audex))
         # Validators: Gradio runs them inside the client's join request, before the request is queued.
-        self.check_edit = self._validator(self._edit_audio, self._edit_problems, room_first=True)
-        self.check_edit_from_ui = self._validator(self._edit_from_ui, self._edit_problems, room_first=True)
-        self.check_audex = self._validator(self._text_to_audio, self._audex_problems)
+        self.check_edit = self._validator(self._api_edit, self._edit_problems, room_first=True)
+        self.check_edit_from_ui = self._validator(self._page_edit, self._edit_problems, room_first=True)
+        self.check_audex = self._validator(self._api_audex, self._audex_problems)
 
     def _validator(self, handler, problems_of, *, room_first: bool = False):
         """A validator for ``handler``: ``problems_of(values)`` in a worker thread, then a place in the
@@ -331,49 +347,20 @@ class Handlers:
     # ------------------------------------------------------------------ ZeroGPU budgets (same arguments as the handlers)
 
     def edit_gpu_seconds(self, *args, **kwargs) -> int:
-        """One edit: loading plus a per-step cost growing with the target length and the candidates
-        (batched, each costs less than a lone edit: counted as half of one after the first)."""
-        values = _named(self._edit_from_ui, args, kwargs)  # /edit_audio's inputs are its first ones
-        try:
-            steps, target = float(values["nfe"] or 32), float(values["seconds"] or 30)
-            extra = check_candidates(values["candidates"]) - 1
-        except (TypeError, ValueError, AppError):
-            steps, target, extra = 32.0, 30.0, 0
-        return int(min(180, 30 + steps * target * 0.05 * (1 + extra / 2)))
+        """One edit: loading plus a per-step cost growing with the target length and the candidates."""
+        return self.studio.gpu_seconds(_named(self._page_edit, args, kwargs))  # /edit_audio's inputs come first
 
     def audex_gpu_seconds(self, *args, **kwargs) -> int:
         """Text-to-audio: about 10 ms per guided token, twice with the comparison run."""
-        values = _named(self._text_to_audio, args, kwargs)
-        try:
-            tokens = codec_cap(values["max_seconds"] or TRAINED_SECONDS)
-        except AppError:
-            tokens = MAX_CODEC_CAP
-        runs = 2 if values["compare_unmasked"] else 1
-        return int(min(180, 20 + runs * tokens * 0.01))
+        return self.studio.audex_gpu_seconds(_named(self._api_audex, args, kwargs))
 
     # ------------------------------------------------------------------ AuK
 
     def _edit_problems(self, values: dict[str, Any]) -> dict[str, str]:
-        """Every input's problem (the upload check, the model name, every knob), by input name."""
-        problems = _drop_random_seed(values)
-        problems.update(edit_problems(values, self.limits))
-        if values["audio"] is not None:
-            findings = upload_check.check_upload(values["audio"], self.limits.for_region(values["region_end"] or None))
-            if findings["verdict"] == "rejected":
-                problems["audio"] = findings["message"]
-            elif "region_end" not in problems and values["region_end"] \
-                    and values["region_end"] > findings["duration_s"]:
-                problems["region_end"] = (f"The region ends at {values['region_end']:g} s, past the clip's end at "
-                                          f"{findings['duration_s']:.2f} s.")
-        try:
-            self.studio.entry(values["model"])
-        except AppError as exc:
-            problems["model"] = str(exc)
-        return problems
+        """Every input's problem (every knob, the model's name, the upload check), by input name."""
+        return self.studio.edit_problems(values)
 
-    def _edit_audio(self, audio=None, instruction=None, model="auto", seconds=0, nfe=None, cfg=None, sway=None,
-                    t_grid=None, seed=0, randomize_seed=True, vae_sample=True, region_start=None, region_end=None,
-                    headroom=False, candidates=1, progress=gr.Progress(), request: gr.Request = None):
+    def _edit_audio(self, values, progress, request):
         """Edit a clip, or generate speech/audio from the instruction alone, with AuK.
 
         Returns the 24 kHz WAV (PCM16, at the level the model produced), the before/after PNG and the
@@ -392,20 +379,16 @@ class Handlers:
         the check as the result; the fifth return is the table of all, best first (rank, seed,
         check, file), the sixth their WAVs in that order (the table's ``file`` names them).
         """
-        files, state = self._edit(audio, instruction, model, seconds, nfe, cfg, sway, t_grid, seed, randomize_seed,
-                                  vae_sample, region_start, region_end, headroom, candidates, progress, request)
+        files, state = self._edit(values, progress, request)
         return _edit_outputs(files, state, self._draw(files[0].figure))
 
-    def _edit_from_ui(self, audio=None, instruction=None, model="auto", seconds=0, nfe=None, cfg=None, sway=None,
-                      t_grid=None, seed=0, randomize_seed=True, vae_sample=True, region_start=None, region_end=None,
-                      headroom=False, candidates=1, built=None, progress=gr.Progress(), request: gr.Request = None):
+    def _edit_from_ui(self, values, progress, request):
         """The Generate button: the edit with the sliders read by :func:`slider_knobs` (a private event,
         so the named endpoint keeps "empty means the checkpoint's default"). It returns the audio and
         the manifest as soon as they are written, the figure cleared; the event chained on it
-        (:meth:`finish_edit`) draws the figure, which took 30 s of a 40 s first edit."""
-        nfe, cfg, sway, t_grid = slider_knobs(self.studio.entry(model), nfe, cfg, sway, t_grid)
-        files, state = self._edit(audio, instruction, model, seconds, nfe, cfg, sway, t_grid, seed, randomize_seed,
-                                  vae_sample, region_start, region_end, headroom, candidates, progress, request,
+        (:meth:`finish_edit`) draws the figure, which can take longer than the edit."""
+        built = values.pop("built")
+        files, state = self._edit(slider_knobs(self.studio.entry(values["model"]), values), progress, request,
                                   built=built)
         best = files[0]
         # In the session's state, not in this object: on ZeroGPU this runs in a worker process. Every
@@ -466,57 +449,29 @@ class Handlers:
         except Exception as exc:
             raise _gr_error(exc) from exc
 
-    def _edit(self, audio, instruction, model, seconds, nfe, cfg, sway, t_grid, seed, randomize_seed, vae_sample,
-              region_start, region_end, headroom, candidates, progress, request, built=None,
-              ) -> tuple[list[outputs.EditFiles], dict]:
+    def _edit(self, values, progress, request, built=None) -> tuple[list[outputs.EditFiles], dict]:
         """The edit's candidates (one unless asked for more) to WAVs and manifests, best first (the
-        figures left to draw), each with its edit check, the warnings shown, and the state after_edit
-        reads. ``built`` is the builder's state: its structured fields give the check's target when
-        the instruction is the one it built."""
+        figures left to draw), the warnings shown as they are known, and the state after_edit reads.
+        ``built`` is the builder's state: its structured fields give the check's target when the
+        instruction is the one it built."""
         stop = self._runs.flag(request)
         try:
-            n = check_candidates(candidates)
-            cautions = self.studio.capability_warnings(model, instruction)
-            for caution in cautions:  # before the run, which may take a while
-                gr.Warning(caution)
-            edit = EditRequest(
-                instruction=instruction, audio=audio, seconds=seconds, nfe=nfe, cfg=cfg, sway=sway, t_grid=t_grid,
-                seed=None if randomize_seed else seed, vae_sample=vae_sample, fit_to_source=True,
-                region_start=region_start, region_end=region_end, limits=self.limits,
-            )
-            made, entry = self.studio.edit_candidates(edit, model, candidates=n, target=_builder_target(built, edit),
-                                                      progress=_auk_progress(progress, n), should_stop=stop.is_set)
+            order = EditOrder.from_knobs(values, self.limits, target=_builder_target(built, values["instruction"]))
+            made, entry = self.studio.fulfil(order, progress=_auk_progress(progress, order.candidates),
+                                             should_stop=stop.is_set, warn=gr.Warning)
             _raise_if_stopped(stop)
-            seeds = [c.result.record.seed for c in made]
-            files = [outputs.render_edit(
-                c.result, entry, source_path=audio, randomized_seed=bool(randomize_seed), root=_output_root(),
-                requested={"seconds": seconds, "nfe": nfe, "cfg": cfg, "sway": sway, "t_grid": t_grid or None,
-                           "vae_sample": vae_sample, "region_start": region_start, "region_end": region_end,
-                           "headroom": bool(headroom), "candidates": n},
-                headroom=bool(headroom), warnings=tuple(cautions), check=c.check_entry(),
-                candidate={"rank": c.rank, "of": n, "seeds": sorted(seeds)},
-            ) for c in made]
+            files = [outputs.render_edit(delivery, entry.key, root=_output_root()) for delivery in made]
         except Exception as exc:
             raise _gr_error(exc) from exc
-        best = files[0]
-        for warning in best.manifest["warnings"][len(cautions):]:  # what the run itself found: clipping
-            gr.Warning(warning)
-        return files, {"seed": min(seeds), "file": str(best.manifest_file)}
+        return files, {"seed": min(f.manifest["seed"] for f in files), "file": str(files[0].manifest_file)}
 
     # ------------------------------------------------------------------ Audex
 
     def _audex_problems(self, values: dict[str, Any]) -> dict[str, str]:
-        """Every knob's problem, through AudexRequest's own checks, by input name."""
-        problems = _drop_random_seed(values)
-        if values["max_seconds"] is None:
-            values["max_seconds"] = self.audex_seconds
-        problems.update(audex_problems(values, self.limits))
-        return problems
+        """Every knob's problem, by input name."""
+        return AUDEX.problems(values, self.limits)
 
-    def _text_to_audio(self, caption=None, cfg=DEFAULT_CFG_SCALE, max_seconds=None,
-                       temperature=DEFAULT_TEMPERATURE, top_k=DEFAULT_TOP_K, seed=0,
-                       randomize_seed=True, compare_unmasked=False, progress=gr.Progress(),
-                       request: gr.Request = None):
+    def _text_to_audio(self, values, progress, request):
         """Generate a sound from a caption with Audex (16 kHz).
 
         Returns the WAV (None when nothing decodable came out), the figure (spectrogram and token
@@ -526,14 +481,10 @@ class Handlers:
         """
         stop = self._runs.flag(request)
         try:
-            ask = AudexRequest(
-                caption=caption, cfg=cfg, max_seconds=self.audex_seconds if max_seconds is None else max_seconds,
-                temperature=temperature, top_k=top_k, seed=None if randomize_seed else seed,
-                compare_unmasked=compare_unmasked, limits=self.limits,
-            )
+            ask = AudexRequest.from_knobs(values, self.limits, seconds=self.audex_seconds)
             made = self.studio.text_to_audio(ask, progress=_audex_progress(progress), should_stop=stop.is_set)
             _raise_if_stopped(stop)
-            files = outputs.render_audex(made, randomized_seed=bool(randomize_seed), root=_output_root())
+            files = outputs.render_audex(made, randomized_seed=values["randomize_seed"], root=_output_root())
         except Exception as exc:
             raise _gr_error(exc) from exc
         report = made.result.report
@@ -572,18 +523,17 @@ class Handlers:
             return ""
         return "\n\n".join(f"⚠ {caution}" for caution in cautions)
 
-    def on_audio_change(self, audio, region_start=None, region_end=None):
-        """The upload's verdict (under a region's longer limit when one is set), the length the builder
-        estimates durations from (the region's when one is set, else the clip's), and the player: a
-        refused clip is cleared from it, so nobody runs an edit that cannot start, unless it is only too
-        long and a region would make it usable (the verdict says so)."""
-        findings = None if audio is None else upload_check.check_upload(audio, self.limits.for_region(region_end or None))
+    def on_audio_change(self, audio, start=None, end=None):
+        """The upload's verdict (under a region's longer limit when one is set: ``start``, ``end``), the
+        length the builder estimates durations from (the region's when one is set, else the clip's), and
+        the player: a refused clip is cleared from it, so nobody runs an edit that cannot start, unless
+        it is only too long and a region would make it usable (the verdict says so)."""
+        findings = None if audio is None else upload_check.check_upload(audio, self.limits.for_region(end or None))
         usable = findings is not None and findings["verdict"] != "rejected"
         length = findings["duration_s"] if usable else None
-        start = region_start or 0.0
-        if usable and region_end is not None and region_end > start:
-            length = region_end - start
-        keep = usable or audio is None or (not region_end and self._usable_with_a_region(audio, findings))
+        if usable and end is not None and end > (start or 0.0):
+            length = end - (start or 0.0)
+        keep = usable or audio is None or (not end and self._usable_with_a_region(audio, findings))
         return ui_text.upload_verdict(findings), length, gr.skip() if keep else gr.update(value=None)
 
     def _usable_with_a_region(self, audio, findings) -> bool:
@@ -634,7 +584,8 @@ class Handlers:
         """The API tab with this server's address as the browser reached it (a proxy's too), not a guess."""
         raw = getattr(request, "request", None)
         if raw is None:
-            return ui_text.api_page(self.studio.info()["available_models"])
+            return ui_text.api_page(self.studio.info()["available_models"], self.limits)
         path = raw.url.path  # this event's route, under the app's own root path when it is mounted
         route = path[path.find("/gradio_api"):] if "/gradio_api" in path else path
-        return ui_text.api_page(self.studio.info()["available_models"], get_root_url(raw, route, None) + "/")
+        return ui_text.api_page(self.studio.info()["available_models"], self.limits,
+                                get_root_url(raw, route, None) + "/")

@@ -17,19 +17,16 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from auk_app import dsp, levels
-from auk_app.ui import figures
-from auk_app.audio_io import full_scale_samples, write_wav
+from auk_app import levels
+from auk_app.audio_io import write_wav
 from auk_app.audex.request import TextToAudioResult
-from auk_app.auk.request import EditResult
-from auk_app.ui.manifest import audex_manifest, edit_manifest, file_sha256, write_manifest
-
-if TYPE_CHECKING:
-    from auk_app.service import ModelEntry
+from auk_app.manifest import audex_manifest, file_sha256, write_manifest
+from auk_app.results import Delivery, refuse_non_finite, region_levels, write_edit
+from auk_app.ui import figures
 
 MAX_AGE_SECONDS = 3600  # Gradio's own cache copies expire on the same schedule (Blocks delete_cache)
 # A 10-minute region result is a 29 MB WAV: an hour of them could fill a Space's disk, so the
@@ -113,101 +110,35 @@ def slug(text: str, words: int = 4) -> str:
     return "-".join(parts) or "clip"
 
 
-def render_edit(
-    result: EditResult,
-    entry: ModelEntry,
-    *,
-    source_path: str | Path | None,
-    requested: dict[str, Any],
-    randomized_seed: bool,
-    root: str | Path,
-    headroom: bool = False,
-    warnings: tuple[str, ...] = (),
-    check: dict[str, Any] | None = None,
-    candidate: dict[str, Any] | None = None,
-) -> EditFiles:
-    """The WAV and manifest for an AuK result produced by model ``entry``, and its figure to draw
-    next (``.figure.draw()``), so the audio need not wait for it; ``headroom`` scales the result
-    down to keep the peak under −1 dBFS, and ``warnings`` (the caller's) go into the manifest with
-    the clipping one. The manifest's ``timings.render`` is the files', not the figure's."""
+def render_edit(delivery: Delivery, key: str, *, root: str | Path) -> EditFiles:
+    """The WAV and manifest of one delivered edit made by model ``key``, in a fresh folder, and its
+    figure to draw next (``.figure.draw()``), so the audio need not wait for it. The manifest's
+    ``timings.render`` is the files', not the figure's."""
     started = time.perf_counter()
     folder = new_request_dir(root)
-    record = result.record
-    stem = f"auk_{entry.key}_{slug(record.instruction)}_seed{record.seed}"
-    wav, gain = _leveled(result.wav, headroom)
-    audio = write_wav(folder / f"{stem}.wav", wav, result.sample_rate)
-    source_info = None
-    if source_path is not None:
-        source_info = {
-            "file": Path(source_path).name,
-            "sha256": file_sha256(source_path),
-            "sample_rate": record.source_sample_rate,
-            "channels": record.source_channels,
-            **levels.levels(result.source, result.sample_rate),
-        }
-    after = levels.levels(wav, result.sample_rate)  # before the writer's clip: a peak above 0 dBFS shows by how much
-    before = None if source_info is None else {k: source_info[k] for k in after}
-    clipped = full_scale_samples(wav)
-    output_info = {"file": audio.name, "sha256": file_sha256(audio), "format": "WAV PCM16 mono",
-                   "clipped_samples": clipped, "headroom": gain, **after}
-    region = _region_levels(result, wav)
+    result, record = delivery.result, delivery.result.record
+    stem = f"auk_{key}_{slug(record.instruction)}_seed{record.seed}"
+    manifest = write_edit(delivery, folder / f"{stem}.wav")
+    manifest["timings"]["render"] = round(time.perf_counter() - started, 4)
+    region = region_levels(result, delivery.wav)
+    before = None if manifest["source"] is None else {k: manifest["source"][k] for k in levels.LEVELS}
+    after = {k: manifest["output"][k] for k in levels.LEVELS}
     headline = levels.describe(before, after) if region is None else (
         f"region {record.region[0]:g}–{record.region[1]:g} s: {levels.describe(*region)}")
-    figure = PendingFigure(folder / f"{stem}.png", wav, result.sample_rate, result.source,
+    figure = PendingFigure(folder / f"{stem}.png", delivery.wav, result.sample_rate, result.source,
                            f"{record.instruction[:110]}\n{headline}", record.region)
-    manifest = edit_manifest(
-        record,
-        model={"key": entry.key, "label": entry.label, "demo": entry.demo},
-        requested=requested,
-        source=source_info,
-        output=output_info,
-        level_change=levels.level_change(before, after),
-        region_level_change=None if region is None else levels.level_change(*region),
-        randomized_seed=randomized_seed,
-        warnings=[*warnings, *([clipping_warning(clipped, wav.shape[0])] if clipped else [])],
-        check=check,
-        candidate=candidate,
-    )
-    manifest["timings"]["render"] = round(time.perf_counter() - started, 4)
-    return EditFiles(audio, figure, manifest, write_manifest(folder / f"{stem}.json", manifest))
-
-
-def _region_levels(result: EditResult, wav: np.ndarray) -> tuple[dict, dict] | None:
-    """Levels of the edited region before and after, or None without a region: outside it the file is
-    the source, so the whole file's change would dilute the region's (−10 dB on 5 s of 40 reads −1)."""
-    record = result.record
-    if record.region is None or result.source is None:
-        return None
-    rate = result.sample_rate
-    start = round(record.region[0] * rate)
-    before = result.source[start:round(record.region[1] * rate)]
-    after = wav[start:start + round(record.region_seconds * rate)]
-    return levels.levels(before, rate), levels.levels(after, rate)
-
-
-def _leveled(wav: np.ndarray, headroom: bool) -> tuple[np.ndarray, dict[str, Any] | None]:
-    """The clip to write and, with ``headroom``, the gain that keeps its peak under the ceiling. Off by
-    default: the app writes the level the model produced, so a volume edit stays measurable."""
-    if not headroom:
-        return wav, None
-    gain = levels.headroom_gain(wav)
-    return (wav * np.float32(gain)).astype(np.float32), {
-        "ceiling_dbfs": levels.HEADROOM_DBFS, "gain_db": round(dsp.dbfs(gain), 2)}
-
-
-def clipping_warning(clipped: int, total: int) -> str:
-    """The sentence for a result that reaches full scale, with the fix."""
-    return (f"The result clips: {clipped} of {total} samples ({100 * clipped / total:.2g} %) are at full scale in "
-            "the WAV. Run again with headroom on (Advanced) to keep the peak under −1 dBFS.")
+    return EditFiles(folder / f"{stem}.wav", figure, manifest, write_manifest(folder / f"{stem}.json", manifest))
 
 
 def render_audex(made: TextToAudioResult, *, randomized_seed: bool, root: str | Path) -> Deliverables:
     """Files for a text-to-audio run (plus the unmasked comparison's token plot, if it ran)."""
     started = time.perf_counter()
-    folder = new_request_dir(root)
     result, caption = made.result, made.request.caption
-    stem = f"audex_{slug(caption)}_seed{result.seed}"
     wav = result.waveform
+    if wav is not None:
+        refuse_non_finite(wav)
+    folder = new_request_dir(root)
+    stem = f"audex_{slug(caption)}_seed{result.seed}"
     audio, output_info = None, None
     if wav is not None and wav.size:
         audio = write_wav(folder / f"{stem}.wav", wav, result.sample_rate)

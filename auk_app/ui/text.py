@@ -10,7 +10,7 @@ import math
 
 from typing import Any
 
-from auk_app import instructions
+from auk_app import instructions, knobs
 from auk_app.config import Limits
 from auk_app.resolve import AUDEX, AUK_BASE, AUK_FLASH, QWEN_OMNI, XCODEC1
 from auk_app.service import GET_WEIGHTS
@@ -79,9 +79,15 @@ def stopped_note(clock: str) -> str:
             "a waiting one is dropped from the queue.")
 
 
-def flash_note(label: str, steps: int, grid: str) -> str:
+def grid(times) -> str:
+    """A time grid as the page shows and takes it: "0, 0.07612, 0.2929, 0.6173, 1"."""
+    return ", ".join(f"{t:.4g}" for t in times)
+
+
+def flash_note(label: str, times) -> str:
     return (
-        f"**Locked: {label} runs a fixed recipe:** {steps} steps, no guidance (cfg 0) and its own time grid `{grid}`. "
+        f"**Locked: {label} runs a fixed recipe:** {len(times) - 1} steps, no guidance and its own time grid "
+        f"`{grid(times)}`. "
         "It is a distilled student that only works this way (guidance blows up the amplitude), so these fields "
         "are locked. Values sent through the API are ignored and listed under `ignored` in the manifest."
     )
@@ -89,7 +95,7 @@ def flash_note(label: str, steps: int, grid: str) -> str:
 
 def base_note(label: str) -> str:
     return (f"The sliders start at {label}'s own defaults; left there, the run uses the default. "
-            "A custom time grid replaces nfe and sway.")
+            "A custom time grid replaces the step count and sway.")
 
 
 def builder_preview(built: instructions.Built) -> str:
@@ -106,7 +112,7 @@ def builder_preview(built: instructions.Built) -> str:
 SERVER_PLACEHOLDER = "http://<this server's address>/"  # until the page has loaded and knows it
 
 
-def api_page(available_models: list[str], url: str = SERVER_PLACEHOLDER) -> str:
+def api_page(available_models: list[str], limits: Limits, url: str = SERVER_PLACEHOLDER) -> str:
     """The API tab; ``url`` is this server's address as the browser reached it (see Handlers.api_page)."""
     models = ", ".join(f"`{key}`" for key in available_models)
     return f"""
@@ -126,18 +132,31 @@ print(manifest["seed"], manifest["check"], manifest["timings"])  # the best of t
 print(check_line)  # "asked −10 dB · got −9.6 dB ✓"
 ```
 
-| Endpoint | Parameters (defaults) | Returns |
-|---|---|---|
-| `/edit_audio` | `audio` (None), `instruction`, `model` ("auto"; or {models}), `seconds` (0 = exactly the source's length), `nfe`, `cfg`, `sway` (None = the model's defaults), `t_grid` (None = default; comma-separated), `seed` (0), `randomize_seed` (True), `vae_sample` (True = a seeded draw from the VAE posterior as upstream; False = its mean), `region_start`, `region_end` (None = the whole clip; seconds of a part to edit in a clip of up to 10 minutes), `headroom` (False = the level the model produced; True = a gain keeping the peak under −1 dBFS), `candidates` (1; up to 8 seeds seed, seed+1, … run together, the best by the edit check returned) | WAV (24 kHz, PCM16), before/after PNG, manifest (with `warnings` and the edit `check`), the check's line, the table of candidates best first (`rank`, `seed`, `check`, `file`), their WAVs |
-| `/text_to_audio` | `caption`, `cfg` (3.0), `max_seconds`, `temperature` (1.0), `top_k` (80), `seed` (0), `randomize_seed` (True), `compare_unmasked` (False) | WAV (16 kHz, PCM16), PNG, validity report, manifest |
-| `/inspect_audio` | `audio` | `sample_rate`, `channels`, `duration_s`, `peak`, `rms`, `silent`, `clipping`, `verdict`, `message` |
-| `/model_info` | none | `available_models`, `loaded_model`, `device`, `dtype`, `demo`, … |
+| Endpoint | Returns |
+|---|---|
+| `/edit_audio` | WAV (24 kHz, PCM16), before/after PNG, manifest (with `warnings` and the edit `check`), the check's line, the table of candidates best first (`rank`, `seed`, `check`, `file`), their WAVs |
+| `/text_to_audio` | WAV (16 kHz, PCM16), PNG, validity report, manifest |
+| `/inspect_audio` (`audio`) | `sample_rate`, `channels`, `duration_s`, `peak`, `rms`, `silent`, `clipping`, `verdict`, `message` |
+| `/model_info` | `available_models` ({models}), `loaded_model`, `device`, `dtype`, `demo`, … |
 
-`randomize_seed=True` replaces `seed` with a fresh one; the seed used is always in the manifest.
+#### `/edit_audio`'s parameters
+
+{_parameters(knobs.EDIT, limits)}
+
+#### `/text_to_audio`'s parameters
+
+{_parameters(knobs.AUDEX, limits)}
+
 A bad value is refused with a sentence naming the limit: a `ValidationError` before the request
 is queued, or an `AppError`. Several edits run at once (concurrent edits of similar length share each model
 step); text-to-audio runs one at a time.
 """
+
+
+def _parameters(endpoint: knobs.Knobs, limits: Limits) -> str:
+    """A table of an endpoint's knobs: name, default, what it does."""
+    rows = [f"| `{k.name}` | `{k.default!r}` | {k.describe(limits)} |" for k in endpoint]
+    return "\n".join(["| parameter | default | what it does |", "|---|---|---|", *rows])
 
 
 def about_page(limits: Limits, max_file_size: str, audex_seconds: float, decoded_seconds: float) -> str:

@@ -17,10 +17,11 @@ import numpy as np
 import pytest
 import soundfile as sf
 
+from auk_app.demo import DEMO_DIR
 from tests.conftest import REPO
 from tests.ports import free_port
 
-EMBEDDED_DEMO = REPO / "assets" / "AuK-Tiny"
+EMBEDDED_DEMO = DEMO_DIR
 SR = 24_000
 
 

@@ -6,6 +6,8 @@ well under a minute on two busy cores.
 
 from __future__ import annotations
 
+import json
+
 import threading
 from pathlib import Path
 
@@ -167,6 +169,29 @@ def test_clipping_is_counted_as_the_wav_holds_it_and_headroom_avoids_it(client, 
     assert not any("clips" in w for w in kept["warnings"])
 
 
+def test_the_command_line_reports_the_same_record_as_the_api(client, clips, tmp_path, capsys):
+    """One record for every front end: the CLI prints the manifest /edit_audio returns, key for key, and
+    the same run gives the same bytes, check, warnings and clipping count (this edit clips)."""
+    from auk_app.__main__ import main
+
+    loud = dict(instruction="Increase the volume by 15 dB.", seed=3)
+    _, _, manifest, *_ = _edit(client, clips.voice, **loud)
+    status = main(["edit", "--input", str(clips.voice), "--instruction", loud["instruction"], "--seed", "3",
+                   "--nfe", str(FAST["nfe"]), "--output", str(tmp_path / "out.wav")])
+    printed, err = capsys.readouterr()
+    assert status == 0, err
+    record = json.loads(printed)
+    assert record.keys() == manifest.keys() and record["output"].keys() == manifest["output"].keys()
+    for key in ("seed", "warnings", "requested"):
+        assert record[key] == manifest[key], key
+    timing = {"seconds"}  # what measuring took
+    assert {k: v for k, v in record["check"].items() if k not in timing} == {
+        k: v for k, v in manifest["check"].items() if k not in timing}
+    assert record["output"]["clipped_samples"] == manifest["output"]["clipped_samples"] > 0
+    assert record["output"]["sha256"] == manifest["output"]["sha256"]  # the same samples
+    assert f"warning: {manifest['warnings'][0]}" in err
+
+
 def test_what_the_demo_was_not_trained_for_is_warned_about_with_the_released_weights(client, clips):
     info = client.predict(api_name="/model_info")
     assert info["models"]["demo"]["capabilities"] == {
@@ -326,9 +351,9 @@ def test_concurrent_edits_share_steps_and_get_their_sequential_results(app, clip
     arrived = threading.Barrier(len(jobs), timeout=120)
     sample = batcher.sample
 
-    def together(**request):
+    def together(spec):
         arrived.wait()
-        return sample(**request)
+        return sample(spec)
 
     monkeypatch.setattr(batcher, "sample", together)
     results: dict[int, np.ndarray] = {}

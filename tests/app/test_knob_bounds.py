@@ -25,9 +25,9 @@ AUDEX_RANGES = {
 }
 
 
-def _refusal(build, **values) -> str:
+def _refusal(build, *args, **values) -> str:
     with pytest.raises(InputError) as refused:
-        build(**values)
+        build(*args, **values)
     return str(refused.value)
 
 
@@ -41,7 +41,7 @@ def test_auk_refuses_every_extreme_with_the_fields_range(name, value):
 @pytest.mark.parametrize("name", AUDEX_RANGES)
 @pytest.mark.parametrize("value", EXTREMES, ids=repr)
 def test_audex_refuses_every_extreme_with_the_fields_range(name, value):
-    message = _refusal(AudexRequest, caption="rain", limits=Limits(), **{name: value})
+    message = _refusal(AudexRequest.from_knobs, {"caption": "rain", "randomize_seed": False, name: value}, Limits())
     assert AUDEX_RANGES[name] in message and len(message) < 400
 
 
@@ -53,8 +53,8 @@ def test_a_region_of_extreme_seconds_is_refused_with_a_sentence(value):
 
 def test_the_largest_accepted_values_make_a_json_manifest():
     edit = EditRequest(instruction="Say hi.", seconds=30, nfe=64, cfg=10, sway=1, seed=2**63 - 1)
-    audex = AudexRequest(caption="rain", cfg=10, max_seconds=20, temperature=10, top_k=MAX_TOP_K, seed=2**63 - 1,
-                         limits=Limits())
+    audex = AudexRequest.from_knobs({"caption": "rain", "cfg": 10, "max_seconds": 20, "temperature": 10,
+                                     "top_k": MAX_TOP_K, "seed": 2**63 - 1, "randomize_seed": False}, Limits())
     json.dumps({"edit": [edit.seconds, edit.nfe, edit.cfg, edit.sway, edit.seed], "audex": audex.sampling.knobs()},
                allow_nan=False)
     assert MAX_TOP_K == AUDEX_AUDIOCODEC_VOCAB_SIZE

@@ -1,19 +1,25 @@
-"""The import rule: gradio only in the UI layer, and the model packages never reach up into it."""
+"""The import rule: gradio only in the UI layer, the model packages never reach up into it nor into
+the demo, and no circle, counting the imports a ``"module:attribute"`` string makes at run time."""
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "auk_app"
+_TARGET = re.compile(r"^(auk_app(?:\.\w+)+):\w+$")  # what registry-style loaders import by name
 
 
 def _imports(path: Path, source: str | None = None) -> set[str]:
     """Every module a file may import, absolute: ``from auk_app import service`` gives both
-    ``auk_app`` and ``auk_app.service``; relative imports are resolved against the file's package."""
+    ``auk_app`` and ``auk_app.service``; relative imports are resolved against the file's package;
+    a ``"auk_app.x.y:Name"`` string gives ``auk_app.x.y``."""
     names = set()
     for node in ast.walk(ast.parse(path.read_text() if source is None else source)):
-        if isinstance(node, ast.Import):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and (target := _TARGET.match(node.value)):
+            names.add(target.group(1))
+        elif isinstance(node, ast.Import):
             names |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom):
             package = path.relative_to(PACKAGE.parent).with_suffix("").parts[: -node.level] if node.level else ()
@@ -22,10 +28,10 @@ def _imports(path: Path, source: str | None = None) -> set[str]:
     return names
 
 
-def test_the_import_reader_sees_names_and_relative_imports():
-    source = "from auk_app import service\nfrom ..ui import build_demo\nfrom . import tta\n"
+def test_the_import_reader_sees_names_relative_imports_and_import_strings():
+    source = "from auk_app import service\nfrom ..ui import build_demo\nfrom . import tta\nX = 'auk_app.demo.minilm:M'\n"
     names = _imports(PACKAGE / "audex" / "any_module.py", source)
-    assert {"auk_app.service", "auk_app.ui", "auk_app.audex.tta"} <= names
+    assert {"auk_app.service", "auk_app.ui", "auk_app.audex.tta", "auk_app.demo.minilm"} <= names
 
 
 def _modules(path: Path) -> set[str]:
@@ -39,7 +45,7 @@ def _modules(path: Path) -> set[str]:
 
 UI_PACKAGE = PACKAGE / "ui"
 # Of the model packages the UI may use only the request/result types and the token layout's constants.
-UI_MAY_USE = {"auk_app.auk.request", "auk_app.audex.request", "auk_app.audex.tta"}
+UI_MAY_USE = {"auk_app.auk.request", "auk_app.audex.request", "auk_app.audex.params", "auk_app.audex.tta"}
 
 
 def test_only_the_ui_package_imports_gradio():
@@ -57,9 +63,16 @@ def test_models_and_pipelines_do_not_import_the_app_layer():
     app_layer = {f"auk_app.{p.stem}" for p in PACKAGE.glob("*.py")} - {
         "auk_app.config", "auk_app.errors", "auk_app.dsp", "auk_app.runtime", "auk_app.weights", "auk_app.audio_io",
         "auk_app.validate", "auk_app.resolve", "auk_app.progress", "auk_app.urls", "auk_app.__init__",
+        "auk_app.knobs",
     } | {f"auk_app.ui.{p.stem}" for p in UI_PACKAGE.glob("*.py")} | {"auk_app.ui"}
     for path in [*PACKAGE.glob("auk/*.py"), *PACKAGE.glob("audex/*.py")]:
         assert not (_modules(path) & app_layer), path
+
+
+def test_the_models_never_reach_the_demo_even_by_name():
+    """The demo plugs into the registry from its own package; a release's path never names it."""
+    for path in [*PACKAGE.glob("auk/*.py"), *PACKAGE.glob("audex/*.py")]:
+        assert not {m for m in _modules(path) if m.startswith("auk_app.demo")}, path
 
 
 def _import_graph() -> dict[str, set[str]]:

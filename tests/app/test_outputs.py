@@ -7,7 +7,6 @@ import os
 import sys
 import time
 import types
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -17,7 +16,10 @@ from auk_app import levels
 from auk_app.ui import outputs, rvq_table, zerogpu
 from auk_app.ui import text as ui_text
 from auk_app.audio_io import read_audio
+from auk_app.auk.configs import Recipe
 from auk_app.auk.request import EditRecord, EditResult
+from auk_app.config import Limits
+from auk_app.results import EditOrder, deliver
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 SR = 24_000
@@ -34,7 +36,7 @@ def _result(wav: np.ndarray, source_path=None) -> EditResult:
     assert source is None or (source.sample_rate, source.channels) == (SR, 1)
     record = EditRecord(
         checkpoint_name="AuK-Tiny (demo)", variant="base", checkpoint="AuK-Tiny", instruction="Decrease the volume by 10 dB.",
-        seed=11, nfe=16, cfg=1.0, sway=-1.0, t_grid=None, noise_scale=1.0, start="noise", ignored=(), gen_frames=25, ref_frames=25,
+        seed=11, recipe=Recipe(nfe=16, cfg=1.0, sway=-1.0), gen_frames=25, ref_frames=25,
         ref_latent_frames=25, frames_capped=False, fit_to_source=True, seconds=wav.size / SR, sample_rate=SR,
         source_seconds=None if source is None else source.seconds,
         source_samples_24k=None if source is None else source.n_samples,
@@ -45,13 +47,21 @@ def _result(wav: np.ndarray, source_path=None) -> EditResult:
     return EditResult(wav=wav, sample_rate=SR, record=record, source=None if source is None else source.samples[0])
 
 
-ENTRY = SimpleNamespace(key="demo", label="AuK-Tiny (demo)", demo=True)
+MODEL = {"key": "demo", "label": "AuK-Tiny (demo)", "demo": True}
+CHECK = {"task": "volume", "display": "asked −10 dB · got −10 dB ✓"}
+
+
+def _render(result: EditResult, root, source_path=None, *, randomize_seed=False):
+    """``result`` delivered as the Studio delivers it, then rendered into ``root``."""
+    order = EditOrder.from_knobs({"audio": source_path, "instruction": result.record.instruction, "seconds": 1,
+                                  "randomize_seed": randomize_seed, "seed": result.record.seed}, Limits())
+    delivery = deliver(result, order, model=MODEL, check=CHECK, candidate={"rank": 1, "of": 1, "seeds": [11]})
+    return outputs.render_edit(delivery, MODEL["key"], root=root)
 
 
 def test_the_wav_keeps_the_models_level(tmp_path, clips):
     quiet = _sine(0.5, 0.1)  # −20 dBFS: Gradio's float path would have raised this to full scale
-    made = outputs.render_edit(_result(quiet, clips.voice), ENTRY, source_path=clips.voice, requested={},
-                               randomized_seed=False, root=tmp_path)
+    made = _render(_result(quiet, clips.voice), tmp_path, clips.voice)
     info = sf.info(str(made.audio))
     assert (info.samplerate, info.channels, info.subtype) == (SR, 1, "PCM_16")
     back, _ = sf.read(str(made.audio), dtype="float32")
@@ -61,8 +71,7 @@ def test_the_wav_keeps_the_models_level(tmp_path, clips):
 
 
 def test_edit_deliverables_live_in_a_fresh_folder_with_a_complete_manifest(tmp_path, clips):
-    made = outputs.render_edit(_result(_sine(0.6, 0.3), clips.voice), ENTRY, source_path=clips.voice,
-                               requested={"seconds": 0, "nfe": None}, randomized_seed=True, root=tmp_path)
+    made = _render(_result(_sine(0.6, 0.3), clips.voice), tmp_path, clips.voice, randomize_seed=True)
     assert made.audio.parent == made.figure.path.parent == made.manifest_file.parent
     assert made.audio.parent.parent == tmp_path
     assert not made.figure.path.exists()  # the audio does not wait for the figure: drawn on request
@@ -82,8 +91,7 @@ def test_flac_and_mp3_come_beside_the_wav_with_the_same_samples(tmp_path, clips)
     """Issue 42, item 10: FLAC (and MP3 where libsndfile encodes it) beside the WAV, at its level."""
     from auk_app.audio_io import companion_formats, write_companions
 
-    made = outputs.render_edit(_result(_sine(0.6, 0.3), clips.voice), ENTRY, source_path=clips.voice,
-                               requested={}, randomized_seed=False, root=tmp_path)
+    made = _render(_result(_sine(0.6, 0.3), clips.voice), tmp_path, clips.voice)
     files = write_companions(made.audio)
     pcm, rate = sf.read(str(made.audio), dtype="int16")
     assert set(files) == set(companion_formats()) and "flac" in files
@@ -99,8 +107,7 @@ def test_flac_and_mp3_come_beside_the_wav_with_the_same_samples(tmp_path, clips)
 
 
 def test_a_text_only_result_has_a_figure_without_a_source(tmp_path):
-    made = outputs.render_edit(_result(_sine(0.4, 0.2)), ENTRY, source_path=None, requested={},
-                               randomized_seed=False, root=tmp_path)
+    made = _render(_result(_sine(0.4, 0.2)), tmp_path)
     assert made.manifest["source"] is None
     assert made.manifest["level_change"] == {"seconds": None, "peak_dbfs": None, "rms_dbfs": None}
     assert made.figure.draw().read_bytes()[:8] == PNG_MAGIC

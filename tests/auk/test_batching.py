@@ -21,7 +21,7 @@ from auk_app.auk.batching import StepBatcher
 from auk_app.auk.dit import AuKStepContext, AuKTransformer
 from auk_app.auk.pipeline import AuKPipeline
 from auk_app.auk.request import EditRequest
-from auk_app.auk.sampler import sample_latents
+from auk_app.auk.sampler import SolveSpec, sample_latents
 from auk_app.auk.step_graphs import StepGraphs
 from auk_app.config import Limits
 from auk_app.errors import Cancelled
@@ -90,7 +90,7 @@ def _batched(batcher: StepBatcher, requests: list[dict], gate_on: int = 0, wante
                     own(done, total)
 
             request["on_step"] = on_step
-        return batcher.sample(**request)
+        return batcher.sample(SolveSpec(**request))
 
     return _in_threads(run, len(requests))
 
@@ -197,7 +197,7 @@ def test_on_cuda_a_lone_request_replays_its_graph_and_shared_steps_stay_close():
     sample_latents(model, graphs=graphs, **requests[0])  # weights not yet seen: eager; the next requests capture
     solo = [sample_latents(model, graphs=graphs, **request) for request in requests]
     batcher = StepBatcher(graphs, max_batch=4)
-    alone = batcher.sample(**requests[0])
+    alone = batcher.sample(SolveSpec(**requests[0]))
     got, errors = _batched(batcher, requests)
     torch.testing.assert_close(alone, solo[0], rtol=0, atol=0)  # alone: the same graph replays
     assert errors == [None] * 3 and batcher.largest_batch == 3 and len(graphs) == 2  # cfg and not
@@ -254,7 +254,7 @@ def test_concurrent_edits_share_steps_and_equal_their_solo_runs(pipeline, tmp_pa
     assert pipeline.batcher.largest_batch == 4 and pipeline.batcher.batched_steps - before >= 2
     for want, result in zip(solo, got):
         np.testing.assert_allclose(result.wav, want, **TOLERANCE)
-    assert [r.record.nfe for r in got] == [6, 4, 5, 3]
+    assert [r.record.recipe.nfe for r in got] == [6, 4, 5, 3]
 
 
 def test_stop_ends_only_its_own_edit(pipeline, tmp_path):

@@ -9,7 +9,7 @@ from safetensors.torch import load_file, save_file
 
 from auk_app import FLASH_T_GRID, AuKTransformer, AuKVAE, load_auk_checkpoint
 from auk_app.auk.checkpoint import Capabilities, read_auk_checkpoint
-from auk_app.auk.configs import SamplingDefaults
+from auk_app.auk.configs import Recipe
 from training.checkpoint_writer import write_auk_checkpoint
 from auk_app.errors import CheckpointError
 from tests.conftest import fixture_config
@@ -48,10 +48,10 @@ def test_both_layouts_load(tmp_path, layout, variant):
     assert model.layer_weights.shape == (36,) and model.layer_scale.tolist() == [1.5]
     assert "conv_pre.weight" in model.vae.state_dict()
     if variant == "flash":
-        assert ckpt.t_grid == FLASH_T_GRID and ckpt.defaults.cfg == 0.0 and ckpt.defaults.sway is None
+        assert ckpt.defaults.t_grid == FLASH_T_GRID and ckpt.defaults.fixed
+        assert (ckpt.defaults.nfe, ckpt.defaults.cfg, ckpt.defaults.sway) == (4, 0.0, None)
     else:
-        assert ckpt.t_grid is None and ckpt.defaults == SamplingDefaults(nfe=32, cfg=2.0, sway=-1.0, noise_scale=1.0,
-                                                                        start="noise")
+        assert ckpt.defaults == Recipe(nfe=32, cfg=2.0, sway=-1.0, noise_scale=1.0, start="noise")
     assert model.dit.rotary_embed.inv_freq.dtype == torch.float32
 
 

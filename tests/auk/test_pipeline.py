@@ -99,7 +99,7 @@ def test_edit_from_wav_file_to_wav_file(studio, tmp_path):
     assert back.sample_rate == 24000 and back.n_samples == 18_000 == result.wav.shape[0]
     assert result.wav.dtype == np.float32 and np.isfinite(result.wav).all() and np.abs(result.wav).max() <= 1
     assert result.record.seed == 7 and result.record.variant == "base" and entry.key == "base"
-    assert result.record.nfe == 32 and result.record.cfg == 2.0 and result.record.sway == -1.0
+    assert result.record.recipe.nfe == 32 and result.record.recipe.cfg == 2.0 and result.record.recipe.sway == -1.0
 
 
 def test_an_edit_of_another_model_waits_for_the_running_edits(studio):
@@ -142,7 +142,7 @@ def test_durations_become_frames_exactly_as_upstream_rounds_them(studio):
 
 def test_fit_to_source_returns_the_exact_source_length(studio, tmp_path):
     source = _tone(tmp_path / "odd.wav", seconds=0.6123, rate=22050, channels=1)
-    result, _ = studio.edit(EditRequest("Increase the volume by 6 dB.", audio=source, nfe=2, seed=3, fit_to_source=True))
+    result, _ = studio.edit(EditRequest("Increase the volume by 6 dB.", audio=source, nfe=2, seed=3))
     samples_24k = round(int(0.6123 * 22050) * 24000 / 22050)
     assert result.wav.shape == (samples_24k,) and result.record.gen_frames == -(-samples_24k // 480)
 
@@ -208,14 +208,14 @@ def test_re_roll_skips_the_thinker_and_the_vae_encode(studio, tmp_path, monkeypa
 def test_flash_ignores_sampling_knobs_and_says_so(studio):
     result, _ = studio.edit(EditRequest("Generate a tone.", seconds=0.2, nfe=9, cfg=3.0, sway=0.5, seed=4), "flash")
     record = result.record
-    assert record.t_grid == (0.0, 0.07612049579620361, 0.2928932309150696, 0.6173166036605835, 1.0)
-    assert (record.nfe, record.cfg, record.sway) == (4, 0.0, None)
-    assert record.ignored == ("cfg", "nfe", "sway")
+    assert record.recipe.t_grid == (0.0, 0.07612049579620361, 0.2928932309150696, 0.6173166036605835, 1.0)
+    assert (record.recipe.nfe, record.recipe.cfg, record.recipe.sway) == (4, 0.0, None)
+    assert record.recipe.ignored == ("cfg", "nfe", "sway")
 
 
 def test_explicit_grid_overrides_nfe_and_sway(studio):
     record = studio.edit(EditRequest("A tone.", seconds=0.1, t_grid="0, 0.5, 1", nfe=7, seed=0), "base")[0].record
-    assert record.t_grid == (0.0, 0.5, 1.0) and record.nfe == 2 and record.ignored == ("nfe",)
+    assert record.recipe.t_grid == (0.0, 0.5, 1.0) and record.recipe.nfe == 2 and record.recipe.ignored == ("nfe",)
 
 
 def test_progress_is_reported_per_phase_and_step(studio):
@@ -310,12 +310,16 @@ def test_missing_weights_message_lists_the_download_command(tmp_path, monkeypatc
         resolve.resolve(resolve.QWEN_OMNI)
 
 
-def test_command_line_samples_the_posterior_unless_told_vae_mean():
-    from auk_app.__main__ import _parser
+def test_command_line_samples_the_posterior_unless_told_not_to():
+    from auk_app.__main__ import _parser, _values
+    from auk_app.results import EditOrder
 
-    parse = lambda *extra: _parser().parse_args(["edit", "--instruction", "x", "--output", "o.wav", *extra])  # noqa: E731
-    assert parse().vae_sample is True and parse("--vae-sample").vae_sample is True
-    assert parse("--vae-mean").vae_sample is False
+    def order(*extra):
+        args = _parser().parse_args(["edit", "--instruction", "x", "--output", "o.wav", "--seconds", "1", *extra])
+        return EditOrder.from_knobs(_values(args), Limits())
+
+    assert order().request.vae_sample is True and order("--vae-sample").request.vae_sample is True
+    assert order("--no-vae-sample").request.vae_sample is False
 
 
 def test_command_line_edit(weights, tmp_path):
@@ -325,7 +329,7 @@ def test_command_line_edit(weights, tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "auk_app", "edit", "--checkpoint", str(weights / "AuK"),
          "--qwen", str(weights / "Qwen2.5-Omni-3B"), "--input", str(source), "--instruction",
-         "Increase the volume by 3 dB.", "--output", str(out), "--nfe", "2", "--seed", "5", "--vae-mean"],
+         "Increase the volume by 3 dB.", "--output", str(out), "--nfe", "2", "--seed", "5", "--no-vae-sample"],
         capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env,
     )
     assert done.returncode == 0, done.stderr

@@ -15,9 +15,9 @@ import pytest
 from auk_app.auk.plan import plan_edit
 from auk_app.auk.request import EditRequest
 from auk_app.errors import Cancelled
+from auk_app.results import EditOrder
 from auk_app.serve.client import ServeError
 from auk_app.service import Studio, StudioConfig
-from auk_app.ui.manifest import edit_manifest
 from tests.conftest import REPO
 from tests.ports import free_port
 
@@ -62,10 +62,11 @@ def test_the_same_seed_gives_the_same_pcm_as_in_process(local, remote, serve_clu
     record = got.record
     assert (record.engine, record.engine_server, record.attempts) == ("ray-serve", serve_cluster.url[7:-4], 1)
     assert record.replica and record.region == want.record.region and record.seed == want.record.seed
-    manifest = edit_manifest(record, model={"key": entry.key, "label": entry.label, "demo": entry.demo},
-                             requested={}, source=None, output={}, level_change={}, region_level_change=None,
-                             randomized_seed=False, warnings=[])
-    assert manifest["engine"] == "ray-serve" and manifest["replica"] == record.replica
+    knobs = {"audio": SPEECH, "instruction": request.instruction, "model": "demo", "seed": 7, "randomize_seed": False,
+             "region_start": request.region_start, "region_end": request.region_end}
+    (delivered,), _ = remote.fulfil(EditOrder.from_knobs(knobs, remote.config.limits))  # what every front end writes
+    assert np.array_equal(delivered.wav, want.wav) and delivered.record["engine"] == "ray-serve"
+    assert delivered.record["replica"] and delivered.record["check"]["task"] == "volume"
     assert remote.info()["auk_server"] == record.engine_server
 
 

@@ -90,7 +90,7 @@ def test_a_silent_replica_is_given_up_with_its_sentence_and_not_sent_again():
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}/auk"
         studio = Studio(StudioConfig(device="cpu", auk_server=url))
-        studio.auk_server = ServeRunner(url, idle_timeout=1.0, retry_pause=0.1, limits=studio.config.limits)
+        studio.auk_server = ServeRunner(url, idle_timeout=1.0, retry_pause=0.1)
         began = time.monotonic()
         with pytest.raises(ServeError, match="sent nothing for 1 s, so the edit was given up"):
             studio.edit(VOLUME_EDIT, "demo")

@@ -66,7 +66,7 @@ def edit_manifest(
         "model": model["key"],
         "model_label": model["label"],
         "demo_model": model["demo"],
-        **json.loads(json.dumps(asdict(record))),  # as a client reads it back: tuples become lists
+        **_flat(record),
         "randomized_seed": randomized_seed,
         "requested": requested,
         "source": source,
@@ -80,12 +80,21 @@ def edit_manifest(
     }
 
 
+def _flat(record: EditRecord) -> dict[str, Any]:
+    """The record as a client reads it back (tuples as lists), its recipe's fields at the top (all but
+    ``fixed``: the variant says that)."""
+    fields = json.loads(json.dumps(asdict(record)))
+    recipe = fields.pop("recipe")
+    recipe.pop("fixed")
+    return {**recipe, **fields}
+
+
 def audex_manifest(made: TextToAudioResult, *, output: dict[str, Any] | None, randomized_seed: bool) -> dict[str, Any]:
     """An Audex manifest from a text-to-audio result (and its unmasked comparison run, if any)."""
     request, result, unmasked = made.request, made.result, made.unmasked
     report = result.report
     # The app's knobs and the sampler's arguments they became (cfg_scale, codec_cap, top_p, use_mask, …).
-    knobs = {"cfg": request.cfg, "max_seconds": request.max_seconds, **request.sampling.knobs()}
+    knobs = {"cfg": request.sampling.cfg_scale, "max_seconds": request.max_seconds, **request.sampling.knobs()}
     return {
         "kind": "audex_text_to_audio",
         "created": _now(),
