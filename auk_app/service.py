@@ -121,7 +121,7 @@ class Studio:
         if config.auk_server:
             from auk_app.serve.client import ServeRunner
 
-            self.auk_server = ServeRunner(config.auk_server, limits=config.limits)  # a bad URL is refused here
+            self.auk_server = ServeRunner(config.auk_server)  # a bad URL is refused here
         self.device = pick_device(config.device)
         self.precision = pick_precision(self.device, config.dtype)
         self._entries = self._discover()

@@ -164,7 +164,7 @@ def check_seed(seed) -> int:
         return random_seed()
     if not is_whole(seed) or not 0 <= seed < 2**63:
         raise InputError(
-            f"The seed must be a whole number from 0 to 2^63-1; got {shown(seed)}. "
+            f"seed must be a whole number from 0 to 2^63-1; got {shown(seed)}. "
             "Leave it out (or tick “Randomise seed”) for a random one."
         )
     return int(seed)

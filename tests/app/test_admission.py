@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import threading
 import time
 import uuid
@@ -21,8 +20,8 @@ def _edit_fn_index(demo) -> int:
 
 def _handlers(demo):
     """The Handlers behind ``demo``'s event functions."""
-    edit = next(fn for fn in demo.fns.values() if fn.api_name == "edit_audio")
-    return inspect.unwrap(edit.fn).__self__
+    info = next(fn for fn in demo.fns.values() if fn.api_name == "model_info")
+    return info.fn.__self__
 
 
 def _join(url: str, fn_index: int) -> httpx.Response:

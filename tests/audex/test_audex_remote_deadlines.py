@@ -198,7 +198,7 @@ def test_a_request_with_a_comparison_run_shares_one_deadline(server, monkeypatch
 
     pipeline = Pipeline()
     monkeypatch.setattr(studio, "audex", lambda: pipeline)
-    request = AudexRequest(caption="rain", max_seconds=1.0, compare_unmasked=True, limits=studio.config.limits)
+    request = AudexRequest.from_knobs(dict(caption="rain", max_seconds=1.0, compare_unmasked=True), studio.config.limits)
     message, took = _timed(lambda: studio.text_to_audio(request))
     assert asked == [200 + 1 + 200]  # both runs' tokens: the masked one's cap and end token, the comparison's cap
     assert runs == ["masked", "unmasked"] and "within its 1.6 s deadline (test; hit during the run (" in message

@@ -44,15 +44,16 @@ def remote(vllm_server) -> Studio:
 
 
 def _greedy(caption: str, cfg: float) -> AudexRequest:
-    return AudexRequest(caption=caption, cfg=cfg, max_seconds=1.0, top_k=1, seed=0, limits=LIMITS)
+    return AudexRequest.from_knobs(dict(caption=caption, cfg=cfg, max_seconds=1.0, top_k=1, seed=0,
+                                        randomize_seed=False), LIMITS)
 
 
 def _long_run(compare_unmasked: bool = True) -> AudexRequest:
     """A greedy half-second beep and its comparison run without the mask. Unmasked, Audex-Tiny writes
     a code where the end belongs, so that run never ends by itself: 4,000 tokens a member, to the
     codec cap, a stream long enough to stop or break mid-way however slowly this process is served."""
-    return AudexRequest(caption="A 440 Hz tone for 0.5 seconds.", max_seconds=20.0, top_k=1, seed=0,
-                        compare_unmasked=compare_unmasked, limits=LIMITS)
+    return AudexRequest.from_knobs(dict(caption="A 440 Hz tone for 0.5 seconds.", max_seconds=20.0, top_k=1, seed=0,
+                                        compare_unmasked=compare_unmasked, randomize_seed=False), LIMITS)
 
 
 @pytest.mark.parametrize("cfg", [1.0, 3.0])
@@ -75,7 +76,8 @@ def test_eight_concurrent_users_each_get_their_own_stream(local, remote):
 
 
 def test_sampled_streams_are_phase_valid_and_pairs_identical_over_many_seeds(remote):
-    requests = [AudexRequest(caption=CAPTIONS[seed % 8], cfg=3.0, max_seconds=1.0, seed=seed, limits=LIMITS) for seed in range(16)]
+    requests = [AudexRequest.from_knobs(dict(caption=CAPTIONS[seed % 8], cfg=3.0, max_seconds=1.0, seed=seed,
+                                             randomize_seed=False), LIMITS) for seed in range(16)]
     with ThreadPoolExecutor(8) as pool:  # EngineError here would mean a pair drifted apart
         results = list(pool.map(lambda r: remote.text_to_audio(r).result, requests))
     for result in results:
@@ -89,8 +91,8 @@ def test_sampled_streams_are_phase_valid_and_pairs_identical_over_many_seeds(rem
 def test_the_mask_is_what_makes_server_streams_valid(remote):
     """A one-second beep in the demo's 3 s: Audex-Tiny keeps the phases by itself while the sound
     lasts, and only the mask lets it end (unmasked, it writes a code where the end belongs)."""
-    made = remote.text_to_audio(AudexRequest(caption=CAPTIONS[0], max_seconds=3.0, seed=1, compare_unmasked=True,
-                                             limits=LIMITS))
+    made = remote.text_to_audio(AudexRequest.from_knobs(dict(caption=CAPTIONS[0], max_seconds=3.0, seed=1,
+                                                             compare_unmasked=True, randomize_seed=False), LIMITS))
     assert made.result.report["phase_valid"] and made.result.report["end_reason"] == "end_token"
     assert not made.unmasked.report["phase_valid"]
 
