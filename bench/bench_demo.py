@@ -169,6 +169,13 @@ def print_summary(summary: dict, seeds: int) -> None:
         print(f"  {display}  → {'✗' if passed is False else 'not ✗'}")
 
 
+def check_record(checkpoint: Path, clips: int, seeds: int, seconds: float, summary: dict, study: dict) -> dict:
+    """The study as a committed record: the checkpoint by its folder's name, since a path names
+    the machine it ran on."""
+    return {"date": datetime.date.today().isoformat(), "device": "cpu", "checkpoint": checkpoint.resolve().name,
+            "clips_per_family": clips, "seeds": seeds, "seconds": round(seconds, 1), "summary": summary, **study}
+
+
 def run_check(args) -> None:
     studio = Studio(StudioConfig(demo_dir=args.checkpoint))
     clips = 4 if args.quick else args.clips
@@ -176,9 +183,7 @@ def run_check(args) -> None:
     study = check_study(seeded_demo_edit(studio), clips, args.seed, tuple(args.materials), args.seeds)
     summary = summarize(study)
     print_summary(summary, args.seeds)
-    result = {"date": datetime.date.today().isoformat(), "device": "cpu", "checkpoint": str(args.checkpoint),
-              "clips_per_family": clips, "seeds": args.seeds, "seconds": round(time.perf_counter() - started, 1),
-              "summary": summary, **study}
+    result = check_record(args.checkpoint, clips, args.seeds, time.perf_counter() - started, summary, study)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(result, indent=1, ensure_ascii=False, default=_json_default) + "\n")
