@@ -7,7 +7,8 @@ Prints one JSON object: AuK Base sampling (32 steps, CFG 2, sway −1) and Flash
 CFG (batch 2) and the peak GPU memory, each also as ``eager_<name>`` and ``speedup_<name>``
 (eager time over optimised time; optimised over eager for tokens/s), plus how far the two paths'
 outputs are apart, and whole Base edits per second with 1 and 8 concurrent users sharing DiT
-steps (``auk_edits_per_s_1``, ``auk_edits_per_s_8``, their ratio; see ``bench_batch``). Ratios from one process are what compare across machines.
+steps (``auk_edits_per_s_1``, ``auk_edits_per_s_8``, their ratio; see ``bench_batch``). Ratios
+from one process are what compare across machines.
 
 Weights are random at the released shapes (no downloads); speed does not depend on their values.
 On CUDA the sizes are real: 64 text tokens, a 5 s reference and a 10 s target (814 tokens per
@@ -16,11 +17,12 @@ text decoder as the thinker (its audio tower is not built), and an Audex-2B-shap
 the object is also written to ``bench/results/<date>-<gpu>.json``. On the CPU every size is
 scaled down (``"scaled_down": true``) so the run is a smoke test of about a minute.
 
-The eager paths are what ran before issue #14: the DiT's full ``forward`` per Euler step with the
-CFG batch doubled inside and the text cached on the module, and Audex's eager loop (one host
-sync per token, the mask applied by TTARVQPhaseMaskLogitsProcessor), all with the DiT's blocks
-uncompiled; the VAE's eager path is ``AuKVAE.decode``, its optimised one ``fast_decode``
-(compiled activations, a CUDA graph per length bucket; the eager decode itself off CUDA).
+The eager paths are the baseline, with no CUDA graphs and no compilation: the DiT's full
+``forward`` per Euler step with the CFG batch doubled inside and the text cached on the module,
+and Audex's eager loop (one host sync per token, the mask applied by
+TTARVQPhaseMaskLogitsProcessor); the VAE's eager path is ``AuKVAE.decode``, its optimised one
+``fast_decode`` (compiled activations, a CUDA graph per length bucket; the eager decode itself
+off CUDA).
 """
 
 from __future__ import annotations
@@ -121,8 +123,8 @@ FIGURES = ("auk_base_dit_ms", "auk_flash_dit_ms", "vae_decode_10s_ms", "auk_base
 
 def eager_sample_latents(dit, *, text, c_mask, ref, ref_mask, gen_frames, nfe, cfg_strength, sway_sampling_coef=None,
                          t_grid=None, seed):  # fmt: skip
-    """The sampler as it was before #14, the baseline: the DiT's full forward per Euler step, the
-    CFG batch doubled inside it and the text projection cached on the module."""
+    """The baseline sampler: the DiT's full forward per Euler step (its context built anew each
+    step), the CFG batch doubled inside it and the text projection cached on the module."""
     param = next(dit.parameters())
     grid = build_time_grid(nfe=nfe, sway_sampling_coef=sway_sampling_coef, t_grid=t_grid, device=param.device)
     x = draw_noise(gen_frames, dit.latent_dim, seed=seed, generator=None, device=param.device, dtype=torch.float32)
