@@ -13,8 +13,8 @@ The flow starts at the source: x_t = (1-t)·x0 + t·target with t uniform, where
 clip's latents frame for frame (frames past its whole hops, past the clip and without a clip
 are zeros) plus ``START_NOISE`` of Gaussian noise, and the model predicts target - x0. Every edit
 is then a change within each frame, as speech-enhancement flows start from the noisy mix;
-from noise, the DiT had to copy the source through attention, and its copy of the harmonics
-was where noise removal lost most. The source's latents are also prepended as the reference
+from noise, the DiT has to copy the source through attention, and its copy of the harmonics
+is where noise removal loses most. The source's latents are also prepended as the reference
 (as in AuK), and 10 % of batches drop text and reference together. Targets are the codec's
 latents of the target audio; a pitch target is the source's latents with F0 moved by the
 interval (speech has no other rendering), and a denoise target is the noisy source's latents
@@ -64,8 +64,8 @@ DIT_CONFIG = {
 DEMO_NAME = "AuK-Tiny (demo)"
 START_NOISE = 0.02  # of the flow's start in training, around the source's latents
 # Guidance overshoots the parametric edits (speech volume +4..8 dB at cfg 1). Sampling starts
-# nearer the source than training did: over 20 held-out sentences speech noise removal gained
-# +5.8 dB at 0.005 and +5.6 at 0.02 (an earlier source-start model: +6.0 and +5.9).
+# nearer the source than training does: over 20 held-out sentences speech noise removal gains
+# +5.8 dB at 0.005 and +5.6 at 0.02.
 DEMO_DEFAULTS = {"nfe": 16, "cfg": 0.0, "sway": -1.0, "noise_scale": 0.005, "start": "source"}
 TEXT_ENCODER = {"kind": "minilm", "name": "sentence-transformers/all-MiniLM-L6-v2"}
 # What the demo is trained for (its examples below): the app warns before any other task, or Chinese.
@@ -75,24 +75,23 @@ CAPABILITIES = {"tasks": ["volume", "pitch", "enhance:Remove noise", "sine_tone"
 SHORT_SECONDS = (0.5, 3.0)
 LONG_SECONDS = (0.5, 6.0)
 DROP_BOTH = 0.1
-# Volume, pitch and denoise get 3 shares in 10 each, text to tone one. With pitch at one in 4, an
-# earlier model moved tones by only 2/3 of the interval; its extra shares came from text to tone,
-# which the 4-semitone F0 circle keeps in tune with one share (it came out a semitone flat
-# before). A second text-to-tone share was tried with the 1-semitone circle alone and not shipped:
-# tone volume edits overshot (±6 dB by 1.8, ±12 dB by 3.5), the fundamental loud as if pulled
-# towards the -6 dBFS of the sines.
+# Volume, pitch and denoise get 3 shares in 10 each, text to tone one. Pitch at one share in 4
+# moves tones by only 2/3 of the interval. One text-to-tone share is enough: the 4-semitone F0
+# circle keeps it in tune (with the 1-semitone circle alone it comes out a semitone flat). With
+# two shares and the 1-semitone circle alone, tone volume edits overshoot (±6 dB by 1.8, ±12 dB
+# by 3.5), the fundamental loud as if pulled towards the -6 dBFS of the sines.
 TRAIN_TASKS = ("volume", "volume", "volume", "pitch", "pitch", "pitch", "denoise", "denoise", "denoise", "tone")
 EMA_DECAY = 0.998
 EDITED_WEIGHT = 10.0  # on log F0 and its circles, and on the harmonics present in pitch and tone examples
 # Noise removal's loss lies in the harmonics its target has (copied from the noisy clip): the
-# model's copy cost speech 1.4 dB of the +6.4 dB its target decodes to, so they weigh 3× more there.
+# model's copy costs speech 1.4 dB of the +6.4 dB its target decodes to, so they weigh 3× more there.
 # Volume edits' harmonics weigh as much: at EDITED_WEIGHT, beside denoise's 30× copies, a flow from
-# the source stopped upward gains near +9 dB (+12 asked, +8.9 given).
+# the source stops upward gains near +9 dB (+12 asked, +8.9 given).
 PRESENT_HARMONIC_WEIGHTS = {"volume": 30.0, "denoise": 30.0}
 # The edits that move the noise bands weigh them 10 times (1 elsewhere): at 1, beside the 30×
-# harmonics, they were 4 % of a denoise example's loss and speech denoise stopped at +5.8 dB.
+# harmonics, they are 4 % of a denoise example's loss and speech denoise stops at +5.8 dB.
 # Volume edits move them too: left at 1 there beside denoise's 10 (in a run with a tail), -12 dB
-# on tones came out 3.4 to 6 dB short.
+# on tones comes out 3.4 to 6 dB short.
 NOISE_WEIGHTS = {"volume": 10.0, "denoise": 10.0}
 # Noise removal's absent harmonics weigh 3: made audible, they cost it 0.4 dB.
 ABSENT_HARMONIC_WEIGHTS = {"denoise": 3.0}
@@ -111,11 +110,11 @@ def encode_example(codec, example: Example) -> dict:
     elif example.task == "denoise":
         # The noisy clip's latents with the clean clip's noise bands: denoising is then a
         # lowering of the noise bands only. Clean harmonics and F0 as targets (they differ
-        # from the noisy analysis where noise hides a harmonic or moves YIN) taught the
+        # from the noisy analysis where noise hides a harmonic or moves YIN) teach the
         # model to make them up rather than copy them: F0 a semitone flat, the
         # fundamental 10..19 dB loud. Clean harmonics at the noisy F0 and voicing (a target
         # that decodes to +7.1 dB on held-out speech, this one to +6.4), 2,000 steps on from
-        # the shipped state, made noise removal a loss: -4.3 dB on speech, -5.8 on tones.
+        # the shipped state, make noise removal a loss: -4.3 dB on speech, -5.8 on tones.
         clean = codec.encode(torch.from_numpy(example.target)[None])[0]
         item["target"] = item["ref"].clone()
         item["target"][:, codec.noise_channels] = clean[:, codec.noise_channels]
@@ -129,8 +128,8 @@ _worker_codec = None
 
 def _start_worker(codec_state: dict) -> None:
     global _worker_codec
-    # One thread per process, OpenBLAS's too: its threads (one per core in every process) spun
-    # against each other and made two processes slower than one (0.08 s per analysis, not 0.035).
+    # One thread per process, OpenBLAS's too: its threads (one per core in every process) spin
+    # against each other and make two processes slower than one (0.08 s per analysis, not 0.035).
     threadpool_limits(1)
     torch.set_num_threads(1)
     _worker_codec = build_codec()
@@ -139,7 +138,7 @@ def _start_worker(codec_state: dict) -> None:
 
 def _encode_range(dataset: ProceduralDataset, start: int, stop: int) -> list[dict]:
     """The items with numpy arrays, which travel by value: tensors travel as shared-memory file
-    descriptors, and 6,000 long clips' ran out of them (the pool then hung)."""
+    descriptors, and 6,000 long clips' run out of them (the pool then hangs)."""
     with torch.inference_mode():
         items = [encode_example(_worker_codec, dataset[i]) for i in range(start, stop)]
     return [{key: value.numpy() if torch.is_tensor(value) else value for key, value in item.items()} for item in items]
@@ -147,7 +146,7 @@ def _encode_range(dataset: ProceduralDataset, start: int, stop: int) -> list[dic
 
 def encode_examples(codec, dataset: ProceduralDataset, workers: int) -> list[dict]:
     """Every example encoded, in order, by ``workers`` processes: making and analysing a clip is
-    single-threaded numpy and espeak-ng, so one process left the other core idle (long clips:
+    single-threaded numpy and espeak-ng, so one process leaves the other core idle (long clips:
     10 to 12 minutes in one process, 5 in two). One worker is this process: spawning one costs
     seconds of imports."""
     if workers == 1:
@@ -201,9 +200,9 @@ def loss_weights(codec, batch: dict) -> torch.Tensor:
     circles, and by each example's task its ``PRESENT_HARMONIC_WEIGHTS`` on the harmonics its
     source or its target has, its ``ABSENT_HARMONIC_WEIGHTS`` on the others (at the floor in both,
     they decode to silence however far off they are, unless the model lifts them) and its
-    ``NOISE_WEIGHTS`` on the noise bands. The
-    source's count too: with the target's alone, a harmonic that a lowered volume drops to the
-    floor weighed 1, and downward gains stopped short (-12 dB asked, -8 given)."""
+    ``NOISE_WEIGHTS`` on the noise bands. The source's count too: with the target's alone, a
+    harmonic that a lowered volume drops to the floor would weigh 1, and downward gains stop short
+    (-12 dB asked, -8 given)."""
     target = batch["target"]
 
     def by_task(table: dict, default: float) -> torch.Tensor:
