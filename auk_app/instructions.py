@@ -1,6 +1,6 @@
 """Offline instruction builder: the 16 AuK tasks, their canonical wording and a target duration.
 
-AuK picks its task purely from the instruction text (spec/auk.md §7), and the model was trained
+AuK picks its task purely from the instruction text, and the model was trained
 on a handful of templates, so the closer a request stays to them the better it works. The
 templates are upstream's cookbook sentences, verbatim, in English and Chinese (``TEMPLATES``; AuK
 is bilingual). Each task names the fields a person fills in (words to replace, semitones, dB,
@@ -29,13 +29,13 @@ from auk_app.auk.configs import LANGUAGES
 from auk_app.config import FRAME_RATE
 from auk_app.config import Limits, frames_for_seconds, seconds_for_frames
 
-SECONDS_PER_BYTE_EN = 0.0656  # prompt-enhancer TTS baseline, spec §7
+SECONDS_PER_BYTE_EN = 0.0656  # the upstream prompt enhancer's TTS baseline
 SECONDS_PER_BYTE_ZH = 0.0803
 SHORT_TEXT_BYTES = 10  # below this the enhancer assumes slow, deliberate speech…
 SHORT_TEXT_SPEED = 0.3  # …at 0.3× the baseline rate
 EMOTION_STRETCH = {"sad": 1.22, "fearful": 1.16}  # the enhancer's factors; every other emotion 1.06
 DEFAULT_EMOTION_STRETCH = 1.06
-NONVERBAL_SECONDS = 1.0  # room for one added laugh, cough or breath (our estimate; spec gives none)
+NONVERBAL_SECONDS = 1.0  # room for one added laugh, cough or breath (our estimate)
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 
 EN, ZH = LANGUAGES  # the order of each template pair
@@ -180,11 +180,11 @@ def _nonverbal(fields: Fields, source: float | None) -> Duration:
 
 # ----------------------------------------------------------------------------- templates
 
-# The cookbook's templates verbatim (Tencent-Hunyuan/AuK, docs/COOKBOOK.md §1.1–5.4): (English, Chinese).
+# The cookbook's templates verbatim (Tencent-Hunyuan/AuK, docs/COOKBOOK.md, sections 1.1–5.4): (English, Chinese).
 # A key is the task, or "task:variant" where the task's ``variant`` field picks the sentence; {name}
 # is a builder field. The model keys on its training wording: change these only with the cookbook.
 TEMPLATES: dict[str, tuple[str, str]] = {
-    # §1.1: the cookbook gives one template for both languages ("EN & CN").
+    # Section 1.1: the cookbook gives one template for both languages ("EN & CN").
     "zero_shot_tts": ('Say the following with the same voice: "{text}"',) * 2,
     "instruct_tts": (
         'Generate speech based on the following description: "{original}". The content to speak is: "{text}".',
@@ -257,9 +257,9 @@ TEMPLATES: dict[str, tuple[str, str]] = {
 }
 
 # Chinese for the dropdown values a Chinese template takes, in the cookbook's own words and order:
-# 升高/降低 (§3.1, §3.3), the eight emotions (§4.1), the nonverbal sounds (§4.4, whose "add" form
-# names no sounds of its own, so it takes the "remove" form's), the four repairs (§5.1). The
-# speaker order fills §5.2's {序号} with a Chinese numeral, as upstream's prompt enhancer does
+# 升高/降低 (sections 3.1, 3.3), the eight emotions (4.1), the nonverbal sounds (4.4, whose "add"
+# form names no sounds of its own, so it takes the "remove" form's), the four repairs (5.1). The
+# speaker order fills section 5.2's {序号} with a Chinese numeral, as upstream's prompt enhancer does
 # (``_integer_to_zh``); the cookbook itself shows no filled example. Numbers stay digits.
 ZH_WORDS = {
     "Raise": "升高", "Lower": "降低", "Increase": "升高", "Decrease": "降低",

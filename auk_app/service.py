@@ -401,7 +401,7 @@ class Studio:
         ``progress(phase, done, total)`` names the run in ``phase``.
 
         On an Audex server both runs share one deadline, sized from the tokens the request asks for:
-        each run with its own let a request with a comparison hold the one model slot twice as long."""
+        each run with its own would let a request with a comparison hold the one model slot twice as long."""
         pipeline = self.audex()
         sampler = pipeline.sampler
         deadline = sampler.deadline(request.tokens_asked())

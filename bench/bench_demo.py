@@ -8,7 +8,7 @@ held-out tones and espeak-ng speech, through the service with the checkpoint's d
 one row per family × material × bar (a bar may cover one condition, e.g. ±12 dB) with the
 median, the bar, the spread and whether it passes, then one JSON line with the same figures.
 
-``--check`` measures the edit check (``auk_app.check``, issue 40) instead, on the same held-out
+``--check`` measures the edit check (``auk_app.check``) instead, on the same held-out
 clips of volume, pitch and text to tone: whether its numbers agree with this bench's own,
 independent measures (RMS level, YIN per-frame intervals) within the check's tolerance; whether
 the Chinese instructions the demo gets wrong (it was trained in English only) come out ✗; and
@@ -63,7 +63,7 @@ def seeded_demo_edit(studio: Studio) -> SeededEdit:
 # ----------------------------------------------------------------------------- the edit check (--check)
 
 CHECK_FAMILIES = ("volume", "pitch")  # best-of-N and agreement; text to tone adds agreement only
-# The instructions the demo gets wrong today: Chinese, which it was not trained on.
+# The instructions the demo gets wrong: Chinese, which it was not trained on.
 CHINESE_WRONG = (
     ("volume", {"mode": "Decrease", "amount": "6"}),
     ("pitch", {"mode": "Lower", "amount": "2"}),
@@ -169,6 +169,13 @@ def print_summary(summary: dict, seeds: int) -> None:
         print(f"  {display}  → {'✗' if passed is False else 'not ✗'}")
 
 
+def check_record(checkpoint: Path, clips: int, seeds: int, seconds: float, summary: dict, study: dict) -> dict:
+    """The study as a committed record: the checkpoint by its folder's name, since a path names
+    the machine it ran on."""
+    return {"date": datetime.date.today().isoformat(), "device": "cpu", "checkpoint": checkpoint.resolve().name,
+            "clips_per_family": clips, "seeds": seeds, "seconds": round(seconds, 1), "summary": summary, **study}
+
+
 def run_check(args) -> None:
     studio = Studio(StudioConfig(demo_dir=args.checkpoint))
     clips = 4 if args.quick else args.clips
@@ -176,9 +183,7 @@ def run_check(args) -> None:
     study = check_study(seeded_demo_edit(studio), clips, args.seed, tuple(args.materials), args.seeds)
     summary = summarize(study)
     print_summary(summary, args.seeds)
-    result = {"date": datetime.date.today().isoformat(), "device": "cpu", "checkpoint": str(args.checkpoint),
-              "clips_per_family": clips, "seeds": args.seeds, "seconds": round(time.perf_counter() - started, 1),
-              "summary": summary, **study}
+    result = check_record(args.checkpoint, clips, args.seeds, time.perf_counter() - started, summary, study)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(result, indent=1, ensure_ascii=False, default=_json_default) + "\n")
@@ -198,7 +203,7 @@ def main() -> None:
     parser.add_argument("--checkpoint", type=Path, default=DEMO_DIR)
     parser.add_argument("--materials", nargs="+", default=list(FAMILIES), choices=list(FAMILIES))
     parser.add_argument("--families", nargs="+", default=list(FAMILIES["tone"]), choices=FAMILIES["tone"])
-    parser.add_argument("--check", action="store_true", help="measure the edit check (issue 40) instead")
+    parser.add_argument("--check", action="store_true", help="measure the edit check instead")
     parser.add_argument("--quick", action="store_true", help="with --check: 4 clips per family and material")
     parser.add_argument("--seeds", type=int, default=4, help="with --check: candidates per clip")
     parser.add_argument("--out", type=Path, help="with --check: write the JSON here")

@@ -7,7 +7,8 @@ Prints one JSON object: AuK Base sampling (32 steps, CFG 2, sway −1) and Flash
 CFG (batch 2) and the peak GPU memory, each also as ``eager_<name>`` and ``speedup_<name>``
 (eager time over optimised time; optimised over eager for tokens/s), plus how far the two paths'
 outputs are apart, and whole Base edits per second with 1 and 8 concurrent users sharing DiT
-steps (``auk_edits_per_s_1``, ``auk_edits_per_s_8``, their ratio; see ``bench_batch``). Ratios from one process are what compare across machines.
+steps (``auk_edits_per_s_1``, ``auk_edits_per_s_8``, their ratio; see ``bench_batch``). Ratios
+from one process are what compare across machines.
 
 Weights are random at the released shapes (no downloads); speed does not depend on their values.
 On CUDA the sizes are real: 64 text tokens, a 5 s reference and a 10 s target (814 tokens per
@@ -16,11 +17,12 @@ text decoder as the thinker (its audio tower is not built), and an Audex-2B-shap
 the object is also written to ``bench/results/<date>-<gpu>.json``. On the CPU every size is
 scaled down (``"scaled_down": true``) so the run is a smoke test of about a minute.
 
-The eager paths are what ran before issue #14: the DiT's full ``forward`` per Euler step with the
-CFG batch doubled inside and the text cached on the module, and Audex's eager loop (one host
-sync per token, the mask applied by TTARVQPhaseMaskLogitsProcessor), all with the DiT's blocks
-uncompiled; the VAE's eager path is ``AuKVAE.decode``, its optimised one ``fast_decode``
-(compiled activations, a CUDA graph per length bucket; the eager decode itself off CUDA).
+The eager paths are the baseline, with no CUDA graphs and no compilation: the DiT's full
+``forward`` per Euler step with the CFG batch doubled inside and the text cached on the module,
+and Audex's eager loop (one host sync per token, the mask applied by
+TTARVQPhaseMaskLogitsProcessor); the VAE's eager path is ``AuKVAE.decode``, its optimised one
+``fast_decode`` (compiled activations, a CUDA graph per length bucket; the eager decode itself
+off CUDA).
 """
 
 from __future__ import annotations
@@ -121,8 +123,8 @@ FIGURES = ("auk_base_dit_ms", "auk_flash_dit_ms", "vae_decode_10s_ms", "auk_base
 
 def eager_sample_latents(dit, *, text, c_mask, ref, ref_mask, gen_frames, nfe, cfg_strength, sway_sampling_coef=None,
                          t_grid=None, seed):  # fmt: skip
-    """The sampler as it was before #14, the baseline: the DiT's full forward per Euler step, the
-    CFG batch doubled inside it and the text projection cached on the module."""
+    """The baseline sampler: the DiT's full forward per Euler step (its context built anew each
+    step), the CFG batch doubled inside it and the text projection cached on the module."""
     param = next(dit.parameters())
     grid = build_time_grid(nfe=nfe, sway_sampling_coef=sway_sampling_coef, t_grid=t_grid, device=param.device)
     x = draw_noise(gen_frames, dit.latent_dim, seed=seed, generator=None, device=param.device, dtype=torch.float32)
@@ -239,71 +241,104 @@ def build_auk(sizes: Sizes, device: torch.device) -> tuple[AuKTransformer, AuKVA
     return dit, vae, thinker
 
 
-def _auk_figures(sizes: Sizes, device: torch.device, repeats: int, compile: bool) -> dict:
-    """Base and Flash sampling, the VAE decode and the whole edit, optimised and eager."""
-    precision = pick_precision(device)
-    generator = torch.Generator(device="cpu").manual_seed(0)
-    dit, vae, thinker = build_auk(sizes, device)
-    if compile:
-        dit.compile_blocks()
-    layers = sizes.thinker["num_hidden_layers"]
-    fusion = (torch.zeros(layers, device=device), torch.ones(1, device=device))
-    ids = torch.randint(0, sizes.thinker["vocab_size"], (1, sizes.text_tokens), generator=generator).to(device)
-    ref_wav = (0.1 * torch.randn(1, sizes.ref_frames * HOP, generator=generator)).to(device)
-    ref_mask = torch.ones(1, sizes.ref_frames, dtype=torch.bool, device=device)
-    with torch.inference_mode():
-        text = torch.randn(1, sizes.text_tokens, sizes.dit["text_hidden_dim"], generator=generator).to(device)
-        ref = vae.encode(ref_wav)
-        latents = torch.randn(1, sizes.target_frames, 64, generator=generator).to(device)
+class AuKBench:
+    """The AuK stack at ``sizes`` with random weights and inputs, each figure runnable on the eager
+    baseline sampler or on the pipeline's optimised one."""
 
-    def sample(sampler, recipe, cond=text, reference=ref):
-        with autocast(device, precision):
-            return sampler(dit, text=cond, c_mask=None, ref=reference, ref_mask=ref_mask,
-                           gen_frames=sizes.target_frames, seed=0, **recipe)  # fmt: skip
-
-    baseline = _eager(eager_sample_latents)
-    graphs = StepGraphs(dit, compute=precision.compute)  # the pipeline's: one per served DiT
-    optimised_sampler = partial(sample_latents, graphs=graphs)
-
-    def decode(sampler, z=latents):  # the sampler names the path: the eager one decodes eagerly
+    def __init__(self, sizes: Sizes, device: torch.device, compile: bool):
+        self.sizes, self.device, self.precision = sizes, device, pick_precision(device)
+        generator = torch.Generator(device="cpu").manual_seed(0)
+        self.dit, self.vae, self.thinker = build_auk(sizes, device)
+        if compile:
+            self.dit.compile_blocks()
+        layers = sizes.thinker["num_hidden_layers"]
+        self.fusion = (torch.zeros(layers, device=device), torch.ones(1, device=device))
+        self.ids = torch.randint(0, sizes.thinker["vocab_size"], (1, sizes.text_tokens), generator=generator).to(device)
+        self.ref_wav = (0.1 * torch.randn(1, sizes.ref_frames * HOP, generator=generator)).to(device)
+        self.ref_mask = torch.ones(1, sizes.ref_frames, dtype=torch.bool, device=device)
         with torch.inference_mode():
-            return vae.decode(z) if sampler is baseline else fast_decode(vae, z)
+            self.text = torch.randn(1, sizes.text_tokens, sizes.dit["text_hidden_dim"], generator=generator).to(device)
+            self.ref = self.vae.encode(self.ref_wav)
+            self.latents = torch.randn(1, sizes.target_frames, 64, generator=generator).to(device)
+        self.baseline = _eager(eager_sample_latents)
+        self.graphs = StepGraphs(self.dit, compute=self.precision.compute)  # the pipeline's: one per served DiT
+        self.optimised = partial(sample_latents, graphs=self.graphs)
 
-    def edit(sampler):
+    def sample(self, sampler, recipe: dict, cond=None, reference=None):
+        """The DiT alone: ``recipe``'s sampling of the target frames on the fixed text and reference."""
+        with autocast(self.device, self.precision):
+            return sampler(self.dit, text=self.text if cond is None else cond, c_mask=None,
+                           ref=self.ref if reference is None else reference, ref_mask=self.ref_mask,
+                           gen_frames=self.sizes.target_frames, seed=0, **recipe)  # fmt: skip
+
+    def decode(self, sampler, z=None):
+        """The VAE alone; the sampler names the path: the eager one decodes eagerly."""
+        z = self.latents if z is None else z
         with torch.inference_mode():
-            with autocast(device, precision):
-                hidden = thinker(ids, output_hidden_states=True).hidden_states[1:]
-                cond = fuse_hidden_states(hidden, *fusion)
-            mean, std = vae.posterior(ref_wav)
-            reference = vae.latents(mean, std, sample=True, generator=torch.Generator(device=device).manual_seed(1))
-            return decode(sampler, sample(sampler, BASE, cond, reference).float())
+            return self.vae.decode(z) if sampler is self.baseline else fast_decode(self.vae, z)
 
+    def edit(self, sampler):
+        """A whole Base edit: the thinker's text states, the reference's latents, sampling and decoding."""
+        with torch.inference_mode():
+            with autocast(self.device, self.precision):
+                hidden = self.thinker(self.ids, output_hidden_states=True).hidden_states[1:]
+                cond = fuse_hidden_states(hidden, *self.fusion)
+            mean, std = self.vae.posterior(self.ref_wav)
+            generator = torch.Generator(device=self.device).manual_seed(1)
+            reference = self.vae.latents(mean, std, sample=True, generator=generator)
+            return self.decode(sampler, self.sample(sampler, BASE, cond, reference).float())
+
+    def step_request(self) -> dict:
+        """One request's inputs as the step graphs take them, in the weights' precision."""
+        weights = self.precision.weights
+        return dict(text=self.text.to(weights), c_mask=None, ref=self.ref.to(weights), ref_mask=self.ref_mask,
+                    target_frames=self.sizes.target_frames)  # fmt: skip
+
+    def batched_editor(self) -> BatchedEditor:
+        return BatchedEditor(dit=self.dit, vae=self.vae, thinker=self.thinker, fusion=self.fusion, ids=self.ids,
+                             ref_wav=self.ref_wav, ref_mask=self.ref_mask, target_frames=self.sizes.target_frames,
+                             recipe=BASE, device=self.device, precision=self.precision)  # fmt: skip
+
+
+def _auk_times(bench: AuKBench, repeats: int) -> dict:
+    """Milliseconds of each AuK figure on the eager and the optimised path, timed in turn."""
     figures = {
-        "auk_base_dit_ms": lambda sampler: sample(sampler, BASE),
-        "auk_flash_dit_ms": lambda sampler: sample(sampler, FLASH),
-        "vae_decode_10s_ms": decode,
-        "auk_base_edit_ms": edit,
+        "auk_base_dit_ms": lambda sampler: bench.sample(sampler, BASE),
+        "auk_flash_dit_ms": lambda sampler: bench.sample(sampler, FLASH),
+        "vae_decode_10s_ms": bench.decode,
+        "auk_base_edit_ms": bench.edit,
     }
-    result = {"dit_compiled": compile}
+    result = {}
     for name, run in figures.items():
-        eager, optimised = partial(run, baseline), partial(run, optimised_sampler)
-        result[f"eager_{name}"], result[name] = _paired_ms(eager, optimised, device, repeats)
+        eager, optimised = partial(run, bench.baseline), partial(run, bench.optimised)
+        result[f"eager_{name}"], result[name] = _paired_ms(eager, optimised, bench.device, repeats)
         _note({key: result[key] for key in (name, f"eager_{name}")})
-    for prefix, sampler in (("eager_", baseline), ("", optimised_sampler)):  # the stack's peak, path by path
-        _reset_peak(device)
-        edit(sampler)
-        result[f"{prefix}peak_gpu_memory_gb"] = _peak_gb(device)
+    return result
+
+
+def _auk_peaks_and_differences(bench: AuKBench) -> dict:
+    """The whole edit's peak GPU memory on each path, and how far the two samplers' latents are apart."""
+    result = {}
+    for prefix, sampler in (("eager_", bench.baseline), ("", bench.optimised)):
+        _reset_peak(bench.device)
+        bench.edit(sampler)
+        result[f"{prefix}peak_gpu_memory_gb"] = _peak_gb(bench.device)
     for name, recipe in (("base", BASE), ("flash", FLASH)):
-        optimised, eager = sample(optimised_sampler, recipe), sample(baseline, recipe)
+        optimised, eager = bench.sample(bench.optimised, recipe), bench.sample(bench.baseline, recipe)
         result[f"auk_{name}_max_abs_diff"] = float((optimised - eager).abs().max())
-    result["dit_dtype"] = precision.name
-    result["dit_graph_buckets"] = len(graphs)
-    request = dict(text=text.to(precision.weights), c_mask=None, ref=ref.to(precision.weights), ref_mask=ref_mask,
-                   target_frames=sizes.target_frames)  # fmt: skip
-    result["levers"] = _step_levers(dit, request, device, repeats * 4)
+    return result
+
+
+def _auk_figures(sizes: Sizes, device: torch.device, repeats: int, compile: bool) -> dict:
+    """Base and Flash sampling, the VAE decode and the whole edit, optimised and eager; each step
+    lever's share, and whole edits per second with ``USERS`` sharing DiT steps."""
+    bench = AuKBench(sizes, device, compile)
+    result = {"dit_compiled": compile, **_auk_times(bench, repeats), **_auk_peaks_and_differences(bench)}
+    result["dit_dtype"] = bench.precision.name
+    result["dit_graph_buckets"] = len(bench.graphs)
+    result["levers"] = _step_levers(bench.dit, bench.step_request(), device, repeats * 4)
     _note(result["levers"])
-    editor = BatchedEditor(dit=dit, vae=vae, thinker=thinker, fusion=fusion, ids=ids, ref_wav=ref_wav, ref_mask=ref_mask,
-                           target_frames=sizes.target_frames, recipe=BASE, device=device, precision=precision)
+    editor = bench.batched_editor()
     result.update({f"auk_edits_per_s_{n}": round(edits_per_s(editor, n), 3) for n in USERS})
     return result
 

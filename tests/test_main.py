@@ -55,7 +55,7 @@ CASES = [
 
 @pytest.mark.parametrize(("kind", "output", "extra", "words"), CASES, ids=[c[3] for c in CASES])
 def test_a_request_that_cannot_be_served_is_one_sentence_and_status_2(tmp_path, capsys, kind, output, extra, words):
-    # In this process (``python -m auk_app`` exits with main()'s status): a subprocess per case cost
+    # In this process (``python -m auk_app`` exits with main()'s status): a subprocess per case would cost
     # seconds of imports each; test_region_edit_writes_the_whole_file runs the real command.
     source = _input(tmp_path, kind)
     before = set(tmp_path.rglob("*"))

@@ -39,7 +39,7 @@ from auk_app.progress import Progress, ShouldStop
 from auk_app.urls import http_url, named, server_host
 
 _POLL_SECONDS = 0.05  # how often the caller's thread looks at should_stop and progress
-# Tokens per streamed chunk: one event per token made the API server's output handling and this
+# Tokens per streamed chunk: one event per token makes the API server's output handling and this
 # process's parsing the bottleneck at 8 users on 2 cores; 16 tokens is a tenth of a second of audio.
 _STREAM_INTERVAL = 16
 CALL_DEADLINE_SECONDS = 15.0  # the whole /v1/models exchange, however the bytes arrive
@@ -266,7 +266,7 @@ class RemoteSampler:
     def _read_event(self, line: str, stream: _Stream) -> None:
         """One ``data:`` line into ``stream``. Any shape but vLLM's (``choices: []``, a string
         ``error``, a JSON list) becomes a sentence naming what came: raised in the reader thread as
-        anything else, it left the run without an error and the user with "ended the run … (None)"."""
+        anything else, it would leave the run without an error and the user with "ended the run … (None)"."""
         done = len(stream.tokens)
         try:
             event = json.loads(line[len("data: "):])
@@ -340,7 +340,7 @@ class RemoteSampler:
 def hang_up(response: httpx.Response) -> None:
     """Shut the connection's socket down, then close the response. A plain close, while the reader
     thread waits in ``recv`` on that socket, sends no FIN until that call returns, and a busy server
-    went on generating for up to 20 s before it noticed the client had gone."""
+    goes on generating for up to 20 s before it notices the client has gone."""
     network_stream = response.extensions.get("network_stream")
     sock = network_stream.get_extra_info("socket") if network_stream is not None else None
     if sock is not None:

@@ -1,7 +1,7 @@
 """Classifier-free guidance over a CFG pair of requests, as a vLLM v1 logits processor.
 
 ``--logits-processors auk_app.audex_vllm.cfg:AudexCFGLogitsProcessor``, listed BEFORE the phase
-mask so the order is spec §5's: blend, then mask. Every step, for each pair whose two rows are in
+mask so the order is vLLM-Omni's: blend, then mask. Every step, for each pair whose two rows are in
 the batch at the same output length, ``uncond + s·(cond − uncond)`` is written into both rows;
 :func:`copy_cond_tokens`, run by :mod:`auk_app.audex_vllm.token_sync` after each step's draw, then
 copies the cond row's sampled token into the uncond row, and

@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 
 SCHEDULER = "auk_app.audex_vllm.scheduler.AudexPairScheduler"
-LOGITS_PROCESSORS = (  # CFG first: the blend comes before the mask (spec §5)
+LOGITS_PROCESSORS = (  # CFG first: the blend comes before the mask, as in vLLM-Omni
     "auk_app.audex_vllm.cfg:AudexCFGLogitsProcessor",
     "auk_app.audex_vllm.phase_mask:AudexPhaseMaskLogitsProcessor",
 )

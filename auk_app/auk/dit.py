@@ -123,7 +123,7 @@ def _exact(fn, x: torch.Tensor) -> torch.Tensor:
     """``fn`` correctly rounded to float32 via float64.
 
     Angles reach 1000 rad, so one ULP of a frequency is ~6e-5 rad of phase; vectorised
-    float32 exp/sin differ by an ULP between CPU instruction sets, which moved DiT outputs
+    float32 exp/sin differ by an ULP between CPU instruction sets, which moves DiT outputs
     by 1.5e-5 (above the 1e-5 parity tolerance). Rounding the float64 result removes that.
     """
     return fn(x.double()).float()

@@ -303,7 +303,7 @@ def _audex_tab(handlers: Handlers) -> SimpleNamespace:
 
 def _edit_queue(config) -> dict[str, Any]:
     """Batched edits get a queue of their own, admitting ``auk_batch`` at once; with ``--offload``
-    or ``--auk-batch 1`` (small GPUs) edits share text to audio's one slot, as both models did."""
+    or ``--auk-batch 1`` (small GPUs) edits share text to audio's one slot."""
     if config.auk_batch > 1 and not config.offload:
         return {"concurrency_id": AUK_QUEUE, "concurrency_limit": config.auk_batch}
     return {"concurrency_id": GPU_QUEUE, "concurrency_limit": 1}
@@ -384,7 +384,7 @@ def build_demo(studio: Studio) -> gr.Blocks:
         gr.Markdown("# AuK Studio\nEdit speech and audio by instruction with **AuK**, or make sounds from text "
                     "with **Audex**. Everything runs in this process; nothing is sent elsewhere.")
         status = gr.Markdown(h.status(), elem_classes=["status-line"], elem_id="status-line")
-        # Collapsible, open on a desktop and folded on a phone (FOLD_ON_PHONES), where it filled the first screen.
+        # Collapsible, open on a desktop and folded on a phone (FOLD_ON_PHONES), where it would fill the first screen.
         with gr.Accordion("About the demo model in use", open=True, visible=default.demo, elem_id="demo-banner-box"):
             gr.Markdown(ui_text.demo_banner(), elem_classes=["banner"], elem_id="demo-banner")
         with gr.Tabs():
@@ -427,7 +427,7 @@ def build_demo(studio: Studio) -> gr.Blocks:
         demo.load(h.api_page, None, api_page, **PRIVATE)
 
     # The model requests' cap is the validators' (Admission): Gradio's own max_size is checked before
-    # validation, so it gave way to simultaneous arrivals, and it counts every event, cheap ones too.
+    # validation, so it gives way to simultaneous arrivals, and it counts every event, cheap ones too.
     demo.queue(max_size=BACKSTOP_MAX_SIZE, default_concurrency_limit=1)
     h.admission.bind(demo, QUEUE_MAX_SIZE)
     return demo

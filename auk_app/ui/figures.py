@@ -194,7 +194,7 @@ def font_family() -> tuple[str, ...]:
 def warm_up() -> None:
     """Draw one tiny before/after figure, captioned in Chinese, and throw it away: the one-time costs
     of the first figure (librosa's import, matplotlib's font cache and the CJK font, Agg's set-up)
-    are paid at start-up instead of by the first edit, which spent 30.9 s of 40 s drawing. Once per
+    are paid at start-up, not by the first edit, where they would take most of its time. Once per
     process."""
     import tempfile
 

@@ -321,7 +321,7 @@ class Handlers:
         gave up while the upload check ran (gradio_client's join times out after 5 s) never opens its
         stream, so nothing else would stop its event from running for nobody; here it is not queued.
         A full queue is a failed verdict, not gr.Error: Gradio answers that with HTTP 422 and its
-        text, which gradio_client raises as ValidationError, where a gr.Error was a bare HTTP 400.
+        text, which gradio_client raises as ValidationError, where a gr.Error is a bare HTTP 400.
         """
         names = inputs_of(handler)
 
@@ -401,7 +401,7 @@ class Handlers:
     def finish_edit(self, state):
         """After the page's edit has shown its audio: the figure, and the same samples as FLAC and MP3
         beside the WAV (MP3 where libsndfile encodes it; its button stays hidden otherwise), which
-        for a 10-minute region took seconds. The state is not an output, so a slow drawing cannot
+        for a 10-minute region take seconds. The state is not an output, so a slow drawing cannot
         overwrite a newer edit's state; it lets go of the clips in place (a 10-minute region's are
         100 MB), which a state Gradio hands over by reference frees."""
         pending = (state or {}).get("figure")

@@ -1,7 +1,7 @@
 """Model runs that stop when their request goes away: Stop, a client's cancel, a closed tab.
 
 Gradio runs a sync handler in a worker thread it cannot interrupt and holds the concurrency
-slot until that thread returns, so a cancelled edit used to keep the GPU for all its remaining
+slot until that thread returns, so a cancelled edit would keep the GPU for all its remaining
 steps. Here the handler runs in a thread the request may abandon, beside a stop flag the
 pipelines check between steps (and Audex between tokens):
 
@@ -50,8 +50,8 @@ class Admission:
     """At most ``cap`` model requests waiting, however many arrive at once.
 
     Gradio checks its ``max_size`` before it runs the validator, so 40 simultaneous arrivals all
-    passed an empty queue's check and were all queued; and that cap counts every queued event, so a
-    full model queue also refused ``/model_info``. Here a model endpoint's validator, once the
+    pass an empty queue's check and are all queued; and that cap counts every queued event, so a
+    full model queue would also refuse ``/model_info``. Here a model endpoint's validator, once the
     values pass, reserves a place under a lock: the model events waiting in Gradio's queue plus the
     reservations not yet queued may not reach ``cap``. Each model event that appears in the queue
     (or already running) settles the oldest reservation, since every one passed a validator.

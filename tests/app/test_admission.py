@@ -93,9 +93,9 @@ def _upload(url: str, path) -> dict:
 
 
 def test_a_client_that_gives_up_during_the_upload_check_costs_no_run(app, clips, client_for, monkeypatch):
-    """Issue 44 item 4: gradio_client timed out in its join while the upload check ran, never opened
-    its stream, so Gradio kept the event alive and ran it for nobody. The validator looks again after
-    the check: the abandoned request is never queued, and the next one still runs."""
+    """A gradio_client that times out in its join while the upload check runs never opens its
+    stream, so Gradio would keep the event alive and run it for nobody. The validator looks again
+    after the check: the abandoned request is never queued, and the next one still runs."""
     from gradio_client.exceptions import AppError
 
     from auk_app.ui import handlers as handlers_module
@@ -142,7 +142,7 @@ def test_a_client_that_gives_up_during_the_upload_check_costs_no_run(app, clips,
 
 
 def test_a_full_queue_refuses_gradio_client_with_our_sentence(app, monkeypatch):
-    """Issue 44 item 3's refusal reaches gradio_client as our sentence, not a bare HTTP 400."""
+    """A full model queue's refusal reaches gradio_client as our sentence, not a bare HTTP 400."""
     from gradio_client import Client
     from gradio_client.exceptions import ValidationError
 

@@ -458,7 +458,7 @@ def test_uploads_above_the_size_limit_are_refused(client, tmp_path):
 
 
 def test_an_upload_is_decoded_once_per_request(app, clips, client_for, tmp_path, monkeypatch):
-    """The validator's upload check and the run read the same decoded clip (issue 44: decode once)."""
+    """The validator's upload check and the run read the same decoded clip: it is decoded once."""
     import shutil
 
     from auk_app import audio_io

@@ -180,8 +180,8 @@ def test_stop_and_use_as_source_say_what_they_did(handlers, clips):
 
 
 def test_the_pages_edit_returns_the_audio_before_its_figure_is_drawn(handlers, clips, monkeypatch):
-    """Item 9 of issue 42: the first edit waited 30.9 s on its figure. Drawing is held on an Event:
-    the page's edit still returns its WAV and manifest, and only the chained figure event waits."""
+    """A figure can take far longer than the edit. With drawing held on an Event, the page's edit
+    still returns its WAV and manifest, and only the chained figure event waits."""
     import threading
 
     from auk_app.ui import figures
@@ -228,7 +228,7 @@ def test_the_audio_is_set_by_an_event_that_does_not_draw_and_figures_are_warm_at
 
 
 def test_the_example_clips_are_small_shipped_files_listed_on_the_page(app):
-    """Issue 42, item 10: speech, tone and noisy speech as committed FLAC (Spaces have no espeak-ng)."""
+    """Speech, tone and noisy speech as committed FLAC (Spaces have no espeak-ng)."""
     import gradio as gr
     import soundfile as sf
 

@@ -58,7 +58,7 @@ def test_templates_match_the_cookbook(key, fields, expected):
 
 @pytest.mark.parametrize(
     ("key", "fields", "expected"),
-    [  # the three sentences that used to differ from upstream's docs/COOKBOOK.md
+    [  # three sentences held word for word to upstream's docs/COOKBOOK.md
         ("enhance", {"mode": "Remove reverberation"},
          "Remove only the room reverberation, preserve everything else, and output audio of the same length."),
         ("whisper", {"mode": "Whisper → speech"},

@@ -88,7 +88,7 @@ def test_edit_deliverables_live_in_a_fresh_folder_with_a_complete_manifest(tmp_p
 
 
 def test_flac_and_mp3_come_beside_the_wav_with_the_same_samples(tmp_path, clips):
-    """Issue 42, item 10: FLAC (and MP3 where libsndfile encodes it) beside the WAV, at its level."""
+    """FLAC (and MP3 where libsndfile encodes it) beside the WAV, at its level."""
     from auk_app.audio_io import companion_formats, write_companions
 
     made = _render(_result(_sine(0.6, 0.3), clips.voice), tmp_path, clips.voice)

@@ -131,8 +131,9 @@ def test_a_model_list_that_drips_meets_the_call_deadline(server):
 
 
 def test_a_call_stuck_on_the_model_list_does_not_hold_up_the_next(server):
-    """The abandoned thread once held the engine's lock over the network, so the next request hung:
-    while one call waits on a dripping model list, another on the same engine meets its own deadline."""
+    """No thread holds the engine's lock over the network, where an abandoned one would hang the next
+    request: while one call waits on a dripping model list, another on the same engine meets its own
+    deadline."""
     url = server("drip_models")
     engine, stop_first = RemoteSampler(url, read_timeout=5.0, call_deadline=60.0), threading.Event()
     first = threading.Thread(target=lambda: _timed(lambda: _positions(engine, stop_first.is_set)), daemon=True)
@@ -176,7 +177,7 @@ def test_a_run_that_never_ends_meets_the_request_deadline(server):
 
 
 def test_a_request_with_a_comparison_run_shares_one_deadline(server, monkeypatch):
-    """compare_unmasked makes two runs; each with its own deadline let a request hold the model slot
+    """compare_unmasked makes two runs; each with its own deadline would let a request hold the model slot
     twice as long. Here each run (about 1 s) fits the 1.6 s deadline, both together do not."""
     from auk_app.audex.request import AudexRequest
     from auk_app.service import Studio, StudioConfig
@@ -231,8 +232,8 @@ ANSWERS.update({
     ("string_refusal", "refused the request (HTTP 400: no such model)"),
 ])
 def test_unexpected_replies_get_our_sentence_naming_what_came(server, answer, words):
-    """Issue 44 review: each of these raised IndexError, AttributeError or TypeError in the reader
-    thread, and the user read "ended the run after 0 of at most … tokens (None)"."""
+    """Each of these, read as vLLM's shape, would raise IndexError, AttributeError or TypeError in the
+    reader thread and leave the user with "ended the run after 0 of at most … tokens (None)"."""
     engine = RemoteSampler(server("ok", answer), read_timeout=5.0)
     message, _ = _timed(lambda: _sample(engine))
     assert words in message, message

@@ -127,7 +127,7 @@ def test_stopping_in_the_app_cancels_the_server_requests(local, remote, vllm_ser
 
     The proof of the abort is the server's own token count, read once nothing runs, so no request to
     the server is made while the pair streams. Without the client's socket shutdown (remote.py's
-    ``hang_up``) the server saw the client go only after the whole stream.
+    ``hang_up``) the server sees the client go only after the whole stream.
     """
     request = _long_run()
     masked = len(local.text_to_audio(_long_run(compare_unmasked=False)).result.token_ids)  # the server's too

@@ -1,4 +1,4 @@
-"""The edit check (issue 40) on real audio: espeak-ng speech and numpy tones and noise, edited by
+"""The edit check on real audio: espeak-ng speech and numpy tones and noise, edited by
 known amounts with librosa and numpy, measured back within tolerance; wrong edits fail."""
 
 from __future__ import annotations
