@@ -2,7 +2,7 @@
 
 Each run is sent as a CFG pair of OpenAI-compatible completions with token-id prompts: the
 conditional prompt and its length-matched null prompt, tied by one ``cfg_pair_id`` in
-``vllm_xargs`` (see :mod:`auk_app.audex.xargs`); without guidance, only the first. Both are
+``vllm_xargs`` (see :mod:`auk_app.audex.xargs`) and one seed; without guidance, only the first. Both are
 streamed, each on its own thread, while the caller's thread reports progress and watches
 ``should_stop``: stopping closes both connections, which makes vLLM abort both requests. The
 server's plugin keeps the pair step-locked and token-identical, and this client checks that it did.
@@ -89,9 +89,8 @@ def completion_bodies(sampling: AudexSampling, *, model_id: str, cond_ids: Seque
         for body, role in zip(bodies, (xargs.COND, xargs.UNCOND), strict=True):
             body["vllm_xargs"].update({xargs.CFG_PAIR_ID: pair_id, xargs.CFG_ROLE: role,
                                        xargs.CFG_SCALE: sampling.cfg_scale})
-        # The server overwrites the uncond member's draws with the cond member's tokens; unseeded,
-        # its own draws differ, so a missing copy shows up as a drifted pair instead of hiding.
-        del bodies[1]["seed"]
+    # Both members carry the run's seed: from the same blended logits they draw the same tokens; a
+    # server that does not blend both rows gives them different logits, and the pair drifts apart.
     return bodies
 
 

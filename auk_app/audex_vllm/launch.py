@@ -21,7 +21,7 @@ LOGITS_PROCESSORS = (  # CFG first: the blend comes before the mask (spec §5)
     "auk_app.audex_vllm.phase_mask:AudexPhaseMaskLogitsProcessor",
 )
 PLUGIN_ARGS = ("--scheduler-cls", SCHEDULER, "--no-enable-prefix-caching", "--logits-processors", *LOGITS_PROCESSORS)
-# The token copy wraps the V1 model runner (see token_sync); vLLM picks V2 on CUDA by default.
+# The logits processors implement the V1 model runner's interface; vLLM picks V2 on CUDA by default.
 PLUGIN_ENV = {"VLLM_USE_V2_MODEL_RUNNER": "0"}
 REPO = Path(__file__).resolve().parents[2]
 
