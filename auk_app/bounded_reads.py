@@ -26,6 +26,12 @@ class TooLong(Exception):
         self.limit = limit
 
 
+def status(url: str, *, timeout: float) -> int:
+    """The HTTP status of ``GET url``, its body left unread (a readiness probe needs no more)."""
+    with httpx.stream("GET", url, timeout=timeout, headers=IDENTITY) as response:
+        return response.status_code
+
+
 def read_body(response: httpx.Response, limit: int) -> bytes:
     """The whole body, or :class:`TooLong` as soon as more than ``limit`` bytes came."""
     chunks, size = [], 0

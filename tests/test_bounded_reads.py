@@ -1,9 +1,12 @@
 """Bounded reads of a server's reply: lines split anywhere across chunks, and the limits."""
 
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
 import httpx
 import pytest
 
-from auk_app.bounded_reads import TooLong, iter_lines, read_body, said
+from auk_app.bounded_reads import TooLong, iter_lines, read_body, said, status
 
 
 def _response(*chunks: bytes) -> httpx.Response:
@@ -51,3 +54,53 @@ def test_a_body_over_its_limit_is_refused():
 def test_what_a_server_said_is_one_line_of_a_sentence_s_length():
     assert said("  a\n\tb  ") == "a b"
     assert said("x" * 10_000) == "x" * 199 + "…" and len(said("y" * 50, limit=20)) == 20
+
+
+class _EndlessHealth(BaseHTTPRequestHandler):
+    """Answers 200, then a body that goes on until the client hangs up (64 MiB at most)."""
+
+    sent: list[int] = []
+
+    def do_GET(self):  # noqa: N802 (http.server's name)
+        self.send_response(200)
+        self.end_headers()
+        sent = 0
+        try:
+            while sent < 64 << 20:
+                self.wfile.write(b"x" * (64 << 10))
+                sent += 64 << 10
+        except OSError:
+            pass
+        _EndlessHealth.sent.append(sent)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.mark.parametrize("launcher", ["auk_app.audex_vllm.launch", "auk_app.serve.launch"])
+def test_the_launchers_readiness_probes_read_the_status_not_the_body(tmp_path, launcher):
+    """They read whole bodies: a server answering 200 and an endless body kept them reading."""
+    import importlib
+    import subprocess
+    import sys
+    import time
+
+    wait_until_ready = importlib.import_module(launcher).wait_until_ready
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _EndlessHealth)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])  # the server's process
+    log = tmp_path / "server.log"
+    log.write_text("READY\n")
+    _EndlessHealth.sent.clear()
+    try:
+        wait_until_ready(f"http://127.0.0.1:{server.server_address[1]}", process, timeout=30, log=log)
+        until = time.monotonic() + 10
+        while not _EndlessHealth.sent and time.monotonic() < until:  # the fake notices the hang-up
+            time.sleep(0.05)
+        assert _EndlessHealth.sent and _EndlessHealth.sent[0] < 32 << 20
+    finally:
+        process.kill()
+        process.wait()
+        server.shutdown()
+        server.server_close()

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import httpx
 
+from auk_app.bounded_reads import status
+
 SCHEDULER = "auk_app.audex_vllm.scheduler.AudexPairScheduler"
 LOGITS_PROCESSORS = (  # CFG first: the blend comes before the mask (spec §5)
     "auk_app.audex_vllm.cfg:AudexCFGLogitsProcessor",
@@ -49,7 +51,7 @@ def wait_until_ready(url: str, process: subprocess.Popen, *, timeout: float, log
         if process.poll() is not None:
             break
         try:
-            if httpx.get(f"{url}/health", timeout=2.0).status_code == 200:
+            if status(f"{url}/health", timeout=2.0) == 200:
                 return
         except httpx.HTTPError:
             pass
