@@ -237,3 +237,51 @@ def test_unexpected_replies_get_our_sentence_naming_what_came(server, answer, wo
     engine = RemoteSampler(server("ok", answer), read_timeout=5.0)
     message, _ = _timed(lambda: _sample(engine))
     assert words in message, message
+
+
+FLOOD_BYTES = 64 << 20  # all a flooding fake sends: a client without limits fails the test, not the machine
+FLOOD_PIECE = b"7" * (64 << 10)
+flooded: dict[str, int] = {}  # behaviour → the bytes the fake sent before the client hung up
+
+
+def _flood(name: str, head: bytes, frame=lambda piece: piece):
+    """Send ``head``, then pieces without a line end until the client hangs up or FLOOD_BYTES went."""
+    def answer(conn):
+        sent = 0
+        try:
+            conn.sendall(head)
+            while sent < FLOOD_BYTES:
+                conn.sendall(frame(FLOOD_PIECE))
+                sent += len(FLOOD_PIECE)
+        finally:
+            flooded[name] = sent
+    return answer
+
+
+ANSWERS.update({
+    "endless_line": _flood("endless_line", SSE_HEAD + _chunk(b'data: {"choices": [{"token_ids": [7'), _chunk),
+    "endless_models": _flood("endless_models", b"HTTP/1.1 200 OK\r\nContent-Length: 1000000000\r\n\r\n"),
+    "endless_refusal": _flood("endless_refusal", b"HTTP/1.1 400 Bad Request\r\nContent-Length: 1000000000\r\n\r\n"),
+})
+
+
+def _sent_by(name: str) -> int:
+    """The bytes the fake sent, once it noticed the hang-up."""
+    until = time.monotonic() + 10
+    while name not in flooded and time.monotonic() < until:
+        time.sleep(0.05)
+    return flooded.pop(name)
+
+
+@pytest.mark.parametrize("models, run, words", [
+    ("endless_models", "keepalive_run", "sent a model list (/v1/models) of more than 1,048,576 bytes after 0 tokens"),
+    ("ok", "endless_line", "sent a line of more than 1,048,576 bytes after 0 tokens, so the run was given up"),
+    ("ok", "endless_refusal", "refused the request (HTTP 400: a body of more than 65,536 bytes)."),
+], ids=["model-list", "stream-line", "refusal-body"])
+def test_a_server_that_floods_is_cut_off_at_the_limit_in_one_sentence(server, models, run, words):
+    """An endless line or body took 1.6 GB in 40 s; now the reader stops at its limit and hangs up.
+    What the fake got out (the limit plus the sockets' buffers) shows the client stopped reading."""
+    engine = RemoteSampler(server(models, run), read_timeout=5.0)
+    message, took = _timed(lambda: _sample(engine))
+    assert words in message and len(message) < 400 and took < SLACK, message
+    assert _sent_by(models if models != "ok" else run) < FLOOD_BYTES // 2

@@ -1,9 +1,9 @@
 """Audex through the app with sampling on a real vLLM server (CPU) running the plugin.
 
 Greedy runs must give the in-process sampler's exact streams (with and without CFG, one user or
-eight at once): that holds only if the blend, the mask, the step-locked pair and the token copy
-all work. Sampled runs must stay phase-valid, and each pair token-identical (the uncond member is
-sent unseeded, so without the copy its draws would differ; the client refuses a drifted pair).
+eight at once): that holds only if the blend, the mask and the step-locked pair all work. Sampled
+runs must stay phase-valid, and each pair token-identical (both members draw with one seed, from
+logits that only the blend makes equal; the client refuses a drifted pair).
 """
 
 from __future__ import annotations
@@ -106,12 +106,21 @@ def test_the_manifest_names_the_engine_and_its_host_only(vllm_server):
     assert "secret" not in repr(made.model) + repr(studio.info())
 
 
-def test_the_plugin_refuses_malformed_arguments_in_one_sentence(vllm_server):
+@pytest.mark.parametrize("xargs, seed, field, words", [
+    ({"audex_codec_cap": 7}, 0, "audex_codec_cap", "audex_codec_cap must be a positive multiple of 4; got 7."),
+    ({"cfg_scale": 3.0}, 0, "cfg_pair_id", "cfg_pair_id is missing: a request that gives cfg_scale is a member"),
+    ({"cfg_role": "both"}, 0, "cfg_role", "cfg_role must be 'cond' or 'uncond'; got 'both'."),
+    ({"cfg_pair_id": "p", "cfg_role": "cond", "cfg_scale": 3.0}, None, "seed", "A CFG pair member needs a seed"),
+], ids=["cap", "scale-alone", "role", "unseeded"])
+def test_the_plugin_refuses_bad_arguments_in_one_sentence_naming_them(vllm_server, xargs, seed, field, words):
+    """A guidance scale without its pair ran unguided, and a bad role was reported as a bad pair id."""
     model = httpx.get(f"{vllm_server[0]}/v1/models").json()["data"][0]["id"]
-    body = {"model": model, "prompt": [1, 2, 3], "max_tokens": 4, "vllm_xargs": {"audex_codec_cap": 7}}
+    body = {"model": model, "prompt": [1, 2, 3], "max_tokens": 4, "vllm_xargs": xargs,
+            **({} if seed is None else {"seed": seed})}
     response = httpx.post(f"{vllm_server[0]}/v1/completions", json=body)
     assert response.status_code == 400
-    assert "audex_codec_cap must be a positive multiple of 4; got 7." in response.text
+    error = response.json()["error"]
+    assert words in error["message"] and error["param"] == field, error
 
 
 def _server_metric(url: str, name: str) -> float:
