@@ -85,7 +85,8 @@ def _row(case: Example, seed: int, result: EditCheck, bench: float) -> dict:
     return {"task": case.task, "material": case.params["material"], "condition": case.params["condition"],
             "instruction": case.instruction, "seed": seed, "check": result.display(), "asked": result.asked,
             "check_got": result.got, "bench_got": bench, "tolerance": result.tolerance, "unit": result.unit,
-            "gap": gap, "agree": gap is not None and gap <= result.tolerance, "passed": result.passed, "error": result.error}
+            "gap": gap, "agree": gap is not None and gap <= result.tolerance, "passed": result.passed, "error": result.error,
+            "kept": result.kept}
 
 
 def _seeded_outputs(edit: SeededEdit, case: Example, seeds: int) -> list[np.ndarray]:
@@ -175,7 +176,7 @@ def run_check(args) -> None:
     study = check_study(seeded_demo_edit(studio), clips, args.seed, tuple(args.materials), args.seeds)
     summary = summarize(study)
     print_summary(summary, args.seeds)
-    result = {"date": datetime.date.today().isoformat(), "device": "cpu", "checkpoint": str(args.checkpoint),
+    result = {"date": datetime.date.today().isoformat(), "device": "cpu", "checkpoint": args.checkpoint.name,
               "clips_per_family": clips, "seeds": args.seeds, "seconds": round(time.perf_counter() - started, 1),
               "summary": summary, **study}
     if args.out:

@@ -88,7 +88,7 @@ def test_the_edit_check_is_in_the_manifest_and_says_when_it_cannot_measure(clien
 def _edit_check(entry: dict) -> EditCheck:
     """A table row's check as the check library's record (what rank orders)."""
     return EditCheck(entry["task"], entry["asked"], entry["got"], entry["unit"], entry["tolerance"], entry["pass"],
-                     entry["note"], entry["bound"], entry["kept"])
+                     entry["note"], entry["bound"], entry["kept"], entry["clipped"])
 
 
 def test_four_candidates_each_checked_the_best_first(client, clips):
