@@ -134,11 +134,13 @@ def test_a_pitch_shift_is_measured_in_cents_and_passes(speech, source, steps):
     assert result.passed and abs(result.got - 100 * steps) <= 20, result
     assert result.kept > 0.8
     sign = re.escape("+" if steps > 0 else "−")  # asked and got both in semitones, got to a tenth (pYIN's grid is 0.2)
-    assert re.fullmatch(rf"asked {sign}{abs(steps)} semitones · got {sign}{abs(steps)}(\.\d)? semitones ✓", result.display())
+    pattern = rf"asked {sign}{abs(steps)} semitones · got {sign}{abs(steps)}(\.\d)? semitones ✓"
+    assert re.fullmatch(pattern, result.display()), result.display()
 
 
 def test_asked_and_got_are_shown_in_the_same_unit():
-    assert EditCheck("pitch", 200.0, 190.0, "cents", 50.0, True).display() == "asked +2 semitones · got +1.9 semitones ✓"
+    got_less = EditCheck("pitch", 200.0, 190.0, "cents", 50.0, True)
+    assert got_less.display() == "asked +2 semitones · got +1.9 semitones ✓"
     assert EditCheck("pitch", -100.0, -96.0, "cents", 50.0, True).display() == "asked −1 semitone · got −1 semitone ✓"
     assert EditCheck("pitch", 150.0, 0.0, "cents", 50.0, False).display() == "asked +1.5 semitones · got +0 semitones ✗"
 
