@@ -163,7 +163,8 @@ def _content_delta(fields: Fields, source: float | None, pace: SpeakingRate | No
         delta = -new
     sign = "+" if delta >= 0 else "−"
     at = f" at {pace.describe()}" if pace is not None else ""
-    return Duration(max(source + delta, 1 / FRAME_RATE), f"source {source:.2f} s {sign} {abs(delta):.2f} s for the changed words{at}")
+    reason = f"source {source:.2f} s {sign} {abs(delta):.2f} s for the changed words{at}"
+    return Duration(max(source + delta, 1 / FRAME_RATE), reason)
 
 
 def _speed(fields: Fields, source: float | None, pace: SpeakingRate | None = None) -> Duration:
@@ -436,19 +437,6 @@ def coverage(tasks: tuple[str, ...] | None, task_key: str) -> str:
     keys = [k for k in TEMPLATES if k == task_key or k.startswith(task_key + ":")]
     covered = sum(supports(tasks, k) for k in keys)
     return "all" if covered == len(keys) else "some" if covered else "none"
-
-
-def untrained(instruction: str, tasks: tuple[str, ...] | None, languages: tuple[str, ...]) -> list[str]:
-    """What in ``instruction`` a model trained for ``tasks`` and ``languages`` never saw, as phrases
-    ("Pitch", "Chinese instructions"): only what is certain, a cookbook task or Chinese text."""
-    gaps = []
-    key = template_key(instruction)
-    if key is not None and not supports(tasks, key):
-        chosen, _, variant = key.partition(":")
-        gaps.append(task(chosen).name + (f" ({variant})" if variant else ""))
-    if ZH not in languages and _CJK.search(instruction or ""):
-        gaps.append("Chinese instructions (it reads English only)")
-    return gaps
 
 
 def build(

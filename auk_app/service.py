@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from auk_app import dsp, instructions, resolve
+from auk_app import dsp, recognise, resolve
 from auk_app.audex.request import TRAINED_SECONDS, AudexRequest, TextToAudioResult
 from auk_app.auk.batching import DEFAULT_MAX_BATCH
 from auk_app.auk.checkpoint import AuKCheckpoint, read_auk_checkpoint
@@ -219,12 +219,13 @@ class Studio:
         are: a request it cannot serve well still runs, but nobody should mistake the result for AuK's."""
         entry = self.entry(model)
         capabilities = entry.checkpoint.capabilities
-        gaps = instructions.untrained(instruction or "", capabilities.tasks, capabilities.languages)
+        gaps = recognise.untrained(instruction or "", capabilities.tasks, capabilities.languages)
         released = [e.key for e in self._entries.values() if not e.demo and e.checkpoint.capabilities.tasks is None]
         where = (f"the released weights are here: choose `{released[0]}`." if released
                  else f"the released AuK weights were. {GET_WEIGHTS}")
+        unmatched = recognise.unmatched(instruction or "", capabilities.tasks, entry.label)  # a request of no task
         return [f"{entry.label} was not trained for {gap}, so expect a result that does not follow the "
-                f"instruction; {where}" for gap in gaps]
+                f"instruction; {where}" for gap in gaps] + unmatched
 
     def edit(self, request: EditRequest, model: str | None = None, **callbacks) -> tuple[EditResult, ModelEntry]:
         """Plan ``request`` (every check, before waiting for the model), then run it."""
