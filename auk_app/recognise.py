@@ -132,8 +132,9 @@ def _task_name(key: str) -> str:
 
 
 class Request:
-    """A request made regular: ``text`` (number words as digits outside quotes), ``quotes`` (the
-    quoted spans, in order) and ``bare`` (lower case, each quoted span replaced by «0», «1», …)."""
+    """A request made regular: ``normal`` (``wording.normalise``), ``text`` (number words as digits
+    outside quotes), ``quotes`` (the quoted spans, in order) and ``bare`` (lower case, each quoted
+    span replaced by «0», «1», …)."""
 
     def __init__(self, raw: str):
         normal = normalise(raw)
@@ -147,6 +148,7 @@ class Request:
             last = match.end()
         text.append(digits(normal[last:]))
         bare.append(digits(normal[last:]).lower())
+        self.normal = normal
         self.text = "".join(text)
         self.bare = " ".join("".join(bare).split())
         self.language = ZH if re.search(f"[{CJK}]", self.bare) else EN
@@ -183,8 +185,8 @@ def _loose(template: str, task_key: str) -> re.Pattern:
         elif name and slots[name].choices:
             values = sorted(_choices(task_key, name), key=len, reverse=True)
             parts.append(f"(?P<{name}>{'|'.join(map(re.escape, values))})")
-        elif name:  # free text, with its own closing punctuation ("Hello.")
-            parts.append(f"(?P<{name}>.+?[.!?]*)")
+        elif name:  # quoted words: no quote inside but an apostrophe ("it's"), their own full stop ("Hello.")
+            parts.append(f"(?P<{name}>(?:[^\"']|'(?=[a-z]))+?[.!?]*)")
         else:
             parts += [r"\s*" if c == " " else re.escape(c) if c.isalnum() else "[\"']" if c in "\"'" else r"[^\w\s]?"
                       for c in piece]
@@ -263,7 +265,7 @@ def _target_speaker(r: Request) -> dict | None:
 
 
 _LYRIC = r"\b(?:lyrics?|sing|sings|sung|singing|song|chorus|verse)\b|歌词|唱|歌"
-_ZH_ASPECT = r"音色|声音|语速|速度|音量|音调|音高|情感|情绪|语气|口音|噪|混响|风格|嗓音|声线|歌声|人声"
+_ZH_ASPECT = r"音色|声音|语速|速度|音量|音调|音高|情感|情绪|语气|口音|噪|混响|风格|嗓音|声线|歌声|人声|耳语|说话"
 _REPLACED = (  # (pattern, group of the words replaced, group of the new words)
     (rf"\bsubstitute\s*{Q}\s*for\s*{Q}", 2, 1),
     (rf"\b(?:say|use|put|read|sing)\s*{Q}\s*(?:instead of|in place of|rather than)\s*{Q}", 2, 1),
@@ -367,7 +369,7 @@ def _tts(r: Request) -> tuple[str, dict] | None:
     spoken = r.find(rf"{_CONTENT}[^«]{{0,30}}?{Q}")
     index = int(spoken.group(1)) if spoken else 0 if len(r.quotes) == 1 else None
     text = None if index is None else r.quotes[index]
-    if text is None and (after := re.search(r":\s*([^:\"']+?)\s*$", r.text)):
+    if text is None and (after := re.search(r":\s*([^:\"']+?)\s*$", r.normal)):
         text = after.group(1)
     if text is None and not r.quotes:
         return None
@@ -462,10 +464,12 @@ def _speech_separation(r: Request) -> dict | None:
 
 # ----------------------------------------------------------------------------- edits with a number
 
+_UNIT_END = r"(?![a-z])"  # a unit's end: not \b, which finds none between "Hz" and a Chinese character
+
 
 def _sine_tone(r: Request) -> dict | None:
-    hz = r.find(rf"{N}\s*(?:hz\b|hertz|赫兹)")
-    khz = r.find(rf"{N}\s*(?:khz\b|kilohertz|千赫)")
+    hz = r.find(rf"{N}\s*(?:hz{_UNIT_END}|hertz|赫兹)")
+    khz = r.find(rf"{N}\s*(?:khz{_UNIT_END}|kilohertz|千赫)")
     if not (hz or khz) or not r.find(r"\b(?:tone|sine|sinusoid\w*|beep|wave|note|whistle|hum)\b|正弦|纯音|音|哔|嘀"):
         return None
     if r.find(r"\b(?:raise|lower|shift|transpose|pitch)\b|升高|降低|音调"):
@@ -474,9 +478,10 @@ def _sine_tone(r: Request) -> dict | None:
 
 
 _PITCH = (r"\b(?:pitch\w*|semitones?|half[- ]?steps?|whole[- ]?steps?|half[- ]?tones?|whole[- ]?tones?|octaves?|"
-          r"transpos\w*|key|cents)\b|音调|音高|半音|八度|变调|升调|降调|调子")
-_PITCH_UP = (r"\b(?:raise|raising|higher|up|upward\w*|increase|sharpen|high|lift|boost)\b|升高|提高|调高|升|高|上调")
-_PITCH_DOWN = r"\b(?:lower|lowering|down|downward\w*|decrease|deeper|drop|flatten|low|reduce)\b|降低|调低|降|低|下调"
+          r"transpos\w*|key|cents)\b|(?<!声)音调|音高|半音|八度|变调|升调|降调|调子")
+# In Chinese a direction is one character of a longer word: 音高 (pitch) holds 高 (high), 声音调小 holds 音调.
+_PITCH_UP = r"\b(?:raise|raising|higher|up|upward\w*|increase|sharpen|high|lift|boost)\b|升高|提高|调高|升|(?<!音)高|上调"
+_PITCH_DOWN = r"\b(?:lower|lowering|down|downward\w*|decrease|deeper|drop|flatten|low|reduce)\b|降低|调低|降|(?<!音)低|下调"
 _INTERVALS = ((r"semitones?|half[- ]?steps?|half[- ]?tones?|个?半音", 1), (r"whole[- ]?steps?|whole[- ]?tones?", 2),
               (r"octaves?|个?八度", 12), (r"cents?", 0.01))
 
@@ -504,7 +509,7 @@ _SLOW = r"\bslow\w*|\bdecelerat\w*|\breduce the (?:speed|tempo|pace)|慢|减速|
 
 
 def _speed(r: Request) -> dict | None:
-    factor = r.find(rf"{N}\s*(?:x\b|×|times\b|倍)")
+    factor = r.find(rf"{N}\s*(?:x{_UNIT_END}|×|times\b|倍)")
     if not (r.find(_SPEED) or factor):
         return None
     slow = r.find(_SLOW)
@@ -535,7 +540,7 @@ _VOLUME_DOWN = (r"\b(?:quieter|softer|decrease|lower|reduce|down|cut|attenuate|l
 def _volume(r: Request) -> dict | None:
     if not r.find(_VOLUME):
         return None
-    amount = r.find(rf"{N}\s*(?:db\b|decibels?|分贝)") or r.find(rf"\bby\s+{N}\b")
+    amount = r.find(rf"{N}\s*(?:db{_UNIT_END}|decibels?|分贝)") or r.find(rf"\bby\s+{N}\b")
     direction, size = _signed(r, _number(amount), _VOLUME_UP, _VOLUME_DOWN)
     return {"mode": {1: "Increase", -1: "Decrease"}.get(direction), "amount": None if size is None else plain(size)}
 
@@ -563,9 +568,10 @@ def _nonverbal(r: Request) -> dict | None:
     return {"mode": None if place is None else ("Add at the beginning", "Add at the end")[place], "option": sound}
 
 
-_WHISPER = r"\bwhisper\w*|耳语|悄悄话|悄悄|气声|低语"
+_WHISPER = r"\bwhisper\w*|耳语|悄悄话|悄悄|(?<!换)气声|低语"
 _TO_WHISPER = (r"\b(?:into|to|as|like|in)\s+(?:a\s+)?(?:soft\s+|quiet\s+|gentle\s+|hushed\s+)?whisper\b|"
-               r"\bwhisper (?:it|this|the)\b|\bwhisper\w* (?:voice|version|tone)|用.{0,4}耳语|悄悄")
+               r"\bwhisper (?:it|this|the)\b|\bwhisper\w* (?:voice|version|tone)|用.{0,4}耳语|悄悄|"
+               r"(?:变成|改成|转成|换成|转换成|变为)(?:小声)?耳语")
 _TO_SPEECH = (r"\b(?:into|to|as|with|in)\s+(?:a\s+)?(?:normal|regular|ordinary|full|natural|clear|voiced|loud)\b|"
               r"\bun-?whisper\w*|\bout loud\b|\baloud\b|\bnormal (?:voice|speech)|\bspeaking voice|\bvoiced speech|"
               r"\bwhispered (?:speech|voice|audio|recording|clip|words)|\bfrom (?:a )?whisper|正常|大声")

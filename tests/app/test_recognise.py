@@ -114,6 +114,22 @@ def test_paraphrases_numbers_and_word_order(text, key, fields):
     assert found is not None and found.key == key and {k: found.fields.get(k) for k in fields} == fields, found
 
 
+@pytest.mark.parametrize(("text", "key", "fields"), [
+    # a Chinese cue inside a longer word: 声音调大 holds 音调 (pitch), 音高 holds 高 (up), 换气声 holds 气声 (breathy)
+    ("把声音调大十分贝", "volume", {"mode": "Increase", "amount": "10"}),
+    ("音高往下调两个半音", "pitch", {"mode": "Lower", "amount": "2"}),
+    ("删掉所有换气声", "nonverbal:Remove all", {"option": "breath"}),
+    ("请生成300Hz正弦波", "sine_tone", {"amount": "300"}),  # no \b between "Hz" and a Chinese character
+    ("remove 'uh' which appears after 'then'", "content_edit:Remove after", {"text": "uh", "original": "then"}),
+    ("Remove 'it's'.", "content_edit:Remove", {"text": "it's"}),  # an apostrophe inside quotes
+    ("Say this in my voice: Meet me at nine.", "zero_shot_tts", {"text": "Meet me at nine."}),  # words as typed
+    ("把正常说话变成耳语", "whisper:Speech → whisper", {}),  # 把X变成Y names a task here, not a word edit
+])
+def test_words_inside_words_quotes_inside_quotes_and_numbers_in_the_words_to_say(text, key, fields):
+    found = recognise(text)
+    assert found is not None and found.key == key and {k: found.fields.get(k) for k in fields} == fields, found
+
+
 @pytest.mark.parametrize("text", [
     "Add reverb like a cathedral.", "add some echo", "Make it sound like it's underwater", "Translate this into French",
     "Add background music", "Remove the vocals", "Make it sound like a phone call", "", "   ", "加点混响",
