@@ -13,7 +13,8 @@ ones named by a word alone (emotion, timbre). Each task's cues are its nouns and
 and Chinese; a removal needs a removal verb ("Add reverb" is no dereverberation), and a direction
 comes from a sign or the first direction word. None: no task of the cookbook (nor a tone) fits.
 The lexicon was written from the cookbook's tasks, not from the held-out wordings that measure it
-(``bench/bench_recogniser.py``).
+(``bench/bench_recogniser.py``); the mechanical faults their first run showed were fixed after it,
+as docs/recogniser.md says.
 """
 
 from __future__ import annotations
