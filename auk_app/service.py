@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from auk_app import dsp, instructions, resolve, upload_check
+from auk_app import dsp, recognise, resolve, upload_check
 from auk_app.audex.params import MAX_CODEC_CAP
 from auk_app.audex.request import TRAINED_SECONDS, AudexRequest, TextToAudioResult
 from auk_app.auk.batching import DEFAULT_MAX_BATCH
@@ -222,12 +222,13 @@ class Studio:
         are: a request it cannot serve well still runs, but nobody should mistake the result for AuK's."""
         entry = self.entry(model)
         capabilities = entry.checkpoint.capabilities
-        gaps = instructions.untrained(instruction or "", capabilities.tasks, capabilities.languages)
+        gaps = recognise.untrained(instruction or "", capabilities.tasks, capabilities.languages)
         released = [e.key for e in self._entries.values() if not e.demo and e.checkpoint.capabilities.tasks is None]
         where = (f"the released weights are here: choose `{released[0]}`." if released
                  else f"the released AuK weights were. {GET_WEIGHTS}")
+        unmatched = recognise.unmatched(instruction or "", capabilities.tasks, entry.label)  # a request of no task
         return [f"{entry.label} was not trained for {gap}, so expect a result that does not follow the "
-                f"instruction; {where}" for gap in gaps]
+                f"instruction; {where}" for gap in gaps] + unmatched
 
     def edit_problems(self, values: Mapping[str, Any]) -> dict[str, str]:
         """The sentence for each knob of an edit's ``values`` that cannot be served, by name: the knobs'

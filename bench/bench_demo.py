@@ -86,7 +86,8 @@ def _row(case: Example, seed: int, result: EditCheck, bench: float) -> dict:
     return {"task": case.task, "material": case.params["material"], "condition": case.params["condition"],
             "instruction": case.instruction, "seed": seed, "check": result.display(), "asked": result.asked,
             "check_got": result.got, "bench_got": bench, "tolerance": result.tolerance, "unit": result.unit,
-            "gap": gap, "agree": gap is not None and gap <= result.tolerance, "passed": result.passed, "error": result.error}
+            "gap": gap, "agree": gap is not None and gap <= result.tolerance, "passed": result.passed, "error": result.error,
+            "kept": result.kept}
 
 
 def _seeded_outputs(edit: SeededEdit, case: Example, seeds: int) -> list[np.ndarray]:

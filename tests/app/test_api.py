@@ -90,7 +90,7 @@ def test_the_edit_check_is_in_the_manifest_and_says_when_it_cannot_measure(clien
 def _edit_check(entry: dict) -> EditCheck:
     """A table row's check as the check library's record (what rank orders)."""
     return EditCheck(entry["task"], entry["asked"], entry["got"], entry["unit"], entry["tolerance"], entry["pass"],
-                     entry["note"], entry["bound"], entry["kept"])
+                     entry["note"], entry["bound"], entry["kept"], entry["clipped"])
 
 
 def test_four_candidates_each_checked_the_best_first(client, clips):
@@ -205,6 +205,21 @@ def test_what_the_demo_was_not_trained_for_is_warned_about_with_the_released_wei
         assert "hf download tencent/AuK --local-dir ckpts/AuK" in GET_WEIGHTS
     _, _, manifest, *_ = _edit(client, clips.voice, instruction="Raise the pitch by 2 semitones.", seed=5)
     assert manifest["warnings"] == []
+
+
+def test_a_lacking_task_in_any_wording_and_a_request_of_no_task_are_warned_about(client, clips):
+    # The page's own example with its full stop inside the quotes; then a request that is no task at all.
+    described = ('Generate speech based on the following description: "A calm, low male voice." '
+                 'The content to speak is: "Welcome to the studio."')
+    _, _, manifest, *_ = _edit(client, instruction=described, seconds=0.5, seed=5)
+    assert [w for w in manifest["warnings"] if not w.startswith("The result clips")] == [
+        "AuK-Tiny (demo) was not trained for Instruct TTS (voice from a description, no clip), so expect a result "
+        f"that does not follow the instruction; the released AuK weights were. {GET_WEIGHTS}"]
+    _, _, manifest, *_ = _edit(client, clips.voice, instruction="Add reverb like a cathedral.", seed=5)
+    assert [w for w in manifest["warnings"] if not w.startswith("The result clips")] == [
+        "AuK-Tiny (demo) was trained only for Volume, Pitch, Speech enhancement (Remove noise) and Sine tone (text to "
+        "tone), and this request reads as none of them, so expect a result that does not follow it; word it as one "
+        "of those, as the instruction builder does."]
 
 
 def test_text_only_generation_with_a_custom_grid_and_a_randomised_seed(client):
