@@ -254,7 +254,7 @@ class Studio:
         target length and the candidates (batched, each after the first costs about half of one)."""
         try:
             order = EditOrder.from_knobs(values, self.config.limits)
-            steps = recipe_for(order.request, self.entry(order.model).checkpoint).nfe
+            steps = recipe_for(order.request, self.entry(order.model).checkpoint).steps
             target, extra = order.request.seconds or 30.0, order.candidates - 1
         except AppError:
             steps, target, extra = 32, 30.0, 0
@@ -511,7 +511,7 @@ def _checked(target: Target, source: _SharedSource, result: EditResult,
 
 
 class _OverallProgress:
-    """One progress for N candidates: their sampling steps summed (step k of N·nfe in all); the other
+    """One progress for N candidates: their sampling steps summed (step k of N times the steps in all); the other
     phases (load, condition, decode) as the first candidate reports them."""
 
     def __init__(self, progress, n: int) -> None:

@@ -53,8 +53,7 @@ def seeded_demo_edit(studio: Studio) -> SeededEdit:
 
     def edit(source, instruction, seconds, seed):
         audio = None if source is None else (source, RATE)
-        request = EditRequest(instruction, audio=audio, seconds=None if source is not None else seconds,
-                              seed=seed, fit_to_source=True)
+        request = EditRequest(instruction, audio=audio, seconds=None if source is not None else seconds, seed=seed)
         return studio.edit(request, "demo")[0].wav
 
     return edit

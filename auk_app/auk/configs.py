@@ -131,6 +131,11 @@ class Recipe:
             object.__setattr__(self, "t_grid", tuple(float(t) for t in self.t_grid))
             object.__setattr__(self, "nfe", len(self.t_grid) - 1)
 
+    @property
+    def steps(self) -> int:
+        """The Euler steps a run of this recipe takes (what budgets and deadlines count)."""
+        return self.nfe
+
     def over(self, asked: Mapping[str, Any]) -> Recipe:
         """The run's recipe: ``asked`` (a request's knobs, None where left out) over this one. A grid
         replaces the step count and sway; a fixed recipe ignores whatever differs from its own."""

@@ -123,7 +123,7 @@ class ServeRunner:
 
     def deadline(self, plan: EditPlan) -> Deadline:
         """The deadline of ``plan``'s edit, starting now: an allowance plus a floor rate per Euler step."""
-        steps = plan.recipe.nfe
+        steps = plan.recipe.steps
         seconds = min(MAX_EDIT_SECONDS, EDIT_ALLOWANCE_SECONDS + STEP_SECONDS * steps)
         return Deadline.after(seconds, f"{EDIT_ALLOWANCE_SECONDS:g} s plus {STEP_SECONDS:g} s for each of its {steps} "
                                        f"steps, at most {MAX_EDIT_SECONDS:g} s")
