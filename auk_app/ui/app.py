@@ -7,8 +7,9 @@ in :mod:`auk_app.ui.handlers`; the generated wording in :mod:`auk_app.ui.text`.
 Public API (named; everything else is ``api_visibility="private"``): ``/edit_audio``,
 ``/text_to_audio``, ``/inspect_audio`` and ``/model_info``. ``/edit_audio`` is declared on hidden
 inputs of its own, where an empty knob means the checkpoint's default; the page's Generate is a
-private event over its sliders. At most ``QUEUE_MAX_SIZE`` model requests wait, held by the
-validators however many arrive at once (``runs.Admission``). ``/edit_audio`` runs up to
+private event over its sliders. At most ``QUEUE_MAX_SIZE`` model runs wait or run (a request's
+candidates each count), held by the validators however many arrive at once (``runs.Admission``);
+no model endpoint can be reached past them (``api_open=False``). ``/edit_audio`` runs up to
 ``StudioConfig.auk_batch`` edits at once (``concurrency_id="auk"``), so concurrent edits reach the
 pipeline together and share DiT steps; ``/text_to_audio`` runs one at a time
 (``concurrency_id="gpu"``), and so do edits with ``--offload`` or ``--auk-batch 1``, sharing that one
@@ -43,7 +44,7 @@ INTAKE_CONCURRENCY = 2
 FIGURE_QUEUE = "figure"  # the page's before/after figures and FLAC/MP3 files, made after the audio is shown
 FIGURE_CONCURRENCY = 2
 PRIVATE = {"queue": False, "api_visibility": "private"}  # UI plumbing: no queue, no API entry
-QUEUE_MAX_SIZE = 16  # model requests waiting; beyond this one is refused at once instead of waiting for minutes
+QUEUE_MAX_SIZE = 16  # model runs waiting or running (a candidate is a run); beyond this a request is refused at once
 BACKSTOP_MAX_SIZE = 256  # all queued events: only cheap ones can fill what the model requests leave
 # 30 s at 48 kHz, 8 channels, 32-bit float is 46 MB: the largest clip the limits accept, with room.
 MAX_FILE_SIZE = "50mb"
@@ -428,6 +429,8 @@ def build_demo(studio: Studio) -> gr.Blocks:
 
     # The model requests' cap is the validators' (Admission): Gradio's own max_size is checked before
     # validation, so it gives way to simultaneous arrivals, and it counts every event, cheap ones too.
-    demo.queue(max_size=BACKSTOP_MAX_SIZE, default_concurrency_limit=1)
+    # api_open=False: a queued event's direct POST route (/gradio_api/run/<name>) is closed, so every
+    # request that reaches a model passes the validator's admission; /model_info (no queue) stays open.
+    demo.queue(max_size=BACKSTOP_MAX_SIZE, default_concurrency_limit=1, api_open=False)
     h.admission.bind(demo, QUEUE_MAX_SIZE)
     return demo

@@ -305,41 +305,43 @@ class Handlers:
         self.admission = Admission(api_names=("edit_audio", "_edit_from_ui", "text_to_audio"),
                                    weights={"edit_audio": runs_at, "_edit_from_ui": runs_at})  # ui/app.py binds it
         # On a ZeroGPU Space the GPU is attached per call, for a budget computed from the request.
-        self.edit_audio = self._runs.stoppable(gpu(self.edit_gpu_seconds)(self._api_edit))
-        self.edit_from_ui = self._runs.stoppable(gpu(self.edit_gpu_seconds)(self._page_edit))
-        self.text_to_audio = self._runs.stoppable(gpu(self.audex_gpu_seconds)(self._api_audex))
+        started = self.admission.started
+        self.edit_audio = self._runs.stoppable(gpu(self.edit_gpu_seconds)(self._api_edit), on_start=started)
+        self.edit_from_ui = self._runs.stoppable(gpu(self.edit_gpu_seconds)(self._page_edit), on_start=started)
+        self.text_to_audio = self._runs.stoppable(gpu(self.audex_gpu_seconds)(self._api_audex), on_start=started)
         # Validators: Gradio runs them inside the client's join request, before the request is queued.
-        self.check_edit = self._validator(self._api_edit, self._edit_problems, room_first=True)
-        self.check_edit_from_ui = self._validator(self._page_edit, self._edit_problems, room_first=True)
+        self.check_edit = self._validator(self._api_edit, self._edit_problems)
+        self.check_edit_from_ui = self._validator(self._page_edit, self._edit_problems)
         self.check_audex = self._validator(self._api_audex, self._audex_problems)
 
-    def _validator(self, handler, problems_of, *, room_first: bool = False):
-        """A validator for ``handler``: ``problems_of(values)`` in a worker thread, then a place in the
-        model queue (Admission). ``room_first`` refuses a full queue before the (decoding) checks.
+    def _validator(self, handler, problems_of):
+        """A validator for ``handler``: a place in the model queue for the runs the request asks for
+        (Admission; a full queue refuses at once, before anything is decoded), then ``problems_of(values)``
+        in a worker thread; a refused request gives its place back.
 
         It takes ``handler``'s signature so that Gradio passes it the join's gr.Request: a client that
         gave up while the upload check ran (gradio_client's join times out after 5 s) never opens its
         stream, so nothing else would stop its event from running for nobody; here it is not queued.
         A full queue is a failed verdict, not gr.Error: Gradio answers that with HTTP 422 and its
-        text, which gradio_client raises as ValidationError, where a gr.Error is a bare HTTP 400.
+        text, which gradio_client raises as ValidationError, where a gr.Error was a bare HTTP 400.
         """
         names = inputs_of(handler)
 
         @functools.wraps(handler)
         async def validate(*args, **kwargs):
             values = _named(handler, args, kwargs)
-            runs = _runs_asked(values)
             try:
-                if room_first:
-                    self.admission.check_room(runs)  # before the upload check decodes anything
-                problems = await anyio.to_thread.run_sync(problems_of, values)
-                if not problems:
-                    if await client_gone(values.get("request")):
-                        problems = {names[0]: "The client went away during the checks, so the request was not queued."}
-                    else:
-                        self.admission.reserve(runs)
+                place = self.admission.reserve(_runs_asked(values), getattr(values.get("request"), "session_hash", None))
             except Busy as exc:
-                problems = {names[0]: str(exc)}
+                return _verdicts(names, {names[0]: str(exc)})
+            try:
+                problems = await anyio.to_thread.run_sync(problems_of, values)
+                if not problems and await client_gone(values.get("request")):
+                    problems = {names[0]: "The client went away during the checks, so the request was not queued."}
+            except BaseException:
+                self.admission.release(place)
+                raise
+            (self.admission.release if problems else self.admission.passed)(place)
             return _verdicts(names, problems)
 
         return validate

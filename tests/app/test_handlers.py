@@ -111,9 +111,12 @@ def test_a_request_whose_client_is_gone_is_not_started(handlers, monkeypatch, ma
     stopped; Gradio still runs those); a run whose turn comes after either costs nothing."""
     import gradio as gr
 
-    queue = SimpleNamespace(active_jobs=[[SimpleNamespace(session_hash="gone", **mark)]])
-    app = SimpleNamespace(get_blocks=lambda: SimpleNamespace(_queue=queue))
-    gone = SimpleNamespace(session_hash="gone", request=SimpleNamespace(app=app))
+    from auk_app.ui import runs
+    from auk_app.ui.gradio_queue import QueuedEvent
+
+    running = QueuedEvent("e1", "edit_audio", "gone", [], gone=not mark["alive"] or mark["closed"])
+    monkeypatch.setattr(runs, "events", lambda blocks: ([], [running]))  # as gradio_queue reads Gradio's
+    gone = SimpleNamespace(session_hash="gone", request=SimpleNamespace(app=SimpleNamespace(get_blocks=object)))
     started = []
     monkeypatch.setattr(handlers.studio, "run_plan", lambda *args, **kwargs: started.append(args))
     monkeypatch.setattr(handlers.studio, "text_to_audio", lambda *args, **kwargs: started.append(args))
@@ -127,16 +130,16 @@ def test_a_request_whose_client_is_gone_is_not_started(handlers, monkeypatch, ma
 def test_a_full_model_queue_refuses_before_the_upload_is_decoded(app, handlers, clips, monkeypatch):
     """A burst of region edits on a full queue must not each decode a 10-minute source first."""
     from auk_app.ui import handlers as handlers_module
-    from auk_app.ui.runs import Admission
+    from auk_app.ui import runs
 
     decoded = []
     monkeypatch.setattr(handlers_module.upload_check, "check_upload", lambda *args: decoded.append(args))
-    full = Admission(api_names=("edit_audio",))
-    queue = SimpleNamespace(event_queue_per_concurrency_id={}, active_jobs=[])
-    full.bind(SimpleNamespace(_queue=queue), cap=0)
+    monkeypatch.setattr(runs, "events", lambda blocks: ([], []))  # an empty queue, as gradio_queue reads it
+    full = runs.Admission(api_names=("edit_audio",))
+    full.bind(object(), cap=0)
     monkeypatch.setattr(handlers, "admission", full)
     verdicts = asyncio.run(handlers.check_edit(clips.voice, "Raise the volume by 3 dB."))
-    assert "the most it queues is 0" in verdicts[0]["message"] and not verdicts[0]["is_valid"]
+    assert "the most it takes is 0" in verdicts[0]["message"] and not verdicts[0]["is_valid"]
     assert decoded == []
 
 
@@ -244,25 +247,30 @@ def test_the_example_clips_are_small_shipped_files_listed_on_the_page(app):
     assert all(sample[1] for sample in listed.samples)  # each with an instruction the demo model does
 
 
-def test_a_request_of_n_candidates_holds_n_places_in_the_model_queue(handlers):
+def test_a_request_of_n_candidates_holds_n_places_in_the_model_queue(handlers, monkeypatch):
+    from auk_app.ui import runs
+    from auk_app.ui.gradio_queue import QueuedEvent
     from auk_app.ui.handlers import inputs_of
-    from auk_app.ui.runs import Admission, Busy
 
     at = inputs_of(handlers.edit_audio).index("candidates")
     assert at == inputs_of(handlers.edit_from_ui).index("candidates")  # both edits count alike
-    waiting = SimpleNamespace(_id="a", fn=SimpleNamespace(api_name="edit_audio"),
-                              data=SimpleNamespace(data=[None] * at + [6]))
-    queue = SimpleNamespace(event_queue_per_concurrency_id={"auk": SimpleNamespace(queue=[waiting])}, active_jobs=[])
-    admission = Admission(api_names=("edit_audio",), weights={"edit_audio": at})
-    admission.bind(SimpleNamespace(_queue=queue), cap=16)
-    admission.reserve(8)  # 6 waiting + 8 = 14
-    admission.reserve(2)  # 16: full
-    with pytest.raises(Busy, match=r"16 runs are already waiting for the model, the most it queues is 16 "
-                                   r"\(this request asks for 4\)"):
-        admission.check_room(4)
-    empty = Admission(api_names=("edit_audio",), weights={"edit_audio": at})
-    empty.bind(SimpleNamespace(_queue=SimpleNamespace(event_queue_per_concurrency_id={}, active_jobs=[])), cap=4)
-    empty.reserve(8)  # one request always fits an empty queue, however many candidates it asks for
+    waiting = QueuedEvent("a", "edit_audio", "s1", [None] * at + [6], gone=False)
+    running = QueuedEvent("b", "edit_audio", "s2", [None] * at + [2], gone=False)
+    queue = ([waiting], [running])
+    monkeypatch.setattr(runs, "events", lambda blocks: queue)  # as gradio_queue reads Gradio's
+    admission = runs.Admission(api_names=("edit_audio",), weights={"edit_audio": at})
+    admission.bind(object(), cap=16)
+    admission.reserve(6, "s3")  # 6 waiting + 2 running + 6 = 14
+    place = admission.reserve(2, "s4")  # 16: full
+    with pytest.raises(runs.Busy, match=r"16 runs are waiting for the model or running, the most it takes is 16 "
+                                        r"\(this request asks for 4\)"):
+        admission.reserve(4, "s5")
+    admission.release(place)  # refused by its checks after all: its places are free again
+    admission.reserve(2, "s6")
+    queue = ([], [])
+    empty = runs.Admission(api_names=("edit_audio",), weights={"edit_audio": at})
+    empty.bind(object(), cap=4)
+    empty.reserve(8, "s7")  # one request always fits an empty queue, however many candidates it asks for
 
 
 def test_gpu_budget_grows_with_the_candidates(handlers):
