@@ -31,6 +31,7 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
+import numpy as np
 
 from auk_app.audex.remote import hang_up
 from auk_app.audex.token_sampler import Deadline
@@ -38,7 +39,7 @@ from auk_app.auk.plan import EditPlan
 from auk_app.auk.region import splice
 from auk_app.auk.request import EditResult
 from auk_app.bounded_reads import IDENTITY, TooLong, iter_lines, read_body, said
-from auk_app.errors import AppError, Cancelled, InputError
+from auk_app.errors import AppError, Cancelled, EngineError, InputError
 from auk_app.progress import Progress, ShouldStop, silent
 from auk_app.serve.wire import plan_body, unpack, window_plan
 from auk_app.urls import http_url, named, server_host
@@ -145,11 +146,7 @@ class ServeRunner:
                     raise ServeError(f"The AuK Serve deployment at {self.host} lost the edit {self.attempts} times "
                                      f"({lost}), so nothing was made; check `serve status` and try again.") from None
                 self._pause(should_stop)
-        try:
-            wav = unpack(result["wav"])
-        except ValueError:  # not base64, or not whole float32 samples
-            raise ServeError(f"The AuK Serve deployment at {self.host} sent a result without a readable wav; run the "
-                             "same AuK Studio version in the app and in the deployment.") from None
+        wav = self._held_to_plan(result, plan)
         if plan.region is not None:
             wav = splice(plan.whole, plan.region, wav)
         timings = {**result["timings"], "prepare": plan.planned_in,
@@ -161,6 +158,28 @@ class ServeRunner:
         record = replace(record, engine=ENGINE, engine_server=self.host, replica=start.get("replica"),
                          replica_node=start.get("node"), attempts=attempt)
         return EditResult(wav=wav, sample_rate=result["sample_rate"], record=record, source=plan.source)
+
+    def _held_to_plan(self, result: dict[str, Any], plan: EditPlan) -> np.ndarray:
+        """The replica's waveform, refused unless it is what the plan asked for: readable, at the
+        checkpoint's rate, of the planned length, finite. A region is never spliced from anything else."""
+        try:
+            wav = unpack(result["wav"])
+        except ValueError:  # not base64, or not whole float32 samples
+            wav = None
+        rate, wanted = plan.checkpoint.sample_rate, plan.samples
+        problem = None
+        if wav is None:
+            problem = "a result without a readable wav"
+        elif result["sample_rate"] != rate:
+            problem = f"a result at {said(result['sample_rate'], 20)} Hz where the plan is at {rate} Hz"
+        elif wav.shape != (wanted,):
+            problem = f"{wav.size} samples where the plan asked for {wanted} ({wanted / rate:.2f} s)"
+        elif not np.isfinite(wav).all():
+            problem = "NaN or infinite samples"
+        if problem:
+            raise EngineError(f"The AuK Serve deployment at {self.host} sent {problem}, so nothing was written; "
+                              "run the same AuK Studio version in the app and the deployment, and check the replica.")
+        return wav
 
     def _pause(self, should_stop: ShouldStop | None) -> None:
         until = time.monotonic() + self.retry_pause

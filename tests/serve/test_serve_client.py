@@ -1,6 +1,7 @@
 """The app's Serve client without a cluster: a bad URL, a deployment that is down (at start and
 later), and fake replicas (a few lines of http.server) that go silent, send heartbeats and no
-steps, never finish, flood a line, say too much, or answer without their fields."""
+steps, never finish, flood a line, say too much, answer without their fields, or send a result
+that is not what the plan asked for."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import time
 from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import numpy as np
 import pytest
 
 from auk_app.audex.token_sampler import Deadline
@@ -133,6 +135,29 @@ def _start_line(write) -> None:
     write(b'{"event": "start", "replica": "fake", "pid": 1}\n')
 
 
+def _result(body: dict, change) -> bytes:
+    """A result line for the plan in ``body``, its waveform as the plan asks (the clip's length, an
+    automatic length) after ``change(samples) -> (samples, rate)``."""
+    import json
+
+    import numpy as np
+
+    from auk_app.serve.wire import pack, unpack
+
+    wanted = unpack(body["clip"]["wav_24k"]).size
+    wav, rate = change(np.full(wanted, 0.1, np.float32))
+    line = {"event": "result", "wav": pack(wav), "sample_rate": rate, "ref_latent_frames": 1,
+            "condition_cache_hit": False, "timings": {"total": 0.1}, "device": "cpu", "dtype": "float32"}
+    return (json.dumps(line) + "\n").encode()
+
+
+WRONG_RESULTS = {  # the URL's path → how the fake replica's result differs from the plan
+    "half_long": lambda wav: (wav[: wav.size // 2], 24_000),
+    "longer": lambda wav: (np.concatenate([wav, wav[:2400]]), 24_000),  # much longer: the line limit refuses
+    "rate_48k": lambda wav: (wav, 48_000),
+    "not_finite": lambda wav: (np.where(np.arange(wav.size) == 5, np.nan, wav).astype(np.float32), 24_000),
+    "empty": lambda wav: (wav[:0], 24_000),
+}
 MISBEHAVIOURS = {  # the URL's path → what the fake replica streams after its headers
     "heartbeats": lambda w: (_start_line(w), _steps(w, lambda i: HEARTBEAT)),
     "same_step": lambda w: (_start_line(w), _steps(w, lambda i: b'{"event": "progress", "phase": "sample", '
@@ -165,12 +190,20 @@ class _Replica(BaseHTTPRequestHandler):
             self.wfile.write(body)
 
     def do_POST(self):  # noqa: N802
-        self.rfile.read(int(self.headers["content-length"]))
+        import json
+
+        body = json.loads(self.rfile.read(int(self.headers["content-length"])))
         self.send_response(200)
         self.send_header("content-type", "application/x-ndjson")
         self.end_headers()
+        name = self.path.strip("/")
+        write = lambda data: (self.wfile.write(data), self.wfile.flush())  # noqa: E731
         try:
-            MISBEHAVIOURS[self.path.strip("/")](lambda data: (self.wfile.write(data), self.wfile.flush()))
+            if name in WRONG_RESULTS:
+                _start_line(write)
+                write(_result(body, WRONG_RESULTS[name]))
+            else:
+                MISBEHAVIOURS[name](write)
         except OSError:
             pass
 
@@ -188,14 +221,31 @@ def replica():
     server.shutdown()
 
 
-def _edit(url: str, runner: ServeRunner | None = None, progress=None):
-    """VOLUME_EDIT through a Studio on ``url``; (the sentence it failed with, seconds it took)."""
+def _edit(url: str, runner: ServeRunner | None = None, progress=None, request: EditRequest = VOLUME_EDIT,
+          refusal=ServeError):
+    """``request`` through a Studio on ``url``; (the sentence it failed with, seconds it took)."""
     studio = Studio(StudioConfig(device="cpu", auk_server=url))
-    studio.auk_server = runner or ServeRunner(url, retry_pause=0.1, limits=studio.config.limits)
+    studio.auk_server = runner or ServeRunner(url, retry_pause=0.1)
     began = time.monotonic()
-    with pytest.raises(ServeError) as failed:
-        studio.edit(VOLUME_EDIT, "demo", progress=progress)
+    with pytest.raises(refusal) as failed:
+        studio.edit(request, "demo", progress=progress)
     return str(failed.value), time.monotonic() - began
+
+
+@pytest.mark.parametrize("name, words", [
+    ("half_long", "samples where the plan asked for"), ("longer", "samples where the plan asked for"),
+    ("rate_48k", "a result at 48000 Hz where the plan is at 24000 Hz"), ("not_finite", "NaN or infinite samples"),
+    ("empty", "0 samples where the plan asked for"),
+])
+@pytest.mark.parametrize("region", [None, (0.5, 1.5)], ids=["whole", "region"])
+def test_a_result_that_is_not_what_the_plan_asked_for_is_refused(replica, name, words, region):
+    """A replica's result was written as the edit whatever its length, rate or samples; a region
+    edit's empty result deleted the region. The app holds it to the plan, and writes nothing."""
+    from auk_app.errors import EngineError
+
+    request = VOLUME_EDIT if region is None else replace(VOLUME_EDIT, region_start=region[0], region_end=region[1])
+    message, _ = _edit(replica(name), request=request, refusal=EngineError)
+    assert words in message and "so nothing was written" in message and "\n" not in message
 
 
 @pytest.mark.parametrize("name", ["heartbeats", "same_step"])
