@@ -447,6 +447,40 @@ def test_text_to_audio_values_are_validated(client, knobs, parameter, words):
     assert f"- {parameter}: " in str(refused.value) and words in str(refused.value)
 
 
+def _result_files(app) -> set:
+    from gradio.utils import get_upload_folder
+
+    return {p for p in (Path(get_upload_folder()) / "auk_studio").rglob("*") if p.is_file()}
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf], ids=["nan", "inf"])
+def test_a_non_finite_result_is_one_sentence_and_no_file(app, client, clips, monkeypatch, bad):
+    """A model that returns NaN or ±inf: PCM16 would write full-scale samples as a success. Every result
+    is checked before a file is written, the page's edit, the API's and text to audio alike."""
+    from dataclasses import replace
+
+    run_plan, generate = app.studio.run_plan, type(app.studio.audex()).generate
+
+    def broken(*args, **kwargs):
+        result = run_plan(*args, **kwargs)
+        return replace(result, wav=np.where(np.arange(result.wav.size) % 7 == 0, bad, result.wav).astype(np.float32))
+
+    def broken_audex(pipeline, *args, **kwargs):
+        made = generate(pipeline, *args, **kwargs)
+        if made.waveform is not None:
+            made = replace(made, waveform=np.full_like(made.waveform, bad))
+        return made
+
+    monkeypatch.setattr(app.studio, "run_plan", broken)
+    monkeypatch.setattr(type(app.studio.audex()), "generate", broken_audex)
+    before = _result_files(app)
+    with pytest.raises(AppError, match="The model returned NaN or infinite samples, so nothing was written"):
+        _edit(client, clips.voice, seed=1)
+    with pytest.raises(AppError, match="The model returned NaN or infinite samples, so nothing was written"):
+        client.predict(caption="A 440 Hz beep lasting one second", max_seconds=1, api_name="/text_to_audio")
+    assert _result_files(app) == before
+
+
 def test_pipeline_errors_reach_the_client_as_their_sentence(client):
     # Valid for the validator (short, not blank); the pipeline finds only control tokens in it.
     with pytest.raises(AppError, match="holds only special tokens of the model. Describe the sound in words."):
