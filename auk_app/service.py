@@ -25,6 +25,7 @@ from auk_app.audex.params import MAX_CODEC_CAP
 from auk_app.audex.request import TRAINED_SECONDS, AudexRequest, TextToAudioResult
 from auk_app.auk.batching import DEFAULT_MAX_BATCH
 from auk_app.auk.checkpoint import AuKCheckpoint, read_auk_checkpoint
+from auk_app.auk.conditioner import instruction_reader
 from auk_app.auk.pipeline import AuKPipeline
 from auk_app.auk.plan import EditPlan, plan_edit, recipe_for
 from auk_app.auk.registry import QWEN_OMNI
@@ -137,6 +138,7 @@ class Studio:
         self._lock = threading.Lock()
         self._editing = threading.Condition()  # guards _running: edits in flight per model key
         self._running: dict[str, int] = {}
+        self._readers: dict[str, Callable[[str], str | None] | None] = {}  # per model: its instruction_reader
 
     # ------------------------------------------------------------------ registry
 
@@ -236,9 +238,12 @@ class Studio:
         a region is set), before anything is queued."""
         problems = EditOrder.problems(values, self.config.limits)
         try:
-            self.entry(values.get("model", EDIT["model"].default))
+            entry = self.entry(values.get("model", EDIT["model"].default))
         except AppError as exc:
             problems["model"] = str(exc)
+        else:
+            if "instruction" not in problems and (problem := self._instruction_problem(entry, values["instruction"])):
+                problems["instruction"] = problem
         if values.get("audio") is not None and "audio" not in problems:
             region_end = None if "region_end" in problems else values.get("region_end") or None
             findings = upload_check.check_upload(values["audio"], self.config.limits.for_region(region_end))
@@ -248,6 +253,16 @@ class Studio:
                 problems["region_end"] = (f"The region ends at {region_end:g} s, past the clip's end at "
                                           f"{findings['duration_s']:.2f} s.")
         return problems
+
+    def _instruction_problem(self, entry: ModelEntry, instruction: str) -> str | None:
+        """What ``entry``'s text encoder refuses in ``instruction`` (more tokens than it has positions),
+        read by its tokenizer alone, which is kept per model."""
+        if entry.key not in self._readers:
+            encoder = entry.checkpoint.text_encoder
+            locate = (lambda: self._qwen_dir(entry)) if encoder.kind == QWEN_OMNI else (lambda: None)
+            self._readers[entry.key] = instruction_reader(encoder, locate)
+        reader = self._readers[entry.key]
+        return None if reader is None else reader(instruction)
 
     def gpu_seconds(self, values: Mapping[str, Any]) -> int:
         """A ZeroGPU budget for an edit's ``values``: loading, plus a cost per Euler step growing with the

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import re
 import secrets
+import unicodedata
 
 import numpy as np
 
@@ -109,9 +110,10 @@ def check_clip(mono: np.ndarray, sample_rate: int, limits: Limits, *, channels: 
 
 
 def _check_text(value, what: str, limit: int, example: str) -> str:
-    """Stripped user text: not empty, at most ``limit`` characters."""
+    """Stripped user text: not empty (nor only invisible format characters, such as zero-width spaces
+    and joiners), at most ``limit`` characters."""
     text = value.strip() if isinstance(value, str) else ""
-    if not text:
+    if not "".join(ch for ch in text if unicodedata.category(ch) != "Cf").strip():
         raise InputError(f"The {what} is empty. {example}")
     if len(text) > limit:
         raise InputError(f"The {what} has {len(text)} characters; the limit is {limit}. Shorten it.")

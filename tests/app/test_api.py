@@ -265,6 +265,9 @@ def test_bad_uploads_are_refused_before_the_queue_with_their_own_message(client,
 
 BAD_VALUES = [
     ({"instruction": "  "}, "instruction", "The instruction is empty"),
+    ({"instruction": "\u200b\u2060 \ufeff"}, "instruction", "The instruction is empty"),  # zero-width only
+    ({"instruction": "音" * 1000}, "instruction", "The instruction is 1002 tokens long for the demo model's text "
+                                                  "encoder, which reads at most 512"),
     ({"model": "AuK-Huge"}, "model", "Unknown model 'AuK-Huge'. Choose one of: auto, demo."),
     ({"model": "x" * 100_000}, "model", "… (100002 characters). Choose one of: auto, demo."),
     ({"seconds": -1}, "seconds", "positive number of seconds, at most 30; got -1"),
