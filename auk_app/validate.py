@@ -63,7 +63,8 @@ def check_format(sample_rate: int, channels: int, n_samples: int, limits: Limits
             "Export it as mono or stereo and upload it again."
         )
     if n_samples == 0:
-        raise InputError("The clip is empty (0 samples). Upload a clip with sound in it.")
+        raise InputError("The clip holds no audio (0 samples): the file is empty, or cut short before its first "
+                         "sound. Upload a clip with sound in it, or export it again.")
     seconds = n_samples / sample_rate
     if seconds > limits.max_input_seconds:
         region_hint = (

@@ -108,7 +108,8 @@ _ABSOLUTE_PATH = re.compile(r"(?<![\w.:/])(?:/[^\s/'\"`,;()]+)+/([^\s/'\"`,;()]+
 
 
 def without_paths(message: str) -> str:
-    """``message`` with absolute paths cut to their last part: clients never see the server's disk."""
+    """``message`` with absolute paths cut to their last part: clients never see where the server keeps
+    weights or data."""
     return _ABSOLUTE_PATH.sub(r"\1", message)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 import sys
 import time
 import types
@@ -225,3 +226,36 @@ def test_without_a_cjk_font_figures_fall_back_silently(tmp_path, monkeypatch):
         assert _draw_chinese(tmp_path / "zh.png") == [] and figures.font_family() == ("DejaVu Sans",) and (tmp_path / "zh.png").stat().st_size > 0
     finally:
         figures.font_family.cache_clear()
+
+
+def _open_font_files() -> list[str]:
+    fds = Path("/proc/self/fd")
+    targets = []
+    for fd in fds.iterdir():
+        try:
+            targets.append(os.readlink(fd))
+        except OSError:
+            pass
+    return [t for t in targets if t.lower().endswith((".ttf", ".ttc", ".otf"))]
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="counts open files through /proc")
+def test_figures_from_many_threads_hold_each_font_file_open_once(tmp_path):
+    """matplotlib opens a font file once per drawing thread: 50 edits on Gradio's worker threads held
+    each font file open dozens of times. Drawn on one thread, each stays open once."""
+    import threading
+
+    from auk_app.ui import figures
+
+    clip = _sine(0.2, 0.3)
+
+    def draw(i):
+        figures.before_after(tmp_path / f"f{i}.png", clip, SR, source=clip, caption=f"figure {i} · 图")
+
+    threads = [threading.Thread(target=draw, args=(i,)) for i in range(20)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    fonts = _open_font_files()
+    assert fonts and len(fonts) == len(set(fonts)), sorted(fonts)
