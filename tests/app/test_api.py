@@ -284,6 +284,7 @@ BAD_VALUES = [
     ({"seconds": 0.02}, "seconds", "the shortest is 0.04 s (two 20 ms latent frames)"),
     ({"randomize_seed": "false"}, "randomize_seed", "randomize_seed must be true or false; got 'false'."),
     ({"vae_sample": "false"}, "vae_sample", "vae_sample must be true or false; got 'false'."),
+    ({"headroom": "no"}, "headroom", "headroom must be true or false; got 'no'."),
     ({"t_grid": ", ".join(f"{i / 1000:.3f}" for i in range(1000))}, "t_grid", "characters) needs 2 to 65 points; it has 1000"),
 ]
 
