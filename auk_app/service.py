@@ -37,7 +37,7 @@ from auk_app.demo import DEMO_DIR
 from auk_app.errors import AppError, Cancelled, CheckpointError, InputError
 from auk_app.knobs import EDIT
 from auk_app.progress import Progress, ShouldStop, silent
-from auk_app.results import Delivery, EditOrder, deliver
+from auk_app.results import Delivery, EditOrder, check_parts, deliver
 from auk_app.runtime import pick_device, pick_precision
 from auk_app.urls import server_host
 from auk_app.validate import shown
@@ -76,10 +76,6 @@ class Candidate:
     check: EditCheck
     check_seconds: float
     rank: int = 1
-
-    def check_entry(self) -> dict[str, Any]:
-        """The manifest's ``check``: the check's entry, its line, and what measuring took."""
-        return {**self.check.to_manifest(), "display": self.check.display(), "seconds": round(self.check_seconds, 4)}
 
 
 @dataclass(frozen=True)
@@ -345,8 +341,9 @@ class Studio:
             raise Cancelled("Stopped before the result was ready; nothing was produced.")
         seeds = sorted(c.result.record.seed for c in made)
         model = {"key": entry.key, "label": entry.label, "demo": entry.demo}
-        delivered = [deliver(c.result, order, model=model, check=c.check_entry(), cautions=cautions,
-                             candidate={"rank": c.rank, "of": len(made), "seeds": seeds}) for c in made]
+        delivered = [deliver(c.result, order, model=model, check=c.check, check_seconds=c.check_seconds,
+                             cautions=cautions, candidate={"rank": c.rank, "of": len(made), "seeds": seeds})
+                     for c in made]
         for warning in delivered[0].record["warnings"][len(cautions):] if warn else ():
             warn(warning)
         return delivered, entry
@@ -467,17 +464,6 @@ class Studio:
 
 
 # ----------------------------------------------------------------------------- candidates and checks
-
-
-def check_parts(result: EditResult) -> tuple[np.ndarray | None, np.ndarray]:
-    """What the edit check compares: the source and the result at the result's rate, or for a region
-    edit the region before and after (the rest of the file is the source, unchanged)."""
-    record, rate = result.record, result.sample_rate
-    if record.region is None or result.source is None:
-        return result.source, result.wav
-    start = round(record.region[0] * rate)
-    return (result.source[start:round(record.region[1] * rate)],
-            result.wav[start:start + round(record.region_seconds * rate)])
 
 
 class _SharedSource:

@@ -38,14 +38,21 @@ class MiniLMConditioner:
     @classmethod
     def instruction_reader(cls, model_dir: str | Path | None = None):
         """``problem(instruction)``: the sentence for an instruction longer than the encoder's 512
-        positions, or None; from the tokenizer and config alone, so a request is checked before
-        anything loads."""
+        positions (or of its special tokens alone), or None; from the tokenizer and config alone, so a
+        request is checked before anything loads."""
         from transformers import AutoConfig
 
         model_dir = _folder(model_dir)
         tokenizer = _tokenizer(model_dir)
         positions = AutoConfig.from_pretrained(model_dir, local_files_only=True).max_position_embeddings
-        return lambda instruction: _too_long(_encode(tokenizer, instruction)["input_ids"].shape[1], positions)
+
+        def problem(instruction: str) -> str | None:
+            try:
+                return _too_long(_encode(tokenizer, instruction)["input_ids"].shape[1], positions)
+            except InputError as exc:  # nothing but the tokenizer's special tokens
+                return str(exc)
+
+        return problem
 
     @torch.inference_mode()
     def hidden_states(self, instruction: str, audio_16k: np.ndarray | None = None):

@@ -492,8 +492,9 @@ def test_pipeline_errors_reach_the_client_as_their_sentence(client):
 
 
 def test_an_instruction_of_only_special_tokens_is_refused_like_such_a_caption(client):
-    # The demo's MiniLM tokenizer's special tokens: removed, they would leave an empty instruction.
-    with pytest.raises(AppError, match="The instruction holds only special tokens of the model. Describe the edit"):
+    # The demo's MiniLM tokenizer's special tokens: removed, they would leave an empty instruction. The
+    # tokenizer reads the instruction with the other checks, so it is refused before the queue.
+    with pytest.raises(ValidationError, match="The instruction holds only special tokens of the model. Describe"):
         client.predict(instruction="[CLS] [SEP][MASK]", seconds=1, api_name="/edit_audio")
 
 
