@@ -167,6 +167,9 @@ def test_clipping_is_counted_as_the_wav_holds_it_and_headroom_avoids_it(client, 
     assert 20 * np.log10(np.abs(data).max() / 32768) <= -0.99
     assert kept["output"]["clipped_samples"] == 0 and kept["output"]["headroom"]["gain_db"] < -1
     assert not any("clips" in w for w in kept["warnings"])
+    # The check line says so too, of what the WAV holds: with headroom nothing is at full scale.
+    assert manifest["check"]["clipped"] == at_full_scale and "clips:" in manifest["check"]["display"]
+    assert kept["check"]["clipped"] == 0 and "clips" not in kept["check"]["display"]
 
 
 def test_the_command_line_reports_the_same_record_as_the_api(client, clips, tmp_path, capsys):
