@@ -34,7 +34,8 @@ OUTPUT_FORMAT = "WAV PCM16 mono"
 class EditOrder:
     """An edit as a client asked for it: the run's request, the app's own knobs, and the knobs as
     sent (the manifest's ``requested``). ``target`` is what the check measures when the builder's
-    fields say it better than the instruction's text."""
+    fields say it better than the instruction's text; ``builder`` what the manifest says of the
+    builder that wrote the instruction."""
 
     request: EditRequest
     requested: dict[str, Any]
@@ -43,9 +44,11 @@ class EditOrder:
     headroom: bool = False
     candidates: int = 1
     target: Target | None = None
+    builder: dict[str, Any] | None = None  # the builder's task and the pace its duration followed
 
     @classmethod
-    def from_knobs(cls, values: Mapping[str, Any], limits: Limits, *, target: Target | None = None) -> EditOrder:
+    def from_knobs(cls, values: Mapping[str, Any], limits: Limits, *, target: Target | None = None,
+                   builder: dict[str, Any] | None = None) -> EditOrder:
         """The order of ``values`` (the API's names; defaults for those left out); InputError names a
         value that cannot be served."""
         knobs = {**EDIT.defaults(), **values}
@@ -54,7 +57,7 @@ class EditOrder:
         if own["randomize_seed"]:
             asked["seed"] = None
         requested = {k.name: knobs[k.name] for k in EDIT if k.widget != "audio"}
-        return cls(EditRequest(**asked, limits=limits), requested, target=target, **own)
+        return cls(EditRequest(**asked, limits=limits), requested, target=target, builder=builder, **own)
 
     @classmethod
     def problems(cls, values: Mapping[str, Any], limits: Limits) -> dict[str, str]:
@@ -115,7 +118,7 @@ def deliver(result: EditResult, order: EditOrder, *, model: dict[str, Any], chec
         randomized_seed=order.randomize_seed,
         warnings=[*cautions, *([clipping_warning(clipped, wav.shape[0])] if clipped else [])],
         check={**written.to_manifest(), "display": written.display(), "seconds": round(check_seconds, 4)},
-        candidate=candidate,
+        candidate=candidate, builder=order.builder,
     )
     return Delivery(result, wav, manifest)
 

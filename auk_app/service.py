@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from auk_app import dsp, recognise, resolve, upload_check
+from auk_app import dsp, pace, recognise, resolve, upload_check
+from auk_app.audio_io import load_mono
 from auk_app.audex.params import MAX_CODEC_CAP
 from auk_app.audex.request import TRAINED_SECONDS, AudexRequest, TextToAudioResult
 from auk_app.auk.batching import DEFAULT_MAX_BATCH
@@ -249,6 +250,16 @@ class Studio:
                 problems["region_end"] = (f"The region ends at {region_end:g} s, past the clip's end at "
                                           f"{findings['duration_s']:.2f} s.")
         return problems
+
+    def voiced_seconds(self, audio, region: tuple[float, float] | None = None) -> float | None:
+        """Seconds of speech in an upload (or its region), pauses left out: the builder times new words
+        at the speaker's pace from it. None where the clip cannot be read."""
+        try:
+            clip = load_mono(audio, self.config.limits.for_region(None if region is None else region[1]))
+        except AppError:
+            return None
+        start, end = (0, clip.mono.size) if region is None else (round(r * clip.sample_rate) for r in region)
+        return pace.voiced_seconds(clip.mono[start:end], clip.sample_rate)
 
     def _instruction_problem(self, entry: ModelEntry, instruction: str) -> str | None:
         """What ``entry``'s text encoder refuses in ``instruction`` (more tokens than it has positions),

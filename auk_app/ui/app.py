@@ -186,6 +186,7 @@ def _source_and_instruction(c: SimpleNamespace, limits: Limits, default: ModelEn
                 "level the model produced (no normalisation; clipping is reported, and Advanced "
                 "offers headroom).", elem_classes=["note"])
     c.source_seconds = gr.State(None)
+    c.source_voiced = gr.State(None)  # the clip's (or region's) seconds of speech: the speaker's pace
     c.instruction = page_widget(EDIT["instruction"], limits, lines=3,
                                 placeholder="e.g. Decrease the volume by 10 dB. The builder below writes the exact "
                                             "wording.")
@@ -333,7 +334,7 @@ def _wire_edit_plumbing(e: SimpleNamespace, h: Handlers) -> None:
     gr.on([e.model.change, e.instruction.change], h.capability_note, [e.model, e.instruction], e.capability_note,
           **PRIVATE)
     fields = [getattr(e, name) for name in instructions.FIELD_NAMES]
-    builder = [e.task, *fields, e.source_seconds, e.language]
+    builder = [e.task, *fields, e.source_seconds, e.source_voiced, e.language]
     preview = {"fn": h.preview, "inputs": builder, "outputs": [e.built_md, e.built], **PRIVATE}
     # A new task relabels the fields, then previews. The fields preview on a person's input only: their
     # change events also fire mid-relabelling, sending the old task's value (Volume's "Decrease")
@@ -344,7 +345,7 @@ def _wire_edit_plumbing(e: SimpleNamespace, h: Handlers) -> None:
     # The verdict decodes the upload, and the raw API reaches private events too: queued with /inspect_audio.
     region = [getattr(e, knob.name) for knob in EDIT.in_group("region")]
     clip = {"fn": h.on_audio_change, "inputs": [e.audio, *region],
-            "outputs": [e.verdict, e.source_seconds, e.audio], "api_visibility": "private",
+            "outputs": [e.verdict, e.source_seconds, e.source_voiced, e.audio], "api_visibility": "private",
             "concurrency_id": INTAKE_QUEUE, "concurrency_limit": INTAKE_CONCURRENCY}
     gr.on([e.audio.input, *(edge.change for edge in region)], **clip).then(**preview)
     gr.on([e.language.change] + [f.input for f in fields], **preview)

@@ -184,6 +184,14 @@ def _chosen(state: dict | None, choice) -> dict | None:
     return found[choice] if isinstance(choice, int) and 0 <= choice < len(found) else None
 
 
+def _builder_record(built: dict | None, instruction) -> dict[str, Any] | None:
+    """What the manifest says of the builder: its task, and the speaker's pace the duration followed,
+    when the instruction is the one it wrote."""
+    if not built or built.get("instruction") != instruction or not built.get("task"):
+        return None
+    return {"task": built["task"], "seconds": built.get("seconds"), "pace": built.get("pace")}
+
+
 def _builder_target(built: dict | None, instruction) -> Target | None:
     """The check's target from the builder's structured fields when the instruction is the one the
     builder wrote (a person may have edited it since); None: from the instruction's text."""
@@ -459,7 +467,8 @@ class Handlers:
         instruction is the one it built."""
         stop = self._runs.flag(request)
         try:
-            order = EditOrder.from_knobs(values, self.limits, target=_builder_target(built, values["instruction"]))
+            order = EditOrder.from_knobs(values, self.limits, target=_builder_target(built, values["instruction"]),
+                                         builder=_builder_record(built, values["instruction"]))
             made, entry = self.studio.fulfil(order, progress=_auk_progress(progress, order.candidates),
                                              should_stop=stop.is_set, warn=gr.Warning)
             _raise_if_stopped(stop)
@@ -528,16 +537,17 @@ class Handlers:
 
     def on_audio_change(self, audio, start=None, end=None):
         """The upload's verdict (under a region's longer limit when one is set: ``start``, ``end``), the
-        length the builder estimates durations from (the region's when one is set, else the clip's), and
-        the player: a refused clip is cleared from it, so nobody runs an edit that cannot start, unless
-        it is only too long and a region would make it usable (the verdict says so)."""
+        length and the voiced seconds the builder times new words from (the region's when one is set,
+        else the clip's), and the player: a refused clip is cleared from it, so nobody runs an edit
+        that cannot start, unless it is only too long and a region would make it usable (the verdict
+        says so)."""
         findings = None if audio is None else upload_check.check_upload(audio, self.limits.for_region(end or None))
         usable = findings is not None and findings["verdict"] != "rejected"
-        length = findings["duration_s"] if usable else None
-        if usable and end is not None and end > (start or 0.0):
-            length = end - (start or 0.0)
+        region = (start or 0.0, end) if usable and end is not None and end > (start or 0.0) else None
+        length = None if not usable else findings["duration_s"] if region is None else region[1] - region[0]
+        voiced = self.studio.voiced_seconds(audio, region) if usable else None
         keep = usable or audio is None or (not end and self._usable_with_a_region(audio, findings))
-        return ui_text.upload_verdict(findings), length, gr.skip() if keep else gr.update(value=None)
+        return ui_text.upload_verdict(findings), length, voiced, gr.skip() if keep else gr.update(value=None)
 
     def _usable_with_a_region(self, audio, findings) -> bool:
         """Whether a clip refused as a whole passes under a region's limits (only too long, then).
@@ -554,14 +564,17 @@ class Handlers:
             return gr.skip(), "There is no result yet to use as the source."
         return path, f"The result ({Path(path).name}) is now the source clip."
 
-    def preview(self, task_key, mode, text, original, option, amount, source_seconds, language=instructions.EN):
+    def preview(self, task_key, mode, text, original, option, amount, source_seconds, source_voiced=None,
+                language=instructions.EN):
         fields = {"mode": mode, "text": text, "original": original, "option": option, "amount": amount}
         built = instructions.build(task_key, {k: v or "" for k, v in fields.items()},
                                    source_seconds=source_seconds, language=language or instructions.EN,
-                                   limits=self.limits)
-        # The task and its fields ride along: the edit check reads its target from them (_builder_target).
-        return ui_text.builder_preview(built), {"instruction": built.instruction, "seconds": built.duration.seconds,
-                                                "task": task_key, "fields": fields}
+                                   limits=self.limits, voiced_seconds=source_voiced)
+        # The task and its fields ride along: the edit check reads its target from them (_builder_target),
+        # and the manifest records the speaker's pace the duration follows.
+        return ui_text.builder_preview(built), {
+            "instruction": built.instruction, "seconds": built.duration.seconds, "task": task_key, "fields": fields,
+            "pace": None if built.pace is None else built.pace.to_manifest()}
 
     @staticmethod
     def apply_built(built):

@@ -78,9 +78,10 @@ def test_builder_fields_follow_the_task(handlers):
     assert not text["visible"] and not original["visible"] and not option["visible"]
     preview, built = handlers.preview("speed", None, None, None, None, "2.0", 3.0)
     assert built == {"instruction": "Adjust the speech speed to 2.0x.", "seconds": 1.5, "task": "speed",
-                     "fields": {"mode": None, "text": None, "original": None, "option": None, "amount": "2.0"}}
+                     "fields": {"mode": None, "text": None, "original": None, "option": None, "amount": "2.0"},
+                     "pace": None}
     assert "1.5 s" in preview and "source 3.00 s ÷ 2" in preview
-    _, built = handlers.preview("speed", None, None, None, None, "2.0", 3.0, "zh")
+    _, built = handlers.preview("speed", None, None, None, None, "2.0", 3.0, language="zh")
     assert built["instruction"] == "将语速调整为2.0倍。" and built["seconds"] == 1.5 and built["task"] == "speed"
 
 
@@ -100,7 +101,7 @@ def test_the_uploads_verdict_is_queued_and_budgeted_like_inspect_audio(app, hand
     verdicts = [fn for fn in app.demo.fns.values() if getattr(fn.fn, "__name__", "") == "on_audio_change"]
     assert verdicts and all(fn.queue and fn.concurrency_id == INTAKE_QUEUE for fn in verdicts)
     bomb = _flac_header(tmp_path / "bomb.flac", rate=192_000, channels=8, frames=int(599.9 * 192_000))
-    verdict, length, _ = handlers.on_audio_change(str(bomb), 0, 20.0)
+    verdict, length, _, _ = handlers.on_audio_change(str(bomb), 0, 20.0)
     assert "921.4 million samples" in verdict and "Export it at 48 kHz or less" in verdict and length is None
 
 
@@ -168,11 +169,11 @@ def test_the_model_list_shows_each_model_once_and_the_released_ones_not_here(fla
 
 
 def test_a_refused_clip_leaves_the_player_unless_a_region_would_make_it_usable(handlers, clips):
-    verdict, length, player = handlers.on_audio_change(str(clips.silent))
+    verdict, length, _, player = handlers.on_audio_change(str(clips.silent))
     assert verdict.startswith("✗ Refused:") and length is None and player == {"__type__": "update", "value": None}
-    verdict, length, player = handlers.on_audio_change(str(clips.voice))
-    assert verdict.startswith("✓ Ready:") and length == 0.6 and "value" not in player
-    verdict, _, player = handlers.on_audio_change(str(clips.too_long))  # 31 s: a region makes it usable
+    verdict, length, voiced, player = handlers.on_audio_change(str(clips.voice))
+    assert verdict.startswith("✓ Ready:") and length == 0.6 and "value" not in player and 0 < voiced <= 0.6
+    verdict, _, _, player = handlers.on_audio_change(str(clips.too_long))  # 31 s: a region makes it usable
     assert "choose a region" in verdict and "value" not in player
 
 
@@ -310,3 +311,20 @@ def test_candidates_are_planned_once_and_run_with_their_own_seeds(app, clips, mo
     alone, _ = app.studio.edit(replace(request, seed=8), "demo")
     batched = next(c for c in made if c.result.record.seed == 8).result.wav
     np.testing.assert_allclose(batched, alone.wav, atol=1e-4)  # batched with the others, the same edit
+
+
+def test_new_words_follow_the_clips_pace_into_the_manifest(handlers, clips, monkeypatch):
+    """The upload's voiced seconds reach the builder, which times new words at the speaker's pace, and
+    the manifest of the edit it wrote records that pace."""
+    import asyncio
+
+    _, length, voiced, _ = handlers.on_audio_change(str(clips.voice))
+    _, built = handlers.preview("zero_shot_tts", None, "Good morning to you all.", "Hello there.", None, None,
+                                length, voiced)
+    assert built["pace"] and built["pace"]["voiced_seconds"] == round(voiced, 3)
+    monkeypatch.setattr(handlers.studio, "capability_warnings", lambda *args: [])
+    outputs = asyncio.run(handlers.edit_from_ui(
+        str(clips.voice), built["instruction"], seconds=built["seconds"], nfe=2, seed=1, randomize_seed=False,
+        built=built, progress=lambda *a, **k: None))
+    manifest = outputs[2]
+    assert manifest["builder"] == {"task": "zero_shot_tts", "seconds": built["seconds"], "pace": built["pace"]}
