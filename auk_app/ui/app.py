@@ -122,8 +122,8 @@ def _edit_tab(studio: Studio, handlers: Handlers) -> SimpleNamespace:
                                           cache_examples=False, api_visibility="private",
                                           elem_id="clip-examples")
             _builder(c, handlers, default)
-            gr.Examples(_EXAMPLE_INSTRUCTIONS, inputs=[c.instruction, c.seconds], label="Example instructions",
-                        cache_examples=False)
+            c.instruction_examples = gr.Examples(_EXAMPLE_INSTRUCTIONS, inputs=[c.instruction, c.seconds],
+                                                 label="Example instructions", cache_examples=False)
         with gr.Column(scale=5):
             _settings(c, studio)
             _advanced(c, limits, default)
@@ -331,8 +331,11 @@ def _wire_edit_plumbing(e: SimpleNamespace, h: Handlers) -> None:
     the upload verdict and the result-as-source swap."""
     sampling = [getattr(e, knob.name) for knob in recipe_knobs(h.studio.entry("auto"))]
     e.model.change(h.on_model_change, e.model, [e.model, *sampling, e.knob_note, e.task], **PRIVATE)
-    gr.on([e.model.change, e.instruction.change], h.capability_note, [e.model, e.instruction], e.capability_note,
-          **PRIVATE)
+    # The note follows a finished instruction (left, submitted, built or picked), not each keystroke, where
+    # a half-typed request would read as no task at all.
+    note = {"fn": h.capability_note, "inputs": [e.model, e.instruction], "outputs": e.capability_note, **PRIVATE}
+    gr.on([e.model.change, e.instruction.blur, e.instruction.submit], **note)
+    e.instruction_examples.load_input_event.then(**note)
     fields = [getattr(e, name) for name in instructions.FIELD_NAMES]
     builder = [e.task, *fields, e.source_seconds, e.source_voiced, e.language]
     preview = {"fn": h.preview, "inputs": builder, "outputs": [e.built_md, e.built], **PRIVATE}
@@ -349,8 +352,8 @@ def _wire_edit_plumbing(e: SimpleNamespace, h: Handlers) -> None:
             "concurrency_id": INTAKE_QUEUE, "concurrency_limit": INTAKE_CONCURRENCY}
     gr.on([e.audio.input, *(edge.change for edge in region)], **clip).then(**preview)
     gr.on([e.language.change] + [f.input for f in fields], **preview)
-    e.use_built.click(h.apply_built, e.built, [e.instruction, e.seconds], **PRIVATE)
-    e.clip_examples.load_input_event.then(**clip).then(**preview)
+    e.use_built.click(h.apply_built, e.built, [e.instruction, e.seconds], **PRIVATE).then(**note)
+    e.clip_examples.load_input_event.then(**clip).then(**preview).then(**note)
     e.use_as_input.click(h.use_result, e.output, [e.audio, e.use_note], **PRIVATE).then(**clip).then(**preview)
     e.pick_source.click(h.use_candidate, [e.state, e.candidate_pick], [e.audio, e.use_note],
                         **PRIVATE).then(**clip).then(**preview)
