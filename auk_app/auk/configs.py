@@ -29,6 +29,8 @@ HOP = 480
 FRAME_RATE = SAMPLE_RATE // HOP
 LANGUAGES = ("en", "zh")  # the instruction languages the releases were trained on, in the cookbook's order
 STARTS = ("noise", "source")
+# The longest clip the released AuK was trained on: a checkpoint that declares no longer one gets it.
+RELEASED_MAX_CLIP_SECONDS = 30.0
 
 
 def frozen(value: Any) -> Any:
