@@ -61,7 +61,10 @@ def whole_file_refusal(instruction: str, window_seconds: float, max_region_secon
     """The one sentence that refuses ``instruction`` on a whole recording longer than the window;
     None when the edit keeps the timing and the words, so windows may share it."""
     key = instructions.template_key(instruction)
-    fits = instructions.supports(WHOLE_FILE_TEMPLATES, key) if key else target_from_text(instruction).task in WHOLE_FILE_TARGETS
+    if key is not None:
+        fits = instructions.supports(WHOLE_FILE_TEMPLATES, key)
+    else:
+        fits = target_from_text(instruction).task in WHOLE_FILE_TARGETS
     if fits:
         return None
     return (f"Only edits that keep the timing and the words (volume, pitch, noise removal and other clean-ups) can "
@@ -139,12 +142,12 @@ class _WindowSolver:
         start, stop = self.windows.windows[index]
         clip, rate = self.source[start:stop], self.pipeline.checkpoint.sample_rate
         try:
-            if np.abs(clip).max() < SILENCE_PEAK:  # nothing to edit: an upload this quiet is refused
+            if np.abs(clip).max() < SILENCE_PEAK:  # nothing to edit (a plan refuses a clip this quiet)
                 latents = _frames(self.pipeline.encode(clip), self.windows.window_frames(index))
             else:
                 plan = self.pipeline.plan(replace(self.request, audio=(clip, rate)))
-                latents = self.pipeline.latents(plan, should_stop=self._stop_requested,
-                                                progress=lambda phase, done, total: self._step(index, phase, done, total))
+                progress = lambda phase, done, total: self._step(index, phase, done, total)  # noqa: E731
+                latents = self.pipeline.latents(plan, progress=progress, should_stop=self._stop_requested)
         except BaseException as exc:
             with self._lock:
                 self.error = self.error or exc

@@ -360,7 +360,8 @@ class HarmonicNoiseCodec(nn.Module):
         position = np.clip((np.arange(length) - hop / 2 + 0.5) / hop, 0, n - 1)  # frame coordinate per sample
         f0 = self.f0_at(raw, np.arange(n), position)
         phase = 2 * np.pi * np.cumsum(f0 / self.sample_rate)
-        return torch.from_numpy(self.oscillators(raw, np.arange(n), position, f0, phase) + self._noise(raw, length)).float()
+        wav = self.oscillators(raw, np.arange(n), position, f0, phase) + self._noise(raw, length)
+        return torch.from_numpy(wav).float()
 
     def stream(self) -> HarmonicStream:
         """A decoder of a long latent sequence a chunk at a time (see :class:`HarmonicStream`)."""

@@ -122,7 +122,8 @@ def test_edits_that_keep_timing_and_words_qualify(instruction):
 
 def test_a_recording_past_the_whole_file_limit_is_refused_before_any_model_work():
     pipeline = AuKPipeline(EMBEDDED_DEMO, limits=Limits(max_whole_file_seconds=120.0), device="cpu")
-    with pytest.raises(InputError, match=r"lasts 2.0 minutes \(121 s\); a whole recording may last at most 2 minutes\."):
+    refusal = r"lasts 2.0 minutes \(121 s\); a whole recording may last at most 2 minutes\."
+    with pytest.raises(InputError, match=refusal):
         edit_whole(pipeline, slow_tones(121, seed=1), SR, QUIETER)
     assert not pipeline.loaded
 

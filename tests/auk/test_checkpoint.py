@@ -90,7 +90,8 @@ def test_capabilities_default_to_the_releases_and_a_config_may_narrow_them(tmp_p
     config = json.loads((tmp_path / "config.json").read_text())
     config["capabilities"] = {"tasks": ["volume", "enhance:Remove noise"], "languages": ["en"]}
     (tmp_path / "config.json").write_text(json.dumps(config))
-    assert read_auk_checkpoint(tmp_path).capabilities == Capabilities(("volume", "enhance:Remove noise"), ("en",), 30.0)
+    narrowed = Capabilities(("volume", "enhance:Remove noise"), ("en",), 30.0)
+    assert read_auk_checkpoint(tmp_path).capabilities == narrowed
     config["capabilities"] = {"languages": ["fr"]}
     (tmp_path / "config.json").write_text(json.dumps(config))
     with pytest.raises(CheckpointError, match="capabilities.languages"):

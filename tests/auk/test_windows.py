@@ -22,7 +22,8 @@ def test_windows_cover_the_recording_evenly_and_every_seam_lies_inside_two_windo
             assert all(stop - start == window_frames * HOP for start, stop in plan.windows[:-1])
             assert window_frames * HOP - HOP < plan.windows[-1][1] - plan.windows[-1][0] <= window_frames * HOP \
                 or len(plan.windows) == 1
-            fewest = 1 if n <= window_frames * HOP else math.ceil((plan.frames - overlap_frames) / (window_frames - overlap_frames))
+            stride = window_frames - overlap_frames
+            fewest = 1 if n <= window_frames * HOP else math.ceil((plan.frames - overlap_frames) / stride)
             assert len(plan.windows) == fewest
             assert len(plan.seams) == len(plan.windows) - 1 and plan.crossfade == overlap_frames
             for k, seam in enumerate(plan.seams):  # inside both neighbours, after the previous seam

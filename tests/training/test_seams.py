@@ -49,4 +49,4 @@ def test_a_gain_that_differs_between_windows_is_measured_at_the_seams_and_not_be
     measured = seam_measures(noisy * gains, noisy, points, controls)
     assert measured["level_step_db"].excess_at_seams.max() == pytest.approx(1.5, abs=0.05)
     assert measured["level_step_db"].excess_at_controls.max() < 0.01
-    assert measured["sample_jump"].excess_at_controls.max() < 1e-6  # a gain leaves the jumps, relative to the signal, as they were
+    assert measured["sample_jump"].excess_at_controls.max() < 1e-6  # jumps are relative to the signal's own
