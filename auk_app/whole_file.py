@@ -29,15 +29,18 @@ from collections import deque
 from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import torch
 
 from auk_app import dsp, instructions
-from auk_app.auk.pipeline import AuKPipeline
+from auk_app.auk.checkpoint import AuKCheckpoint
+from auk_app.auk.plan import EditPlan
 from auk_app.auk.request import EditRequest
+from auk_app.auk.stream_decode import StreamDecoder
 from auk_app.auk.windows import LatentJoiner, WindowPlan, plan_windows
+from auk_app.config import Limits
 from auk_app.check.targets import DENOISE, PITCH, VOLUME, target_from_text
 from auk_app.errors import Cancelled, InputError
 from auk_app.progress import Progress, ShouldStop, silent
@@ -46,6 +49,24 @@ from auk_app.validate import SILENCE_PEAK, check_clip
 OVERLAP_SECONDS = 1.0  # shared by neighbouring windows; each seam crossfades over this much
 WHOLE_FILE_TEMPLATES = ("volume", "pitch", "enhance", "music_separation")  # every variant of these
 WHOLE_FILE_TARGETS = (VOLUME, PITCH, DENOISE)  # free wording, as the edit check reads it
+
+
+class WindowEngine(Protocol):
+    """What :func:`edit_whole` runs windows on: an :class:`~auk_app.auk.pipeline.AuKPipeline`, or
+    anything that plans, solves, encodes and decodes as it does (replicas behind a server)."""
+
+    checkpoint: AuKCheckpoint
+    limits: Limits
+    max_batch: int
+
+    def plan(self, request: EditRequest) -> EditPlan: ...
+
+    def latents(self, plan: EditPlan, *, progress: Progress | None = None,
+                should_stop: ShouldStop | None = None) -> torch.Tensor: ...
+
+    def encode(self, wav: np.ndarray) -> torch.Tensor: ...
+
+    def stream_decoder(self) -> StreamDecoder: ...
 
 
 @dataclass(frozen=True)
@@ -81,7 +102,7 @@ def long_clip_warning(seconds: float, model: str, max_clip_seconds: float) -> st
             "empty to edit the whole recording in windows of that length.")
 
 
-def edit_whole(pipeline: AuKPipeline, audio: np.ndarray, sample_rate: int, instruction: str, *,
+def edit_whole(pipeline: WindowEngine, audio: np.ndarray, sample_rate: int, instruction: str, *,
                seed: int | None = None, knobs: Mapping[str, Any] | None = None,
                overlap_seconds: float = OVERLAP_SECONDS, concurrent: int | None = None,
                progress: Progress | None = None, should_stop: ShouldStop | None = None) -> WholeFileResult:
@@ -109,7 +130,7 @@ def edit_whole(pipeline: AuKPipeline, audio: np.ndarray, sample_rate: int, instr
     return WholeFileResult(wav=wav, sample_rate=rate, windows=windows, seed=first.seed, timings=timings)
 
 
-def _checked_source(audio: np.ndarray, sample_rate: int, pipeline: AuKPipeline) -> np.ndarray:
+def _checked_source(audio: np.ndarray, sample_rate: int, pipeline: WindowEngine) -> np.ndarray:
     """The recording at the model's rate, through an upload's checks with the whole-file limit."""
     limits = pipeline.limits
     seconds = audio.size / sample_rate
@@ -127,7 +148,7 @@ class _WindowSolver:
     """Solves one window at a time on any thread, with progress summed over the windows and one
     Stop for all of them: the first failure stops the others at their next step."""
 
-    def __init__(self, pipeline: AuKPipeline, source: np.ndarray, windows: WindowPlan, request: EditRequest,
+    def __init__(self, pipeline: WindowEngine, source: np.ndarray, windows: WindowPlan, request: EditRequest,
                  report: Progress, should_stop: ShouldStop | None):
         self.pipeline, self.source, self.windows, self.request = pipeline, source, windows, request
         self.report, self.should_stop = report, should_stop
@@ -176,7 +197,7 @@ def _frames(latents: torch.Tensor, count: int) -> torch.Tensor:
     return torch.cat((latents, latents[-1:].expand(count - latents.shape[0], -1)))
 
 
-def _join_and_decode(pipeline: AuKPipeline, solver: _WindowSolver, concurrent: int, report: Progress,
+def _join_and_decode(pipeline: WindowEngine, solver: _WindowSolver, concurrent: int, report: Progress,
                      should_stop: ShouldStop | None) -> tuple[np.ndarray, float]:
     """Solve the windows ``concurrent`` at a time, join them in order and decode what is final;
     returns the recording and the seconds spent joining and decoding."""

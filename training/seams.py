@@ -94,8 +94,10 @@ def seam_points(seams: Sequence[int], crossfade: int, hop: int) -> list[int]:
 
 
 def control_points(seams: Sequence[int], crossfade: int, hop: int) -> list[int]:
-    """Halfway between the middles of neighbouring seams, where no window meets another."""
-    return [hop * ((a + b + crossfade) // 2) for a, b in zip(seams, seams[1:])]
+    """The same three points around each place halfway between neighbouring seams, where no window
+    meets another: as many chances to measure high as the seams get."""
+    halfway = [(a + b) // 2 for a, b in zip(seams, seams[1:])]
+    return seam_points(halfway, crossfade, hop)
 
 
 def seam_measures(result: np.ndarray, reference: np.ndarray, seams: Sequence[int],
