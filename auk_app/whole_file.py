@@ -36,7 +36,7 @@ import torch
 
 from auk_app import dsp, instructions
 from auk_app.auk.checkpoint import AuKCheckpoint
-from auk_app.auk.plan import EditPlan
+from auk_app.auk.plan import EditPlan, Recipe
 from auk_app.auk.request import EditRequest
 from auk_app.auk.stream_decode import StreamDecoder
 from auk_app.auk.windows import LatentJoiner, WindowPlan, plan_windows
@@ -75,6 +75,7 @@ class WholeFileResult:
     sample_rate: int
     windows: WindowPlan
     seed: int  # every window's
+    recipe: Recipe  # every window's knobs, the checkpoint's defaults filled in
     timings: dict[str, float]  # "decode" (joining and decoding), "total"
 
 
@@ -112,6 +113,8 @@ def edit_whole(pipeline: WindowEngine, audio: np.ndarray, sample_rate: int, inst
     Progress reports "sample" (every window's steps together), "windows" and "decode"; Stop ends the
     run between steps with Cancelled, and nothing is returned. Refusals raise InputError first."""
     started = time.perf_counter()
+    if concurrent is not None and concurrent < 1:
+        raise ValueError(f"concurrent is how many windows to solve at once, at least 1; got {concurrent}")
     report = progress or silent
     checkpoint, limits = pipeline.checkpoint, pipeline.limits
     window_seconds = min(checkpoint.capabilities.max_clip_seconds, limits.max_input_seconds)
@@ -122,12 +125,13 @@ def edit_whole(pipeline: WindowEngine, audio: np.ndarray, sample_rate: int, inst
     rate = checkpoint.sample_rate
     first = EditRequest(instruction=instruction, audio=(source[: round(window_seconds * rate)], rate), seed=seed,
                         limits=limits, **dict(knobs or {}))  # checks every knob, and draws the seed once
+    recipe = pipeline.plan(replace(first, audio=None, seconds=window_seconds)).recipe  # no source checks here
     windows = plan_windows(source.size, window=round(window_seconds * rate),
                            overlap=round(min(overlap_seconds, window_seconds / 3) * rate), hop=checkpoint.hop)
     solver = _WindowSolver(pipeline, source, windows, first, report, should_stop)
     wav, decode_seconds = _join_and_decode(pipeline, solver, concurrent or pipeline.max_batch, report, should_stop)
     timings = {"decode": round(decode_seconds, 4), "total": round(time.perf_counter() - started, 4)}
-    return WholeFileResult(wav=wav, sample_rate=rate, windows=windows, seed=first.seed, timings=timings)
+    return WholeFileResult(wav=wav, sample_rate=rate, windows=windows, seed=first.seed, recipe=recipe, timings=timings)
 
 
 def _checked_source(audio: np.ndarray, sample_rate: int, pipeline: WindowEngine) -> np.ndarray:

@@ -69,6 +69,7 @@ def test_windows_share_steps_and_progress_counts_windows_and_steps():
     events = []
     result = edit_whole(pipeline, tones, SR, QUIETER, seed=1, progress=lambda *event: events.append(event))
     assert len(result.windows.windows) == 3 and result.seed == 1
+    assert (result.recipe.nfe, result.recipe.start, result.recipe.noise_scale) == (16, "source", 0.005)  # the demo's
     assert pipeline.batcher.largest_batch >= 2 and pipeline.batcher.batched_steps > 0
     windows = [done for phase, done, total in events if phase == "windows"]
     steps = [(done, total) for phase, done, total in events if phase == "sample"]
