@@ -198,7 +198,7 @@ def test_the_command_line_reports_the_same_record_as_the_api(client, clips, tmp_
 def test_what_the_demo_was_not_trained_for_is_warned_about_with_the_released_weights(client, clips):
     info = client.predict(api_name="/model_info")
     assert info["models"]["demo"]["capabilities"] == {
-        "tasks": ["volume", "pitch", "enhance:Remove noise", "sine_tone"], "languages": ["en"]}
+        "tasks": ["volume", "pitch", "enhance:Remove noise", "sine_tone"], "languages": ["en"], "max_clip_seconds": 6.0}
     for instruction, gap in (("Change the emotion to happy.", "Emotion"),
                              ("将音量升高6分贝。", "Chinese instructions (it reads English only)")):
         _, _, manifest, *_ = _edit(client, clips.voice, instruction=instruction, seed=5)
