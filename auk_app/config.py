@@ -68,6 +68,12 @@ class Limits:
     max_instruction_chars: int = 1000
     max_caption_chars: int = 1000
 
+    def for_whole(self) -> Limits:
+        """The limits a whole recording edited in windows is read under: up to 60 minutes."""
+        seconds = self.max_whole_file_seconds
+        return replace(self, max_input_seconds=seconds,
+                       max_decoded_samples=max(self.max_decoded_samples, round(seconds * 48_000 * 2)))
+
     def for_region(self, end: float | None) -> Limits:
         """The limits a source is read under: up to 10 minutes when a region of it (ending at ``end``) is edited."""
         return self if end is None else replace(self, max_input_seconds=self.max_region_source_seconds)

@@ -36,8 +36,9 @@ import torch
 
 from auk_app import dsp, instructions
 from auk_app.auk.checkpoint import AuKCheckpoint
-from auk_app.auk.plan import EditPlan, Recipe
-from auk_app.auk.request import EditRequest
+from auk_app.auk.plan import EditPlan, Recipe, window_seconds
+from auk_app.audio_io import MonoClip
+from auk_app.auk.request import EditRequest, EditResult
 from auk_app.auk.stream_decode import StreamDecoder
 from auk_app.auk.windows import LatentJoiner, WindowPlan, plan_windows
 from auk_app.config import Limits
@@ -74,12 +75,19 @@ class WholeFileResult:
     wav: np.ndarray  # float32 mono at the model's rate, the recording's length, unclamped as the model made it
     sample_rate: int
     windows: WindowPlan
-    seed: int  # every window's
-    recipe: Recipe  # every window's knobs, the checkpoint's defaults filled in
+    plan: EditPlan  # a window's plan: its request (one seed for all) and recipe (the checkpoint's defaults filled in)
     timings: dict[str, float]  # "decode" (joining and decoding), "total"
 
+    @property
+    def seed(self) -> int:
+        return self.plan.request.seed
 
-def whole_file_refusal(instruction: str, window_seconds: float, max_region_seconds: float) -> str | None:
+    @property
+    def recipe(self) -> Recipe:
+        return self.plan.recipe
+
+
+def whole_file_refusal(instruction: str, window: float, max_region_seconds: float) -> str | None:
     """The one sentence that refuses ``instruction`` on a whole recording longer than the window;
     None when the edit keeps the timing and the words, so windows may share it."""
     key = instructions.template_key(instruction)
@@ -90,7 +98,7 @@ def whole_file_refusal(instruction: str, window_seconds: float, max_region_secon
     if fits:
         return None
     return (f"Only edits that keep the timing and the words (volume, pitch, noise removal and other clean-ups) can "
-            f"run on a whole recording longer than the model's {window_seconds:g} s window; to change the speed, the "
+            f"run on a whole recording longer than the model's {window:g} s window; to change the speed, the "
             f"words or the voice, choose a region of at most {max_region_seconds:g} s (region_start and region_end).")
 
 
@@ -117,21 +125,21 @@ def edit_whole(pipeline: WindowEngine, audio: np.ndarray, sample_rate: int, inst
         raise ValueError(f"concurrent is how many windows to solve at once, at least 1; got {concurrent}")
     report = progress or silent
     checkpoint, limits = pipeline.checkpoint, pipeline.limits
-    window_seconds = min(checkpoint.capabilities.max_clip_seconds, limits.max_input_seconds)
-    refusal = whole_file_refusal(instruction, window_seconds, limits.max_target_seconds)
+    window = window_seconds(checkpoint, limits)
+    refusal = whole_file_refusal(instruction, window, limits.max_target_seconds)
     if refusal:
         raise InputError(refusal)
     source = _checked_source(audio, sample_rate, pipeline)
     rate = checkpoint.sample_rate
-    first = EditRequest(instruction=instruction, audio=(source[: round(window_seconds * rate)], rate), seed=seed,
+    first = EditRequest(instruction=instruction, audio=(source[: round(window * rate)], rate), seed=seed,
                         limits=limits, **dict(knobs or {}))  # checks every knob, and draws the seed once
-    recipe = pipeline.plan(replace(first, audio=None, seconds=window_seconds)).recipe  # no source checks here
-    windows = plan_windows(source.size, window=round(window_seconds * rate),
-                           overlap=round(min(overlap_seconds, window_seconds / 3) * rate), hop=checkpoint.hop)
+    plan = pipeline.plan(replace(first, audio=None, seconds=window))  # no source checks here
+    windows = plan_windows(source.size, window=round(window * rate),
+                           overlap=round(min(overlap_seconds, window / 3) * rate), hop=checkpoint.hop)
     solver = _WindowSolver(pipeline, source, windows, first, report, should_stop)
     wav, decode_seconds = _join_and_decode(pipeline, solver, concurrent or pipeline.max_batch, report, should_stop)
     timings = {"decode": round(decode_seconds, 4), "total": round(time.perf_counter() - started, 4)}
-    return WholeFileResult(wav=wav, sample_rate=rate, windows=windows, seed=first.seed, recipe=recipe, timings=timings)
+    return WholeFileResult(wav=wav, sample_rate=rate, windows=windows, plan=plan, timings=timings)
 
 
 def _checked_source(audio: np.ndarray, sample_rate: int, pipeline: WindowEngine) -> np.ndarray:
@@ -143,8 +151,7 @@ def _checked_source(audio: np.ndarray, sample_rate: int, pipeline: WindowEngine)
             f"The recording lasts {seconds / 60:.1f} minutes ({seconds:.0f} s); a whole recording may last at most "
             f"{limits.max_whole_file_seconds / 60:g} minutes. Split it, or choose a region to edit."
         )
-    whole = replace(limits, max_input_seconds=limits.max_whole_file_seconds, max_decoded_samples=audio.size)
-    check_clip(np.asarray(audio), sample_rate, whole)
+    check_clip(np.asarray(audio), sample_rate, limits.for_whole())
     return dsp.resample(np.asarray(audio, dtype=np.float32), sample_rate, pipeline.checkpoint.sample_rate)
 
 
@@ -236,3 +243,20 @@ def _join_and_decode(pipeline: WindowEngine, solver: _WindowSolver, concurrent: 
     tick = time.perf_counter()
     write(decoder.end())
     return out, decoding + time.perf_counter() - tick
+
+
+def as_edit_result(made: WholeFileResult, source: MonoClip, *, device: str, dtype: str) -> EditResult:
+    """A whole-file edit as every other edit's result, for the check and the manifest: a window's
+    record, made the recording's, with the windows (how many, how long, their crossfade)."""
+    rate, windows, hop = made.sample_rate, made.windows, made.plan.checkpoint.hop
+    seconds = made.wav.size / rate
+    record = made.plan.record(seconds=seconds, ref_latent_frames=windows.frames, cache_hit=False,
+                              timings=made.timings, device=device, dtype=dtype)
+    record = replace(record, gen_frames=windows.frames, ref_frames=made.wav.size // hop, fit_to_source=True,
+                     source_seconds=source.seconds, source_samples_24k=made.wav.size,
+                     source_sample_rate=source.sample_rate, source_channels=source.channels,
+                     windows={"count": len(windows.windows),
+                              "seconds": (windows.windows[0][1] - windows.windows[0][0]) / rate,
+                              "crossfade_seconds": windows.crossfade * hop / rate})
+    return EditResult(wav=made.wav, sample_rate=rate, record=record,
+                      source=dsp.resample(source.mono, source.sample_rate, rate))

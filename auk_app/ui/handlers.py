@@ -43,6 +43,7 @@ _PHASES = {
     "load": "Loading the model (first run only)",
     "condition": "Encoding the instruction and the clip",
     "decode": "Decoding to 24 kHz audio",
+    "windows": "Windows of the recording edited",
 }
 
 
@@ -536,27 +537,20 @@ class Handlers:
         return "\n\n".join(f"⚠ {caution}" for caution in cautions)
 
     def on_audio_change(self, audio, start=None, end=None):
-        """The upload's verdict (under a region's longer limit when one is set: ``start``, ``end``), the
-        length and the voiced seconds the builder times new words from (the region's when one is set,
-        else the clip's), and the player: a refused clip is cleared from it, so nobody runs an edit
-        that cannot start, unless it is only too long and a region would make it usable (the verdict
-        says so)."""
-        findings = None if audio is None else upload_check.check_upload(audio, self.limits.for_region(end or None))
+        """The upload's verdict (under a region's limit when one is set: ``start``, ``end``; a whole
+        recording's otherwise), the length and the voiced seconds the builder times new words from (the
+        region's when one is set, else the clip's), and the player: a refused clip is cleared from it,
+        so nobody runs an edit that cannot start."""
+        limits = self.limits.for_region(end) if end else self.limits.for_whole()
+        findings = None if audio is None else upload_check.check_upload(audio, limits)
         usable = findings is not None and findings["verdict"] != "rejected"
         region = (start or 0.0, end) if usable and end is not None and end > (start or 0.0) else None
         length = None if not usable else findings["duration_s"] if region is None else region[1] - region[0]
         voiced = self.studio.voiced_seconds(audio, region) if usable else None
-        keep = usable or audio is None or (not end and self._usable_with_a_region(audio, findings))
-        return ui_text.upload_verdict(findings), length, voiced, gr.skip() if keep else gr.update(value=None)
-
-    def _usable_with_a_region(self, audio, findings) -> bool:
-        """Whether a clip refused as a whole passes under a region's limits (only too long, then).
-        Decoded again only where its length was the problem: nothing else passes under a region."""
-        seconds = findings["duration_s"]
-        if seconds is not None and seconds <= self.limits.max_input_seconds:
-            return False
-        any_region = self.limits.for_region(self.limits.max_target_seconds)
-        return upload_check.check_upload(audio, any_region)["verdict"] != "rejected"
+        verdict = ui_text.upload_verdict(findings)
+        if usable and region is None and findings["duration_s"] > self.limits.max_input_seconds:
+            verdict += " " + ui_text.whole_recording_note(self.limits)
+        return verdict, length, voiced, gr.skip() if usable or audio is None else gr.update(value=None)
 
     def use_result(self, path):
         """"Use the result as the source": the result into the player, and a line saying it happened."""

@@ -74,6 +74,12 @@ def upload_verdict(findings: dict[str, Any] | None) -> str:
     return f"{_VERDICT_MARKS[findings['verdict']]} {findings['message']}"
 
 
+def whole_recording_note(limits: Limits) -> str:
+    return (f"Longer than {limits.max_input_seconds:g} s: volume, pitch and clean-up edits run on the whole "
+            f"recording in windows; to change the speed, the words or the voice, set a region of at most "
+            f"{limits.max_target_seconds:g} s.")
+
+
 def stopped_note(clock: str) -> str:
     return (f"Stopped at {clock}: a run in progress ends at its next step and writes nothing; "
             "a waiting one is dropped from the queue.")

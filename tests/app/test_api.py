@@ -195,6 +195,36 @@ def test_the_command_line_reports_the_same_record_as_the_api(client, clips, tmp_
     assert f"warning: {manifest['warnings'][0]}" in err
 
 
+@pytest.fixture(scope="module")
+def long_speech(tmp_path_factory):
+    """40 s of noisy espeak-ng speech, longer than the demo's 6 s window and the 30 s clip limit."""
+    from training.long_recordings import noisy_speech
+
+    noisy, _ = noisy_speech(40, seed=3)
+    path = tmp_path_factory.mktemp("long") / "long_speech.wav"
+    sf.write(path, noisy, 24_000, subtype="FLOAT")
+    return path
+
+
+def test_a_long_recording_is_denoised_whole_in_windows(client, long_speech):
+    wav, _, manifest, line, *_ = _edit(client, long_speech, instruction="Remove only the background noise.", seed=4)
+    assert _pcm(wav).shape == sf.read(long_speech)[0].shape  # its own length
+    assert manifest["windows"]["count"] >= 7 and manifest["windows"]["seconds"] == 6.0
+    assert manifest["check"]["task"] == "denoise" and line == manifest["check"]["display"]
+
+
+def test_a_speed_edit_of_a_long_recording_without_a_region_is_one_sentence(client, long_speech):
+    with pytest.raises(ValidationError, match="Only edits that keep the timing and the words .* choose a region"):
+        _edit(client, long_speech, instruction="Adjust the speech speed to 1.5x.", seed=4)
+
+
+def test_a_clip_longer_than_the_window_that_runs_in_one_piece_is_warned_about(client, clips, tmp_path):
+    ten = tmp_path / "ten_seconds.wav"
+    sf.write(ten, np.tile(sf.read(clips.voice)[0], 17)[: 10 * 24_000], 24_000)
+    _, _, manifest, *_ = _edit(client, ten, instruction="Adjust the speech speed to 1.5x.", seed=4)
+    assert any("longer than the 6 s clips AuK-Tiny (demo) was trained on" in w for w in manifest["warnings"])
+
+
 def test_what_the_demo_was_not_trained_for_is_warned_about_with_the_released_weights(client, clips):
     info = client.predict(api_name="/model_info")
     assert info["models"]["demo"]["capabilities"] == {
