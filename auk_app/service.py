@@ -14,13 +14,13 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from auk_app import dsp, pace, recognise, resolve, upload_check
+from auk_app import dsp, enhance, pace, recognise, resolve, upload_check
 from auk_app.audio_io import MonoClip, load_mono
 from auk_app.audex.params import MAX_CODEC_CAP
 from auk_app.audex.request import TRAINED_SECONDS, AudexRequest, TextToAudioResult
@@ -32,7 +32,8 @@ from auk_app.auk.plan import EditPlan, plan_edit, recipe_for, window_seconds
 from auk_app.auk.registry import QWEN_OMNI
 from auk_app.auk.request import EditRequest, EditResult
 from auk_app.check import Clip, EditCheck, Target, check, rank, target_from_text, unmeasured
-from auk_app.check.transcribe import Transcriber, check_content, content_target
+from auk_app.check.transcribe import WORD_EDIT_TASKS, Transcriber, check_content, content_target
+from auk_app.enhance import Suggestion
 from auk_app.config import QWEN_SAMPLE_RATE, Limits
 from auk_app.demo import DEMO_DIR
 from auk_app.errors import AppError, Cancelled, CheckpointError, InputError
@@ -361,8 +362,12 @@ class Studio:
         ``warn`` hears each warning as soon as it is known: what the model was not trained for before
         the run, what the run found (clipping) after it."""
         entry = self.entry(order.model)
+        if order.enhance:
+            order = self._enhanced(order, entry)
         long = self._long_source(order, entry)
-        cautions = tuple(self.capability_warnings(order.model, order.request.instruction)) + long.warnings
+        rewrite = (order.enhanced or {}).get("warning")
+        cautions = tuple(self.capability_warnings(order.model, order.request.instruction)) + long.warnings + (
+            (rewrite,) if rewrite else ())
         for caution in cautions if warn else ():
             warn(caution)
         if long.whole:
@@ -380,6 +385,28 @@ class Studio:
         for warning in delivered[0].record["warnings"][len(cautions):] if warn else ():
             warn(warning)
         return delivered, entry
+
+    def suggest(self, model: str | None, instruction: str, audio=None) -> Suggestion:
+        """``instruction`` rewritten into the cookbook's wording (:mod:`auk_app.enhance`): by the resident
+        thinker where the model has one in this process, else by the recogniser. For a word edit the
+        thinker hears what the source clip (``audio``) says first."""
+        entry = self.entry(model)
+        if not entry.checkpoint.text_encoder.reads_audio or self.auk_server is not None:
+            return enhance.by_recogniser(instruction)
+        found = recognise.recognise(instruction)
+        with self._resident(entry) as pipeline, pipeline.conditioner_in_use() as conditioner:
+            transcriber = Transcriber.from_conditioner(conditioner, pipeline.text_encoder_path)
+            transcript = None
+            if audio is not None and found is not None and found.task in WORD_EDIT_TASKS:
+                clip = load_mono(audio, self.config.limits)
+                transcript = transcriber.transcribe(dsp.resample(clip.mono, clip.sample_rate, QWEN_SAMPLE_RATE))
+            return enhance.by_thinker(conditioner.model, conditioner.processor.tokenizer, instruction, transcript)
+
+    def _enhanced(self, order: EditOrder, entry: ModelEntry) -> EditOrder:
+        """``order`` with its instruction rewritten into the cookbook's wording, both recorded."""
+        suggestion = self.suggest(entry.key, order.request.instruction, order.request.audio)
+        request = replace(order.request, instruction=suggestion.instruction)
+        return replace(order, request=request, enhanced=suggestion.to_manifest())
 
     def _long_source(self, order: EditOrder, entry: ModelEntry) -> LongSource:
         """Whether ``order``'s clip runs whole in windows (longer than the model's window, no region, an
