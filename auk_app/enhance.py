@@ -38,6 +38,8 @@ class Suggestion:
     instruction: str
     by: str = ""
     warning: str = ""
+    seconds: float | None = None  # for new words: their duration, at the source speaker's pace where known
+    pace: dict[str, Any] | None = None  # that pace (syllables, voiced seconds), as the builder records it
 
     @property
     def rewritten(self) -> bool:
@@ -45,7 +47,7 @@ class Suggestion:
 
     def to_manifest(self) -> dict[str, Any]:
         return {"asked": self.asked, "used": self.instruction, "by": self.by or None,
-                "warning": self.warning or None}
+                "warning": self.warning or None, "seconds": self.seconds, "pace": self.pace}
 
 
 def kept(asked: str, why: str) -> Suggestion:

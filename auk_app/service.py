@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from auk_app import dsp, enhance, pace, recognise, resolve, upload_check
+from auk_app import dsp, enhance, instructions, pace, recognise, resolve, upload_check
 from auk_app.audio_io import MonoClip, load_mono
 from auk_app.audex.params import MAX_CODEC_CAP
 from auk_app.audex.request import TRAINED_SECONDS, AudexRequest, TextToAudioResult
@@ -391,16 +391,31 @@ class Studio:
         thinker where the model has one in this process, else by the recogniser. For a word edit the
         thinker hears what the source clip (``audio``) says first."""
         entry = self.entry(model)
+        clip = None if audio is None else load_mono(audio, self.config.limits.for_whole())
         if not entry.checkpoint.text_encoder.reads_audio or self.auk_server is not None:
-            return enhance.by_recogniser(instruction)
+            return self._timed(enhance.by_recogniser(instruction), clip, None)
         found = recognise.recognise(instruction)
         with self._resident(entry) as pipeline, pipeline.conditioner_in_use() as conditioner:
             transcriber = Transcriber.from_conditioner(conditioner, pipeline.text_encoder_path)
             transcript = None
-            if audio is not None and found is not None and found.task in WORD_EDIT_TASKS:
-                clip = load_mono(audio, self.config.limits)
+            if clip is not None and found is not None and found.task in instructions.TASKS_BY_KEY \
+                    and instructions.task(found.task).paced:
                 transcript = transcriber.transcribe(dsp.resample(clip.mono, clip.sample_rate, QWEN_SAMPLE_RATE))
-            return enhance.by_thinker(conditioner.model, conditioner.processor.tokenizer, instruction, transcript)
+            heard = transcript if found is not None and found.task in WORD_EDIT_TASKS else None
+            suggestion = enhance.by_thinker(conditioner.model, conditioner.processor.tokenizer, instruction, heard)
+        return self._timed(suggestion, clip, transcript)
+
+    def _timed(self, suggestion: Suggestion, clip: MonoClip | None, transcript: str | None) -> Suggestion:
+        """``suggestion`` with the duration its new words take (speech, a word edit), at the source
+        speaker's pace where the clip and what it says are known, as the builder times them."""
+        found = recognise.recognise(suggestion.instruction)
+        if found is None or found.task not in instructions.TASKS_BY_KEY or not instructions.task(found.task).paced:
+            return suggestion
+        voiced = None if clip is None else pace.voiced_seconds(clip.mono, clip.sample_rate)
+        built = instructions.build(found.task, found.fields, source_seconds=None if clip is None else clip.seconds,
+                                   limits=self.config.limits, voiced_seconds=voiced, transcript=transcript)
+        return replace(suggestion, seconds=built.duration.seconds or None,
+                       pace=None if built.pace is None else built.pace.to_manifest())
 
     def _enhanced(self, order: EditOrder, entry: ModelEntry) -> EditOrder:
         """``order`` with its instruction rewritten into the cookbook's wording, both recorded."""

@@ -336,7 +336,7 @@ def _wire_suggest(e: SimpleNamespace, endpoint: SimpleNamespace, h: Handlers) ->
     suggest.click(h.suggest_instruction, [getattr(endpoint, name) for name in inputs_of(h.suggest_instruction)],
                   gr.JSON(visible=False), validator=h.check_suggest, api_name="suggest_instruction",
                   api_description=h.suggest_instruction.__doc__, concurrency_id=GPU_QUEUE, concurrency_limit=1)
-    e.suggest.click(h.suggest_on_page, [e.model, e.instruction, e.audio], [e.instruction, e.suggest_note],
+    e.suggest.click(h.suggest_on_page, [e.model, e.instruction, e.audio], [e.instruction, e.seconds, e.suggest_note],
                     validator=h.check_suggest_on_page, api_visibility="private", concurrency_id=GPU_QUEUE,
                     concurrency_limit=1)
 

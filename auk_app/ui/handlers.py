@@ -509,15 +509,17 @@ class Handlers:
             raise _gr_error(exc) from exc
 
     def suggest_on_page(self, model, instruction, audio):
-        """The page's "Suggest the model's wording": the rewrite into the instruction box, and a line
-        saying what it was rewritten from (or why your words were kept)."""
+        """The page's "Suggest the model's wording": the rewrite into the instruction box (and, for new
+        words, their duration into the duration box), and a line saying what it was rewritten from (or
+        why your words were kept)."""
         try:
             suggestion = self.studio.suggest(model, EDIT["instruction"].check(instruction, self.limits), audio)
         except AppError as exc:
-            return gr.skip(), f"⚠ {exc}"
+            return gr.skip(), gr.skip(), f"⚠ {exc}"
         if not suggestion.rewritten:
-            return gr.skip(), f"⚠ {suggestion.warning}"
-        return suggestion.instruction, ui_text.rewritten_note(suggestion)
+            return gr.skip(), gr.skip(), f"⚠ {suggestion.warning}"
+        seconds = gr.skip() if suggestion.seconds is None else suggestion.seconds
+        return suggestion.instruction, seconds, ui_text.rewritten_note(suggestion)
 
     # ------------------------------------------------------------------ Audex
 

@@ -20,7 +20,7 @@ def test_the_demo_rewrites_a_number_word_request_and_the_result_measures_it(clie
     speech = handle_file(str(SPEECH))  # espeak-ng speech, the page's first example clip
     suggestion = client.predict(audio=speech, instruction=FREE_FORM, api_name="/suggest_instruction")
     assert suggestion == {"asked": FREE_FORM, "used": "Decrease the volume by 5 dB.", "by": "recogniser",
-                          "warning": None}
+                          "warning": None, "seconds": None, "pace": None}
     _, _, manifest, line, *_ = client.predict(audio=speech, instruction=FREE_FORM, enhance=True, seed=3,
                                               randomize_seed=False, nfe=8, api_name="/edit_audio")
     assert manifest["instruction"] == "Decrease the volume by 5 dB." and manifest["enhance"] == suggestion
@@ -35,6 +35,13 @@ def test_words_no_rewrite_is_sure_of_stay_with_a_warning(client, clips):
     _, _, manifest, *_ = client.predict(audio=handle_file(str(clips.voice)), instruction=asked, enhance=True, nfe=2,
                                         api_name="/edit_audio")
     assert manifest["instruction"] == asked and any("left in your words" in w for w in manifest["warnings"])
+
+
+def test_a_suggestion_of_new_words_comes_with_their_duration(client):
+    asked = 'say "good morning everybody, how are you today" in the same voice'
+    suggestion = client.predict(audio=handle_file(str(SPEECH)), instruction=asked, api_name="/suggest_instruction")
+    assert suggestion["used"] == 'Say the following with the same voice: "good morning everybody, how are you today"'
+    assert 1.5 < suggestion["seconds"] < 5  # nine words: the builder's estimate (the demo hears no transcript)
 
 
 def test_a_suggestion_is_checked_before_the_queue(client):
