@@ -107,12 +107,13 @@ def plan_edit(request: EditRequest, checkpoint: AuKCheckpoint, limits: Limits) -
     want_16k = checkpoint.text_encoder.reads_audio
     clip, whole, region = None, None, None
     if request.region is not None:
-        source = _checked_source(request.audio, limits.for_region(request.region[1]))
+        region_limits = limits.for_region(request.region[1])
+        source = _checked_source(request.audio, region_limits, read_as=region_limits)
         whole = dsp.resample(source.mono, source.sample_rate, checkpoint.sample_rate)
         region = plan_region(*request.region, whole.shape[0], checkpoint.sample_rate, window_seconds(checkpoint, limits))
         clip = _clip(whole[region.window_start: region.window_end], checkpoint.sample_rate, source, checkpoint, want_16k)
     elif request.audio is not None:
-        source = _checked_source(request.audio, limits)
+        source = _checked_source(request.audio, limits, read_as=limits.for_whole())
         clip = _clip(source.mono, source.sample_rate, source, checkpoint, want_16k)
     fit = clip is not None and request.seconds is None
     seconds = request.seconds
@@ -136,10 +137,11 @@ def recipe_for(request: EditRequest, checkpoint: AuKCheckpoint) -> Recipe:
     return checkpoint.defaults.over({k: getattr(request, k) for k in RECIPE_KNOBS})
 
 
-def _checked_source(source, limits: Limits) -> MonoClip:
-    """The source mixed to mono, through the same checks as an upload (decoded once: an upload's
-    validator decoded it already, see ``audio_io.read_mono``)."""
-    mono = load_mono(source, limits)
+def _checked_source(source, limits: Limits, *, read_as: Limits) -> MonoClip:
+    """The source mixed to mono, through the same checks as an upload under ``limits``; decoded under
+    ``read_as``, the limits its upload's validator read it under (a whole recording's where no region is
+    set), so it is decoded once (``audio_io.read_mono`` keeps the decode)."""
+    mono = load_mono(source, read_as)
     check_clip(mono.mono, mono.sample_rate, limits, channels=mono.channels)
     return mono
 

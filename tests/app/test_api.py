@@ -289,11 +289,18 @@ def test_stereo_44k_source_is_mixed_resampled_and_matched_in_length(client, clip
     assert manifest["source"]["sample_rate"] == 44_100 and manifest["source"]["channels"] == 2
 
 
-def test_bad_uploads_are_refused_before_the_queue_with_their_own_message(client, bad_upload):
+# An edit without a region reads a whole recording (up to 60 minutes, in windows): longer clips are
+# no fault of theirs, though /inspect_audio, which names no edit, holds a clip to 30 s.
+AS_A_WHOLE_RECORDING = {"too_long": None, "bomb": "lasts 7200.0 s; the limit is 3600 s"}
+
+
+def test_bad_uploads_are_refused_before_the_queue_with_their_own_message(client, bad_upload, request):
     clip, words = bad_upload
-    with pytest.raises(ValidationError) as refused:
-        _edit(client, clip, seed=1)
-    assert "- audio:" in str(refused.value) and words in str(refused.value)
+    edit_words = AS_A_WHOLE_RECORDING.get(request.node.callspec.id, words)
+    if edit_words is not None:
+        with pytest.raises(ValidationError) as refused:
+            _edit(client, clip, seed=1)
+        assert "- audio:" in str(refused.value) and edit_words in str(refused.value)
     findings = client.predict(handle_file(str(clip)), api_name="/inspect_audio")
     assert findings["verdict"] == "rejected" and words in findings["message"]
 

@@ -242,7 +242,7 @@ def test_stop_between_steps_cancels(studio):
     [
         (lambda d: d.joinpath("x.wav").write_text("not audio") and d / "x.wav", "Could not read x.wav as audio"),
         (lambda d: d / "missing.wav", "does not exist"),
-        (lambda d: (sf.write(d / "empty.wav", np.zeros(0), 16000), d / "empty.wav")[1], "The clip is empty"),
+        (lambda d: (sf.write(d / "empty.wav", np.zeros(0), 16000), d / "empty.wav")[1], "The clip holds no audio"),
         (lambda d: (sf.write(d / "nan.wav", np.full(2000, np.nan, np.float32), 16000, subtype="FLOAT"), d / "nan.wav")[1],
          "NaN or infinite"),
         (lambda d: (sf.write(d / "short.wav", np.zeros(100), 24000), d / "short.wav")[1], "at least 40 ms"),
