@@ -497,6 +497,22 @@ class AuKTransformer(nn.Module):
             h = block(h, emb, mask=ctx.single_mask, rope=ctx.rope_single)
         return self.proj_out(self.norm_out(h[:, -x.shape[1]:], emb))
 
+    def modulated_input(self, x: torch.Tensor, time: torch.Tensor) -> torch.Tensor:
+        """The first block's modulated input for the target latents ``x`` [b, n, L] at ``time``
+        (0-d or [b]): their embedding, layer-normed, under the time's shift and scale [b, n, d].
+
+        What a step cache compares between steps (:mod:`auk_app.auk.step_reuse`). The reference and
+        the text never reach the target frames' part of it (the embedding and the norm act frame by
+        frame), so it is the same in every CFG row and in any batch, and costs the audio embedding
+        and one modulation, not a step.
+        """
+        time = time.expand(x.shape[0]) if time.ndim == 0 else time
+        a = self.audio_embed(x, None)
+        emb = self.time_embed(time)
+        if self.transformer_blocks:
+            return self.transformer_blocks[0].attn_norm_x(a, emb)[0]
+        return self.single_transformer_blocks[0].attn_norm(a, emb)[0]
+
     def forward(
         self,
         x: torch.Tensor,

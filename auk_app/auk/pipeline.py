@@ -18,6 +18,7 @@ import contextlib
 import threading
 import time
 from collections import OrderedDict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +32,7 @@ from auk_app.auk.region import splice
 from auk_app.auk.request import EditRequest, EditResult
 from auk_app.auk.sampler import SolveSpec, solve, source_origin
 from auk_app.auk.step_graphs import StepGraphs
+from auk_app.auk.step_reuse import StepTally
 from auk_app.auk.vae_decode import fast_decode
 from auk_app.config import Limits
 from auk_app.errors import Cancelled, CheckpointError
@@ -171,13 +173,15 @@ class AuKPipeline:
                     ref, ref_mask = self._reference(model, posterior, plan)
                 stop_point()
             with _timed(timings, "sample"):
-                latents = self._sample(model, batcher, graphs, plan, (text, c_mask, ref, ref_mask), stop_point)
+                tally = StepTally()
+                latents = self._sample(model, batcher, graphs, plan, (text, c_mask, ref, ref_mask), stop_point, tally)
             stop_point()
             with per_phase, _timed(timings, "decode", report):
                 wav = self._decode(model, latents, plan)
         timings["total"] = plan.planned_in + time.perf_counter() - started
         record = plan.record(seconds=wav.shape[0] / plan.checkpoint.sample_rate, ref_latent_frames=ref.shape[1],
                              cache_hit=cache_hit, timings=timings, device=str(self.device), dtype=self.precision.name)
+        record = replace(record, steps=asdict(tally))
         return EditResult(wav=wav, sample_rate=plan.checkpoint.sample_rate, record=record, source=plan.source)
 
     # ------------------------------------------------------------------ phases
@@ -219,14 +223,15 @@ class AuKPipeline:
         return ref, ref_mask
 
     def _sample(self, model: AuKModel, batcher: StepBatcher | None, graphs: StepGraphs, plan: EditPlan,
-                conditioning: tuple, on_step) -> torch.Tensor:
+                conditioning: tuple, on_step, tally: StepTally) -> torch.Tensor:
         """The Euler steps: shared with concurrent requests through ``batcher``, or alone
-        (offload, max_batch 1) through this DiT's step graphs; both at the pipeline's precision."""
+        (offload, max_batch 1) through this DiT's step graphs; both at the pipeline's precision.
+        ``tally`` gets what the steps did (DiT steps run, reused, guided, shared)."""
         text, c_mask, ref, ref_mask = conditioning
         recipe = plan.recipe
         origin = source_origin(ref, ref_mask, plan.gen_frames) if recipe.start == "source" else None
         spec = SolveSpec.of(recipe, text=text, c_mask=c_mask, ref=ref, ref_mask=ref_mask, gen_frames=plan.gen_frames,
-                            seed=plan.request.seed, origin=origin, device=self.device, on_step=on_step)
+                            seed=plan.request.seed, origin=origin, device=self.device, on_step=on_step, tally=tally)
         with autocast(self.device, self.precision):
             if batcher is not None:
                 return batcher.sample(spec)

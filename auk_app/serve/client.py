@@ -121,7 +121,7 @@ class ServeRunner:
                              ref_latent_frames=result["ref_latent_frames"], cache_hit=result["condition_cache_hit"],
                              timings=timings, device=result["device"], dtype=result["dtype"])
         record = replace(record, engine=ENGINE, engine_server=self.host, replica=start.get("replica"),
-                         replica_node=start.get("node"), attempts=attempt)
+                         replica_node=start.get("node"), attempts=attempt, steps=result.get("steps"))
         return EditResult(wav=wav, sample_rate=result["sample_rate"], record=record, source=plan.source)
 
     def _pause(self, should_stop: ShouldStop | None) -> None:
