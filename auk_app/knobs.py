@@ -276,12 +276,6 @@ EDIT = Knobs([
     Knob("t_grid", None, _t_grid, "A time grid: comma-separated, strictly increasing, within [0, 1], 2 to "
          "{max_grid_points} points; it replaces the step count and sway.", "Time grid (t_grid)", "grid", "advanced",
          run=True),
-    _slider("step_cache", "step_cache (the step cache's threshold)", lambda x: (0, 1, 0.01), "Reuse the previous "
-            "step's velocity where the DiT's input moved less than this (relative), never twice in a row; 0 = off, "
-            "0.05–0.2 trades a little accuracy for fewer steps. Empty: the model's default (off).", "Step cache"),
-    Knob("cfg_interval", None, _cfg_interval, "Guidance only at the steps whose flow time t (0 noise, 1 the result) "
-         "lies within \"from, to\", e.g. \"0.1, 0.9\"; the other steps run the conditional branch alone. Empty: "
-         "every step.", "Guidance interval (cfg_interval)", "text", "advanced", run=True),
     Knob("seed", 0, lambda value, limits: check_seed(value), _SEED_HELP, "Seed", "number", "seed", span=_SEEDS,
          run=True),
     Knob("randomize_seed", True, _flag("randomize_seed"), "Draw a fresh seed instead of using seed.",
@@ -299,6 +293,12 @@ EDIT = Knobs([
          "advanced"),
     Knob("candidates", 1, _candidates, "Seeds seed, seed+1, … of the same edit, run together and ranked by the "
          "edit check; the best is the result.", "Candidates", "slider", "seed", span=lambda x: (1, MAX_CANDIDATES, 1)),
+    _slider("step_cache", "step_cache (the step cache's threshold)", lambda x: (0, 1, 0.01), "Reuse the previous "
+            "step's velocity where the DiT's input moved less than this (relative), never twice in a row; 0 = off, "
+            "0.05–0.2 trades a little accuracy for fewer steps. Empty: the model's default (off).", "Step cache"),
+    Knob("cfg_interval", None, _cfg_interval, "Guidance only at the steps whose flow time t (0 noise, 1 the result) "
+         "lies within \"from, to\", e.g. \"0.1, 0.9\"; the other steps run the conditional branch alone. Empty: "
+         "every step.", "Guidance interval (cfg_interval)", "text", "advanced", run=True),
 ])
 
 # ----------------------------------------------------------------------------- text to audio (Audex)

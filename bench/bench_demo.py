@@ -181,7 +181,7 @@ def run_check(args) -> None:
     study = check_study(seeded_demo_edit(studio), clips, args.seed, tuple(args.materials), args.seeds)
     summary = summarize(study)
     print_summary(summary, args.seeds)
-    result = {"date": datetime.date.today().isoformat(), "device": "cpu", "checkpoint": str(args.checkpoint),
+    result = {"date": datetime.date.today().isoformat(), "device": "cpu", "checkpoint": args.checkpoint.name,
               "clips_per_family": clips, "seeds": args.seeds, "seconds": round(time.perf_counter() - started, 1),
               "summary": summary, **study}
     if args.out:

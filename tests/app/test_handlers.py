@@ -53,9 +53,10 @@ def test_flash_locks_the_sampling_knobs_with_the_reason(flash_app):
     from auk_app.ui.handlers import knob_updates, slider_knobs
 
     flash, demo = (flash_app.studio.entry(name) for name in ("flash", "demo"))
-    nfe, cfg, sway, t_grid, note = knob_updates(flash)
+    nfe, cfg, sway, t_grid, step_cache, note = knob_updates(flash)
     assert [nfe["interactive"], cfg["interactive"], t_grid["interactive"], sway["visible"]] == [False] * 4
     assert (nfe["value"], cfg["value"]) == (4, 0) and t_grid["value"].startswith("0, 0.07612")
+    assert step_cache["interactive"] is False and step_cache["value"] == 0  # never on Flash's four steps
     assert "fixed recipe" in note["value"] and "0.07612" in note["value"]
     unlocked = knob_updates(demo)
     assert [u["interactive"] for u in unlocked[:4]] == [True] * 4
