@@ -50,8 +50,9 @@ from auk_app.auk.configs import FLASH_T_GRID  # noqa: E402
 from auk_app.config import HOP  # noqa: E402
 from auk_app.auk.conditioner import fuse_hidden_states  # noqa: E402
 from auk_app.auk.dit import AuKTransformer  # noqa: E402
-from auk_app.auk.sampler import CFG_OFF_BELOW, build_time_grid, draw_noise, sample_latents  # noqa: E402
+from auk_app.auk.sampler import CFG_OFF_BELOW, SolveSpec, build_time_grid, draw_noise, solve  # noqa: E402
 from auk_app.auk.step_graphs import StepGraphs  # noqa: E402
+from auk_app.auk.step_reuse import StepTally  # noqa: E402
 from auk_app.auk.vae import AuKVAE  # noqa: E402
 from auk_app.auk.vae_decode import fast_decode  # noqa: E402
 from auk_app.config import Limits  # noqa: E402
@@ -59,6 +60,8 @@ from auk_app.progress import silent  # noqa: E402
 from auk_app.runtime import autocast, pick_device, pick_precision  # noqa: E402
 from bench.bench_batch import BatchedEditor, edits_per_s  # noqa: E402
 from bench.bench_dit import SIZES as DIT_SIZES  # noqa: E402
+from bench.peer import PEER, PEER_VERSION, compile_as_served, find_wheel, load_module, peer_of, peer_sampler  # noqa: E402
+from bench.peer import regional_compile_applies  # noqa: E402
 from tests.audex.reference_loop import sample_stream_eager  # noqa: E402  (the eager lever: the tests' reference)
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -116,6 +119,8 @@ SIZES = {
     ),
 }
 USERS = (1, 8)  # concurrent users of auk_edits_per_s_<n>, whole Base edits sharing DiT steps (bench_batch)
+# The opt-in knobs that run fewer DiT rows, as bench_speed times them (their quality: bench_fewer_steps).
+FEWER_STEPS = {"step_cache_most": dict(step_cache=1.0), "cfg_interval": dict(cfg_interval=(0.1, 0.9))}
 FIGURES = ("auk_base_dit_ms", "auk_flash_dit_ms", "vae_decode_10s_ms", "auk_base_edit_ms", "audex_tokens_per_s")
 
 
@@ -140,6 +145,12 @@ def eager_sample_latents(dit, *, text, c_mask, ref, ref_mask, gen_frames, nfe, c
     finally:
         dit.clear_cache()
     return x
+
+
+def spec_sampler(dit, *, graphs: StepGraphs | None = None, **spec) -> torch.Tensor:
+    """``sample_latents`` taking every :class:`SolveSpec` field, the step cache's and the guidance
+    interval's too (the contract's signature lacks them)."""
+    return solve(dit, SolveSpec(**spec), graphs)
 
 
 def sync(device: torch.device) -> None:
@@ -232,79 +243,144 @@ def build_auk(sizes: Sizes, device: torch.device) -> tuple[AuKTransformer, AuKVA
     decoder, with random weights at ``sizes``."""
     precision = pick_precision(device)
     with torch.device(device):
-        dit = AuKTransformer(ff_mult=2.0, latent_dim=64, **sizes.dit).to(precision.weights).eval()
+        dit = AuKTransformer(**dit_config(sizes)).to(precision.weights).eval()
         vae = AuKVAE(**sizes.vae).eval()
         vae.remove_weight_norm()
         thinker = Qwen2Model(Qwen2Config(**sizes.thinker)).to(precision.weights).eval()
     return dit, vae, thinker
 
 
-def _auk_figures(sizes: Sizes, device: torch.device, repeats: int, compile: bool) -> dict:
+def dit_config(sizes: Sizes) -> dict:
+    """The DiT's constructor arguments at ``sizes`` (ours and the peer's take the same)."""
+    return dict(ff_mult=2.0, latent_dim=64, **sizes.dit)
+
+
+class AuKBench:
+    """The random-weight AuK models and inputs every AuK figure of a run shares, and the runs timed:
+    ``sample`` (the DiT's Euler steps) and ``edit`` (a whole Base edit) on a given sampler."""
+
+    def __init__(self, sizes: Sizes, device: torch.device, compile: bool):
+        self.sizes, self.device, self.precision = sizes, device, pick_precision(device)
+        generator = torch.Generator(device="cpu").manual_seed(0)
+        self.dit, self.vae, self.thinker = build_auk(sizes, device)
+        if compile:
+            self.dit.compile_blocks()
+        layers = sizes.thinker["num_hidden_layers"]
+        self.fusion = (torch.zeros(layers, device=device), torch.ones(1, device=device))
+        self.ids = torch.randint(0, sizes.thinker["vocab_size"], (1, sizes.text_tokens), generator=generator).to(device)
+        self.ref_wav = (0.1 * torch.randn(1, sizes.ref_frames * HOP, generator=generator)).to(device)
+        self.ref_mask = torch.ones(1, sizes.ref_frames, dtype=torch.bool, device=device)
+        with torch.inference_mode():
+            self.text = torch.randn(1, sizes.text_tokens, sizes.dit["text_hidden_dim"], generator=generator).to(device)
+            self.ref = self.vae.encode(self.ref_wav)
+            self.latents = torch.randn(1, sizes.target_frames, 64, generator=generator).to(device)
+        self.baseline = _eager(eager_sample_latents)
+        self.graphs = StepGraphs(self.dit, compute=self.precision.compute)  # the pipeline's: one per served DiT
+        self.optimised = partial(spec_sampler, graphs=self.graphs)
+
+    def sample(self, sampler, recipe: dict, cond=None, reference=None, dit=None) -> torch.Tensor:
+        with autocast(self.device, self.precision):
+            return sampler(self.dit if dit is None else dit, text=self.text if cond is None else cond, c_mask=None,
+                           ref=self.ref if reference is None else reference, ref_mask=self.ref_mask,
+                           gen_frames=self.sizes.target_frames, seed=0, **recipe)  # fmt: skip
+
+    def decode(self, sampler, z=None) -> torch.Tensor:
+        """The eager sampler decodes eagerly, every other with ``fast_decode``."""
+        z = self.latents if z is None else z
+        with torch.inference_mode():
+            return self.vae.decode(z) if sampler is self.baseline else fast_decode(self.vae, z)
+
+    def edit(self, sampler) -> torch.Tensor:
+        with torch.inference_mode():
+            with autocast(self.device, self.precision):
+                hidden = self.thinker(self.ids, output_hidden_states=True).hidden_states[1:]
+                cond = fuse_hidden_states(hidden, *self.fusion)
+            mean, std = self.vae.posterior(self.ref_wav)
+            generator = torch.Generator(device=self.device).manual_seed(1)
+            reference = self.vae.latents(mean, std, sample=True, generator=generator)
+            return self.decode(sampler, self.sample(sampler, BASE, cond, reference).float())
+
+
+def _auk_figures(bench: AuKBench, repeats: int) -> dict:
     """Base and Flash sampling, the VAE decode and the whole edit, optimised and eager."""
-    precision = pick_precision(device)
-    generator = torch.Generator(device="cpu").manual_seed(0)
-    dit, vae, thinker = build_auk(sizes, device)
-    if compile:
-        dit.compile_blocks()
-    layers = sizes.thinker["num_hidden_layers"]
-    fusion = (torch.zeros(layers, device=device), torch.ones(1, device=device))
-    ids = torch.randint(0, sizes.thinker["vocab_size"], (1, sizes.text_tokens), generator=generator).to(device)
-    ref_wav = (0.1 * torch.randn(1, sizes.ref_frames * HOP, generator=generator)).to(device)
-    ref_mask = torch.ones(1, sizes.ref_frames, dtype=torch.bool, device=device)
-    with torch.inference_mode():
-        text = torch.randn(1, sizes.text_tokens, sizes.dit["text_hidden_dim"], generator=generator).to(device)
-        ref = vae.encode(ref_wav)
-        latents = torch.randn(1, sizes.target_frames, 64, generator=generator).to(device)
-
-    def sample(sampler, recipe, cond=text, reference=ref):
-        with autocast(device, precision):
-            return sampler(dit, text=cond, c_mask=None, ref=reference, ref_mask=ref_mask,
-                           gen_frames=sizes.target_frames, seed=0, **recipe)  # fmt: skip
-
-    baseline = _eager(eager_sample_latents)
-    graphs = StepGraphs(dit, compute=precision.compute)  # the pipeline's: one per served DiT
-    optimised_sampler = partial(sample_latents, graphs=graphs)
-
-    def decode(sampler, z=latents):  # the sampler names the path: the eager one decodes eagerly
-        with torch.inference_mode():
-            return vae.decode(z) if sampler is baseline else fast_decode(vae, z)
-
-    def edit(sampler):
-        with torch.inference_mode():
-            with autocast(device, precision):
-                hidden = thinker(ids, output_hidden_states=True).hidden_states[1:]
-                cond = fuse_hidden_states(hidden, *fusion)
-            mean, std = vae.posterior(ref_wav)
-            reference = vae.latents(mean, std, sample=True, generator=torch.Generator(device=device).manual_seed(1))
-            return decode(sampler, sample(sampler, BASE, cond, reference).float())
-
     figures = {
-        "auk_base_dit_ms": lambda sampler: sample(sampler, BASE),
-        "auk_flash_dit_ms": lambda sampler: sample(sampler, FLASH),
-        "vae_decode_10s_ms": decode,
-        "auk_base_edit_ms": edit,
+        "auk_base_dit_ms": lambda sampler: bench.sample(sampler, BASE),
+        "auk_flash_dit_ms": lambda sampler: bench.sample(sampler, FLASH),
+        "vae_decode_10s_ms": bench.decode,
+        "auk_base_edit_ms": bench.edit,
     }
-    result = {"dit_compiled": compile}
+    result = {}
     for name, run in figures.items():
-        eager, optimised = partial(run, baseline), partial(run, optimised_sampler)
-        result[f"eager_{name}"], result[name] = _paired_ms(eager, optimised, device, repeats)
+        eager, optimised = partial(run, bench.baseline), partial(run, bench.optimised)
+        result[f"eager_{name}"], result[name] = _paired_ms(eager, optimised, bench.device, repeats)
         _note({key: result[key] for key in (name, f"eager_{name}")})
-    for prefix, sampler in (("eager_", baseline), ("", optimised_sampler)):  # the stack's peak, path by path
-        _reset_peak(device)
-        edit(sampler)
-        result[f"{prefix}peak_gpu_memory_gb"] = _peak_gb(device)
+    for prefix, sampler in (("eager_", bench.baseline), ("", bench.optimised)):  # the stack's peak, path by path
+        _reset_peak(bench.device)
+        bench.edit(sampler)
+        result[f"{prefix}peak_gpu_memory_gb"] = _peak_gb(bench.device)
     for name, recipe in (("base", BASE), ("flash", FLASH)):
-        optimised, eager = sample(optimised_sampler, recipe), sample(baseline, recipe)
+        optimised, eager = bench.sample(bench.optimised, recipe), bench.sample(bench.baseline, recipe)
         result[f"auk_{name}_max_abs_diff"] = float((optimised - eager).abs().max())
-    result["dit_dtype"] = precision.name
-    result["dit_graph_buckets"] = len(graphs)
-    request = dict(text=text.to(precision.weights), c_mask=None, ref=ref.to(precision.weights), ref_mask=ref_mask,
-                   target_frames=sizes.target_frames)  # fmt: skip
-    result["levers"] = _step_levers(dit, request, device, repeats * 4)
+    result["dit_dtype"] = bench.precision.name
+    result["dit_graph_buckets"] = len(bench.graphs)
+    request = dict(text=bench.text.to(bench.precision.weights), c_mask=None, ref=bench.ref.to(bench.precision.weights),
+                   ref_mask=bench.ref_mask, target_frames=bench.sizes.target_frames)  # fmt: skip
+    result["levers"] = _step_levers(bench.dit, request, bench.device, repeats * 4)
     _note(result["levers"])
-    editor = BatchedEditor(dit=dit, vae=vae, thinker=thinker, fusion=fusion, ids=ids, ref_wav=ref_wav, ref_mask=ref_mask,
-                           target_frames=sizes.target_frames, recipe=BASE, device=device, precision=precision)
-    result.update({f"auk_edits_per_s_{n}": round(edits_per_s(editor, n), 3) for n in USERS})
+    return result
+
+
+def _batching_figures(bench: AuKBench) -> dict:
+    """Whole Base edits per second with 1 and 8 concurrent users sharing DiT steps."""
+    editor = BatchedEditor(dit=bench.dit, vae=bench.vae, thinker=bench.thinker, fusion=bench.fusion, ids=bench.ids,
+                           ref_wav=bench.ref_wav, ref_mask=bench.ref_mask, target_frames=bench.sizes.target_frames,
+                           recipe=BASE, device=bench.device, precision=bench.precision)  # fmt: skip
+    return {f"auk_edits_per_s_{n}": round(edits_per_s(editor, n), 3) for n in USERS}
+
+
+def _fewer_steps_figures(bench: AuKBench, repeats: int) -> dict:
+    """Base sampling with the step cache reusing every step it may (threshold 1: the most it saves
+    and the probe's cost) and with guidance limited to an interval, each against the full solve:
+    milliseconds, the steps or rows that ran, and how far the latents moved (relative L2)."""
+    result = {}
+    full = bench.sample(bench.optimised, BASE)
+    for name, knobs in FEWER_STEPS.items():
+        tally = StepTally()
+        recipe = {**BASE, **knobs}
+        full_ms, knob_ms = _paired_ms(lambda: bench.sample(bench.optimised, BASE),
+                                      lambda: bench.sample(bench.optimised, recipe), bench.device, repeats)
+        result[f"auk_base_dit_ms_{name}_full"], result[f"auk_base_dit_ms_{name}"] = round(full_ms, 2), round(knob_ms, 2)
+        result[f"speedup_auk_base_dit_ms_{name}"] = round(full_ms / knob_ms, 3)
+        got = bench.sample(bench.optimised, {**recipe, "tally": tally})
+        result[f"auk_base_{name}_steps"] = asdict(tally)
+        result[f"auk_base_{name}_relative_l2"] = float((got - full).norm() / full.norm())
+        _note({k: v for k, v in result.items() if name in k})
+    return result
+
+
+def _peer_figures(bench: AuKBench, repeats: int, compile: bool) -> dict:
+    """vLLM-Omni's own AuK transformer (bench/peer.py) beside ours, same shapes, weights and device:
+    Base and Flash sampling on its eager path and, with ``compile``, on its compiled one, each timed in
+    turn with our optimised sampler; ``vs_peer_*`` is the peer's time over ours."""
+    wheel = find_wheel()
+    if wheel is None:
+        return {"peer": None}
+    module = load_module(wheel)
+    peer = peer_of(bench.dit, dit_config(bench.sizes), module)
+    sampler = peer_sampler(module)
+    result = {"peer": f"{PEER} {PEER_VERSION}", "peer_regional_compile_applies": regional_compile_applies(module)}
+    paths = [("peer_eager", peer)] + ([("peer_compiled", compile_as_served(peer_of(bench.dit, dit_config(bench.sizes),
+                                                                                   module)))] if compile else [])
+    for path, model in paths:
+        for name, recipe in (("auk_base_dit_ms", BASE), ("auk_flash_dit_ms", FLASH)):
+            theirs, ours = _paired_ms(lambda: bench.sample(sampler, recipe, dit=model),
+                                      lambda: bench.sample(bench.optimised, recipe), bench.device, repeats)
+            result[f"{path}_{name}"], result[f"{path}_ours_{name}"] = round(theirs, 2), round(ours, 2)
+            result[f"vs_{path}_{name}"] = round(theirs / ours, 3)
+            _note({k: v for k, v in result.items() if k.endswith(name) and path in k})
+    for name, recipe in (("base", BASE), ("flash", FLASH)):
+        theirs, ours = bench.sample(sampler, recipe, dit=peer), bench.sample(bench.optimised, recipe)
+        result[f"peer_auk_{name}_max_abs_diff"] = float((theirs - ours).abs().max())
     return result
 
 
@@ -382,7 +458,13 @@ def measure(size: str, device: torch.device, repeats: int, compile: bool | None 
               "tokens_per_cfg_branch": sizes.text_tokens + sizes.ref_frames + sizes.target_frames,
               "repeats": repeats}  # fmt: skip
     started = time.perf_counter()
-    result.update(_auk_figures(sizes, device, repeats, compile))
+    bench = AuKBench(sizes, device, compile)
+    result["dit_compiled"] = compile
+    result.update(_auk_figures(bench, repeats))
+    result.update(_peer_figures(bench, repeats, compile))
+    result.update(_fewer_steps_figures(bench, repeats))
+    result.update(_batching_figures(bench))
+    del bench
     print(f"AuK figures done after {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
     if device.type == "cuda":
         torch.cuda.empty_cache()
