@@ -82,12 +82,13 @@ class StepBatcher:
     compute dtype of ``graphs`` (the DiT's step graphs, which lone requests replay); see the module
     docstring. ``largest_batch`` and ``batched_steps`` count what it did (tests, bench)."""
 
-    def __init__(self, graphs: StepGraphs, *, max_batch: int = DEFAULT_MAX_BATCH):
+    def __init__(self, graphs: StepGraphs, *, max_batch: int = DEFAULT_MAX_BATCH, pack: bool = False):
         if max_batch < 1:
             raise ValueError(f"a step batch holds at least one request; got max_batch={max_batch}")
         self.graphs = graphs
         self.dit: AuKTransformer = graphs.dit
         self.max_batch = max_batch
+        self.pack = pack  # shared steps attend over each request's valid tokens alone (auk.packing)
         self.largest_batch = 0  # the most requests one step has served
         self.batched_steps = 0  # steps that served two or more requests
         self._jobs: list[_Job] = []
@@ -223,7 +224,8 @@ class StepBatcher:
                         p.text, target_frames=p.target_frames, mask=p.mask, c_mask=p.c_mask, ref=p.ref,
                         ref_mask=p.ref_mask, cfg_infer=guided,
                     )  # fmt: skip
-            self._joined = members, AuKStepContext.concat([job.batch_contexts[guided] for job, guided in members])
+            joined = AuKStepContext.concat([job.batch_contexts[guided] for job, guided in members])
+            self._joined = members, joined.with_packing() if self.pack else joined
         return self._joined[1]
 
     def _finish(self, job: _Job, error: BaseException | None) -> None:

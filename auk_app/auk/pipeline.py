@@ -54,6 +54,8 @@ class AuKPipeline:
     hold all three, and requests run one at a time from start to end, as with ``max_batch=1``.
     ``compile`` (default: on CUDA) compiles the DiT's blocks (``AuKTransformer.compile_blocks``);
     each new step shape then compiles once on first use, which on the CPU costs more than it saves.
+    ``pack`` makes the batcher's shared steps attend over each request's valid tokens alone
+    (:mod:`auk_app.auk.packing`: variable-length attention on CUDA); off, they attend padded.
     """
 
     def __init__(
@@ -68,6 +70,7 @@ class AuKPipeline:
         cache_size: int = 8,
         max_batch: int = DEFAULT_MAX_BATCH,
         compile: bool | None = None,
+        pack: bool = False,
     ):
         self.checkpoint = checkpoint if isinstance(checkpoint, AuKCheckpoint) else read_auk_checkpoint(checkpoint)
         self.text_encoder_path = text_encoder_path
@@ -82,6 +85,7 @@ class AuKPipeline:
         self._cache_size = cache_size
         self._lock = threading.Lock()
         self.max_batch = max_batch
+        self.pack = pack
         self._batched = max_batch > 1 and not self.offload
         self._graphs: StepGraphs | None = None  # the loaded DiT's CUDA graphs, per shape bucket
         self._batcher: StepBatcher | None = None
@@ -122,7 +126,8 @@ class AuKPipeline:
             )
         self._model, self._conditioner = model, conditioner
         self._graphs = StepGraphs(model.dit, compute=self.precision.compute)
-        self._batcher = StepBatcher(self._graphs, max_batch=self.max_batch) if self._batched else None
+        self._batcher = (StepBatcher(self._graphs, max_batch=self.max_batch, pack=self.pack) if self._batched
+                         else None)
 
     def unload(self) -> None:
         with self._lock:

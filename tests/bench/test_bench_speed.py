@@ -29,6 +29,7 @@ def test_every_figure_comes_with_its_eager_baseline_and_ratio(result):
     assert result["peak_gpu_memory_gb"] is None and result["eager_peak_gpu_memory_gb"] is None
     assert json.loads(json.dumps(result)) == result  # one plain JSON object
     assert result["auk_edits_per_s_1"] > 0 and result["auk_edits_per_s_8"] > 0 and result["auk_edits_per_s_8_over_1"] > 0
+    assert result["auk_edits_per_s_8_packed"] > 0
 
 
 def test_the_optimised_paths_give_the_eager_results_on_the_cpu(result):
