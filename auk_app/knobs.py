@@ -294,8 +294,8 @@ EDIT = Knobs([
     Knob("candidates", 1, _candidates, "Seeds seed, seed+1, … of the same edit, run together and ranked by the "
          "edit check; the best is the result.", "Candidates", "slider", "seed", span=lambda x: (1, MAX_CANDIDATES, 1)),
     _slider("step_cache", "step_cache (the step cache's threshold)", lambda x: (0, 1, 0.01), "Reuse the previous "
-            "step's velocity where the DiT's input moved less than this (relative), never twice in a row; 0 = off, "
-            "0.05–0.2 trades a little accuracy for fewer steps. Empty: the model's default (off).", "Step cache"),
+            "step's velocity where the DiT's input moved less than this since (relative), never twice in a row: "
+            "fewer DiT steps for a little accuracy. 0 = off; empty: the model's default (off).", "Step cache"),
     Knob("cfg_interval", None, _cfg_interval, "Guidance only at the steps whose flow time t (0 noise, 1 the result) "
          "lies within \"from, to\", e.g. \"0.1, 0.9\"; the other steps run the conditional branch alone. Empty: "
          "every step.", "Guidance interval (cfg_interval)", "text", "advanced", run=True),

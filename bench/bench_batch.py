@@ -1,4 +1,4 @@
-"""Edits per second with several users at once: what step batching buys (issue 39).
+"""Edits per second with several users at once: what step batching buys.
 
 ``edits_per_s(editor, users)`` times ``users`` threads that each run whole edits back to back
 (condition, reference draw, Euler steps, decode) through one shared editor, and returns the

@@ -8,7 +8,7 @@ held-out tones and espeak-ng speech, through the service with the checkpoint's d
 one row per family × material × bar (a bar may cover one condition, e.g. ±12 dB) with the
 median, the bar, the spread and whether it passes, then one JSON line with the same figures.
 
-``--check`` measures the edit check (``auk_app.check``, issue 40) instead, on the same held-out
+``--check`` measures the edit check (``auk_app.check``) instead, on the same held-out
 clips of volume, pitch and text to tone: whether its numbers agree with this bench's own,
 independent measures (RMS level, YIN per-frame intervals) within the check's tolerance; whether
 the Chinese instructions the demo gets wrong (it was trained in English only) come out ✗; and
@@ -203,7 +203,7 @@ def main() -> None:
     parser.add_argument("--checkpoint", type=Path, default=DEMO_DIR)
     parser.add_argument("--materials", nargs="+", default=list(FAMILIES), choices=list(FAMILIES))
     parser.add_argument("--families", nargs="+", default=list(FAMILIES["tone"]), choices=FAMILIES["tone"])
-    parser.add_argument("--check", action="store_true", help="measure the edit check (issue 40) instead")
+    parser.add_argument("--check", action="store_true", help="measure the edit check instead")
     parser.add_argument("--quick", action="store_true", help="with --check: 4 clips per family and material")
     parser.add_argument("--seeds", type=int, default=4, help="with --check: candidates per clip")
     parser.add_argument("--out", type=Path, help="with --check: write the JSON here")
