@@ -94,12 +94,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def server_address(args: argparse.Namespace) -> tuple[str, int]:
-    """(host, port) to serve on, once a socket could bind them: a port out of range, taken or not
-    a number is one sentence here, before any model loads, not a traceback from the launch."""
+    """(host, port) to serve on, once a socket could bind them: a port out of range (0 included),
+    taken or not a number is one sentence here, before Gradio is imported (which reads
+    GRADIO_SERVER_PORT as it loads) and before any model loads, not a traceback."""
     from auk_app.errors import InputError
 
     host = args.host or os.environ.get("GRADIO_SERVER_NAME") or DEFAULT_HOST
-    port = args.port or os.environ.get("GRADIO_SERVER_PORT") or DEFAULT_PORT
+    from_env = os.environ.get("GRADIO_SERVER_PORT") or None
+    if from_env is not None and not from_env.isdigit():  # Gradio's import fails on it, whatever --port says
+        raise InputError(f"GRADIO_SERVER_PORT is {from_env[:20]!r}, not a port number; set it to one from 1 to "
+                         "65535, e.g. 7860, or unset it and give --port.")
+    port = args.port if args.port is not None else from_env or DEFAULT_PORT
     if not str(port).isdigit() or not 1 <= int(port) <= 65535:
         raise InputError(f"The port {str(port)[:20]!r} is not a port number from 1 to 65535; give --port (or "
                          "GRADIO_SERVER_PORT) one, e.g. 7860.")
@@ -114,12 +119,23 @@ def server_address(args: argparse.Namespace) -> tuple[str, int]:
     return host, int(port)
 
 
+def _refuse(exc: Exception) -> None:
+    """One sentence and status 2, as `python -m auk_app` answers a bad request."""
+    print(f"AuK Studio cannot start: {exc}", file=sys.stderr)
+    sys.exit(2)
+
+
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    # Heavy imports after argument parsing, so --help is instant.
+    from auk_app.errors import AppError
+
+    try:
+        host, port = server_address(args)
+    except AppError as exc:
+        _refuse(exc)
+    # Heavy imports after argument parsing and the address, so --help is instant and a bad port is one sentence.
     from auk_app.ui.app import build_demo, launch_options
     from auk_app.ui.text import serving_line
-    from auk_app.errors import AppError
     from auk_app.service import Studio, StudioConfig
 
     overrides = {"demo_dir": args.demo_dir} if args.demo_dir else {}
@@ -131,7 +147,6 @@ def main(argv: list[str] | None = None) -> None:
         auk_server=args.auk_server, **overrides,
     )
     try:
-        host, port = server_address(args)
         studio = Studio(config)
         deployment = None
         if studio.auk_server is not None:  # a deployment that is down is one sentence now, not at the first edit
@@ -140,9 +155,8 @@ def main(argv: list[str] | None = None) -> None:
             if studio.auk_server is None:
                 studio.pipeline(studio.entry("auto")).load()
             studio.audex().load()
-    except AppError as exc:  # one sentence and status 2, as `python -m auk_app` answers a bad request
-        print(f"AuK Studio cannot start: {exc}", file=sys.stderr)
-        sys.exit(2)
+    except AppError as exc:
+        _refuse(exc)
     print(serving_line(studio.info()), flush=True)
     if deployment is not None:
         print(f"AuK edits run on the Ray Serve deployment at {studio.auk_server.host}: {deployment['checkpoint_name']} "

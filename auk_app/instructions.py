@@ -1,6 +1,6 @@
 """Offline instruction builder: the 16 AuK tasks, their canonical wording and a target duration.
 
-AuK picks its task purely from the instruction text (spec/auk.md §7), and the model was trained
+AuK picks its task purely from the instruction text, and the model was trained
 on a handful of templates, so the closer a request stays to them the better it works. The
 templates are upstream's cookbook sentences, verbatim, in English and Chinese (``TEMPLATES``; AuK
 is bilingual). Each task names the fields a person fills in (words to replace, semitones, dB,
@@ -10,7 +10,9 @@ proposes a duration:
 * same-length tasks → 0 (automatic), which the pipeline turns into the source's exact length;
 * speed → source ÷ factor; emotion → source × the upstream prompt enhancer's factor;
 * speech from text → 0.0656 s per UTF-8 byte (English) or 0.0803 s (Chinese), the prompt
-  enhancer's baseline; content edits add or remove that much for the changed words.
+  enhancer's baseline; content edits add or remove that much for the changed words. Where the
+  source clip's pace is known (what it says, and its voiced time: ``auk_app.pace``), new words
+  take as long as its speaker would take to say them instead.
 
 Estimates are quantised as upstream's prompt enhancer does (``_quantize_model_duration`` in
 ``auk/infer/pe.py``): to the nearest whole 20 ms latent frame, at least one, capped at the target
@@ -28,14 +30,15 @@ from dataclasses import dataclass
 from auk_app.auk.configs import LANGUAGES
 from auk_app.config import FRAME_RATE
 from auk_app.config import Limits, frames_for_seconds, seconds_for_frames
+from auk_app.pace import SpeakingRate, count_syllables, speaking_rate
 
-SECONDS_PER_BYTE_EN = 0.0656  # prompt-enhancer TTS baseline, spec §7
+SECONDS_PER_BYTE_EN = 0.0656  # the upstream prompt enhancer's TTS baseline
 SECONDS_PER_BYTE_ZH = 0.0803
 SHORT_TEXT_BYTES = 10  # below this the enhancer assumes slow, deliberate speech…
 SHORT_TEXT_SPEED = 0.3  # …at 0.3× the baseline rate
 EMOTION_STRETCH = {"sad": 1.22, "fearful": 1.16}  # the enhancer's factors; every other emotion 1.06
 DEFAULT_EMOTION_STRETCH = 1.06
-NONVERBAL_SECONDS = 1.0  # room for one added laugh, cough or breath (our estimate; spec gives none)
+NONVERBAL_SECONDS = 1.0  # room for one added laugh, cough or breath (our estimate)
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 
 EN, ZH = LANGUAGES  # the order of each template pair
@@ -70,8 +73,10 @@ class Task:
     name: str
     needs_audio: bool
     slots: dict[str, Slot]
-    duration: Callable[[Fields, float | None], Duration]
+    duration: Callable[[Fields, float | None, SpeakingRate | None], Duration]
     variant: str | None = None  # the field whose value picks one of the task's templates
+    paced: bool = False  # says new words, whose length follows the source speaker's pace where it is known
+    transcript: str | None = None  # the field where the builder takes what the source clip says
     reliable: bool | None = None  # community test verdict without the prompt enhancer; None: not tested
     note: str = ""
 
@@ -101,6 +106,7 @@ class Built:
     problem: str = ""
     reliability: str = ""
     note: str = ""
+    pace: SpeakingRate | None = None  # the source speaker's pace the duration follows, if it does
 
 
 # ----------------------------------------------------------------------------- durations
@@ -125,26 +131,31 @@ def speech_seconds(text: str, *, whole_utterance: bool = True) -> float:
     return seconds / SHORT_TEXT_SPEED if whole_utterance and 0 < n_bytes < SHORT_TEXT_BYTES else seconds
 
 
-def _same_length(fields: Fields, source: float | None) -> Duration:
+def _same_length(fields: Fields, source: float | None, pace: SpeakingRate | None = None) -> Duration:
     if source is None:
         return Duration(0.0, "automatic: the source's exact length (upload a clip)")
     return Duration(0.0, f"automatic: the source's exact length, {source:.2f} s")
 
 
-def _text_estimate(fields: Fields, source: float | None) -> Duration:
+def _text_estimate(fields: Fields, source: float | None, pace: SpeakingRate | None) -> Duration:
     text = fields.get("text", "")
     n_bytes = len(text.strip().encode("utf-8"))
     if not n_bytes:
         return Duration(0.0, "type the text to speak to get an estimate")
+    if pace is not None:
+        return Duration(pace.seconds_for(text), f"{count_syllables(text)} syllables at {pace.describe()}")
     slow = " at the slow rate used for very short texts" if n_bytes < SHORT_TEXT_BYTES else ""
     return Duration(speech_seconds(text), f"estimated from {n_bytes} UTF-8 bytes of text{slow}")
 
 
-def _content_delta(fields: Fields, source: float | None) -> Duration:
+def _content_delta(fields: Fields, source: float | None, pace: SpeakingRate | None) -> Duration:
     if source is None:
         return Duration(0.0, "upload the clip to edit; the length then follows from the changed words")
     mode = fields.get("mode", "")
-    new, old = (speech_seconds(fields.get(name, ""), whole_utterance=False) for name in ("text", "original"))
+    if pace is not None:
+        new, old = (pace.seconds_for(fields.get(name, "")) for name in ("text", "original"))
+    else:
+        new, old = (speech_seconds(fields.get(name, ""), whole_utterance=False) for name in ("text", "original"))
     if mode == "Replace":
         delta = new - old if new and old else 0.0
     elif mode.startswith("Add"):
@@ -152,17 +163,19 @@ def _content_delta(fields: Fields, source: float | None) -> Duration:
     else:  # Remove
         delta = -new
     sign = "+" if delta >= 0 else "−"
-    return Duration(max(source + delta, 1 / FRAME_RATE), f"source {source:.2f} s {sign} {abs(delta):.2f} s for the changed words")
+    at = f" at {pace.describe()}" if pace is not None else ""
+    reason = f"source {source:.2f} s {sign} {abs(delta):.2f} s for the changed words{at}"
+    return Duration(max(source + delta, 1 / FRAME_RATE), reason)
 
 
-def _speed(fields: Fields, source: float | None) -> Duration:
+def _speed(fields: Fields, source: float | None, pace: SpeakingRate | None = None) -> Duration:
     factor = float(fields.get("amount") or 1.0)
     if source is None:
         return Duration(0.0, f"upload the clip: the duration is its length ÷ {factor:g}")
     return Duration(source / factor, f"source {source:.2f} s ÷ {factor:g}")
 
 
-def _emotion(fields: Fields, source: float | None) -> Duration:
+def _emotion(fields: Fields, source: float | None, pace: SpeakingRate | None = None) -> Duration:
     emotion = fields.get("option", "")
     stretch = EMOTION_STRETCH.get(emotion, DEFAULT_EMOTION_STRETCH)
     if source is None:
@@ -170,7 +183,7 @@ def _emotion(fields: Fields, source: float | None) -> Duration:
     return Duration(source * stretch, f"source {source:.2f} s × {stretch:g}, as the prompt enhancer stretches {emotion or 'emotional'} speech")
 
 
-def _nonverbal(fields: Fields, source: float | None) -> Duration:
+def _nonverbal(fields: Fields, source: float | None, pace: SpeakingRate | None = None) -> Duration:
     if not fields.get("mode", "").startswith("Add"):
         return _same_length(fields, source)
     if source is None:
@@ -180,11 +193,11 @@ def _nonverbal(fields: Fields, source: float | None) -> Duration:
 
 # ----------------------------------------------------------------------------- templates
 
-# The cookbook's templates verbatim (Tencent-Hunyuan/AuK, docs/COOKBOOK.md §1.1–5.4): (English, Chinese).
+# The cookbook's templates verbatim (Tencent-Hunyuan/AuK, docs/COOKBOOK.md, sections 1.1–5.4): (English, Chinese).
 # A key is the task, or "task:variant" where the task's ``variant`` field picks the sentence; {name}
 # is a builder field. The model keys on its training wording: change these only with the cookbook.
 TEMPLATES: dict[str, tuple[str, str]] = {
-    # §1.1: the cookbook gives one template for both languages ("EN & CN").
+    # Section 1.1: the cookbook gives one template for both languages ("EN & CN").
     "zero_shot_tts": ('Say the following with the same voice: "{text}"',) * 2,
     "instruct_tts": (
         'Generate speech based on the following description: "{original}". The content to speak is: "{text}".',
@@ -257,9 +270,9 @@ TEMPLATES: dict[str, tuple[str, str]] = {
 }
 
 # Chinese for the dropdown values a Chinese template takes, in the cookbook's own words and order:
-# 升高/降低 (§3.1, §3.3), the eight emotions (§4.1), the nonverbal sounds (§4.4, whose "add" form
-# names no sounds of its own, so it takes the "remove" form's), the four repairs (§5.1). The
-# speaker order fills §5.2's {序号} with a Chinese numeral, as upstream's prompt enhancer does
+# 升高/降低 (sections 3.1, 3.3), the eight emotions (4.1), the nonverbal sounds (4.4, whose "add"
+# form names no sounds of its own, so it takes the "remove" form's), the four repairs (5.1). The
+# speaker order fills section 5.2's {序号} with a Chinese numeral, as upstream's prompt enhancer does
 # (``_integer_to_zh``); the cookbook itself shows no filled example. Numbers stay digits.
 ZH_WORDS = {
     "Raise": "升高", "Lower": "降低", "Increase": "升高", "Decrease": "降低",
@@ -285,8 +298,12 @@ def _variants(key: str) -> tuple[str, ...]:
 TASKS: tuple[Task, ...] = (
     Task(
         "zero_shot_tts", "Speech generation", "Zero-shot TTS (clone the clip's voice)", True,
-        {_TEXT: Slot("Text to speak", placeholder="Ladies and gentlemen, it's an honor to be here.")},
-        _text_estimate, reliable=True,
+        {
+            _TEXT: Slot("Text to speak", placeholder="Ladies and gentlemen, it's an honor to be here."),
+            "original": Slot("What the clip says (optional: times the text at its speaker's pace)",
+                             placeholder="the words spoken in the uploaded clip"),
+        },
+        _text_estimate, reliable=True, paced=True, transcript="original",
     ),
     Task(
         "instruct_tts", "Speech generation", "Instruct TTS (voice from a description, no clip)", False,
@@ -304,7 +321,7 @@ TASKS: tuple[Task, ...] = (
             "original": Slot("Words to replace / anchor words", placeholder="seven o'clock"),
             _TEXT: Slot("New words / words to add or remove", placeholder="eight o'clock"),
         },
-        _content_delta, variant="mode", reliable=False, note="Spell digits out as words.",
+        _content_delta, variant="mode", reliable=False, note="Spell digits out as words.", paced=True,
     ),
     Task(
         "lyric_edit", "Content editing", "Lyric editing (a cappella)", True,
@@ -423,31 +440,24 @@ def coverage(tasks: tuple[str, ...] | None, task_key: str) -> str:
     return "all" if covered == len(keys) else "some" if covered else "none"
 
 
-def untrained(instruction: str, tasks: tuple[str, ...] | None, languages: tuple[str, ...]) -> list[str]:
-    """What in ``instruction`` a model trained for ``tasks`` and ``languages`` never saw, as phrases
-    ("Pitch", "Chinese instructions"): only what is certain, a cookbook task or Chinese text."""
-    gaps = []
-    key = template_key(instruction)
-    if key is not None and not supports(tasks, key):
-        chosen, _, variant = key.partition(":")
-        gaps.append(task(chosen).name + (f" ({variant})" if variant else ""))
-    if ZH not in languages and _CJK.search(instruction or ""):
-        gaps.append("Chinese instructions (it reads English only)")
-    return gaps
-
-
 def build(
-    key: str, fields: Fields, *, source_seconds: float | None, limits: Limits, language: str = EN
+    key: str, fields: Fields, *, source_seconds: float | None, limits: Limits, language: str = EN,
+    voiced_seconds: float | None = None, transcript: str | None = None,
 ) -> Built:
     """The instruction in ``language`` (``EN`` or ``ZH``) and the duration for task ``key`` with
-    ``fields`` (missing fields take defaults)."""
+    ``fields`` (missing fields take defaults). New words follow the source speaker's pace where it
+    is known: the source clip's ``voiced_seconds`` (``pace.voiced_seconds``) and what it says,
+    ``transcript`` or the task's own transcript field."""
     if language not in LANGUAGES:
         raise ValueError(f"unknown instruction language {language!r}; known: {', '.join(LANGUAGES)}")
     chosen = task(key)
     filled = {name: (fields.get(name) or slot.default) for name, slot in chosen.slots.items()}
     english, chinese = chosen.templates(filled)
     instruction = chosen.render(filled, language)
-    duration = chosen.duration(filled, source_seconds)
+    if transcript is None and chosen.transcript:
+        transcript = filled[chosen.transcript]
+    pace = speaking_rate(transcript or "", voiced_seconds) if chosen.paced and source_seconds is not None else None
+    duration = chosen.duration(filled, source_seconds, pace)
     if duration.seconds > 0:
         frames, reason = estimate_frames(duration.seconds), duration.reason
         cap = frames_for_seconds(limits.max_target_seconds)
@@ -477,4 +487,4 @@ def build(
     notes = [chosen.note]
     if language == ZH and english == chinese:
         notes.append("The cookbook gives this task one template for both languages, so 中文 uses it as it is.")
-    return Built(instruction, duration, problem, reliability, " ".join(note for note in notes if note))
+    return Built(instruction, duration, problem, reliability, " ".join(note for note in notes if note), pace)

@@ -55,6 +55,7 @@ def edit_manifest(
     warnings: list[str],
     check: dict[str, Any] | None = None,
     candidate: dict[str, Any] | None = None,
+    builder: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """An AuK manifest: every field of the pipeline's record plus what only the app knows, and the
     warnings a reader of the file alone must see (clipping, a task the model was not trained for).
@@ -76,6 +77,7 @@ def edit_manifest(
         "warnings": warnings,
         "check": check,
         "candidate": candidate,
+        "builder": builder,  # the builder's task and the speaker's pace, when it wrote the instruction
         "versions": versions(),
     }
 

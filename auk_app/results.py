@@ -12,7 +12,7 @@ WAV and returns its manifest; the page, the API and the CLI write and report the
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,7 @@ import numpy as np
 from auk_app import dsp, levels
 from auk_app.audio_io import full_scale_samples, write_wav
 from auk_app.auk.request import EditRequest, EditResult
-from auk_app.check import Target
+from auk_app.check import EditCheck, Target
 from auk_app.config import Limits
 from auk_app.errors import EngineError, KnobError
 from auk_app.knobs import EDIT
@@ -34,7 +34,8 @@ OUTPUT_FORMAT = "WAV PCM16 mono"
 class EditOrder:
     """An edit as a client asked for it: the run's request, the app's own knobs, and the knobs as
     sent (the manifest's ``requested``). ``target`` is what the check measures when the builder's
-    fields say it better than the instruction's text."""
+    fields say it better than the instruction's text; ``builder`` what the manifest says of the
+    builder that wrote the instruction."""
 
     request: EditRequest
     requested: dict[str, Any]
@@ -43,9 +44,11 @@ class EditOrder:
     headroom: bool = False
     candidates: int = 1
     target: Target | None = None
+    builder: dict[str, Any] | None = None  # the builder's task and the pace its duration followed
 
     @classmethod
-    def from_knobs(cls, values: Mapping[str, Any], limits: Limits, *, target: Target | None = None) -> EditOrder:
+    def from_knobs(cls, values: Mapping[str, Any], limits: Limits, *, target: Target | None = None,
+                   builder: dict[str, Any] | None = None) -> EditOrder:
         """The order of ``values`` (the API's names; defaults for those left out); InputError names a
         value that cannot be served."""
         knobs = {**EDIT.defaults(), **values}
@@ -54,7 +57,7 @@ class EditOrder:
         if own["randomize_seed"]:
             asked["seed"] = None
         requested = {k.name: knobs[k.name] for k in EDIT if k.widget != "audio"}
-        return cls(EditRequest(**asked, limits=limits), requested, target=target, **own)
+        return cls(EditRequest(**asked, limits=limits), requested, target=target, builder=builder, **own)
 
     @classmethod
     def problems(cls, values: Mapping[str, Any], limits: Limits) -> dict[str, str]:
@@ -88,13 +91,15 @@ class Delivery:
         return self.record["check"]["display"]
 
 
-def deliver(result: EditResult, order: EditOrder, *, model: dict[str, Any], check: dict[str, Any],
+def deliver(result: EditResult, order: EditOrder, *, model: dict[str, Any], check: EditCheck, check_seconds: float,
             candidate: dict[str, Any], cautions: tuple[str, ...] = ()) -> Delivery:
     """``result`` made ready to write: refused if it is not finite, levelled with ``order.headroom``,
-    its clipping counted and warned about, and recorded with ``check``, ``candidate`` (its place among
-    the order's seeds), ``model`` (key, label, demo) and ``cautions`` (warnings known before the run)."""
+    its clipping counted and warned about, and recorded with ``check`` (which took ``check_seconds``;
+    its clipping counted again in what the WAV holds), ``candidate`` (its place among the order's
+    seeds), ``model`` (key, label, demo) and ``cautions`` (warnings known before the run)."""
     refuse_non_finite(result.wav)
     wav, gain = _leveled(result.wav, order.headroom)
+    written = replace(check, clipped=full_scale_samples(check_parts(replace(result, wav=wav))[1]))
     rate, record = result.sample_rate, result.record
     source = None
     if isinstance(order.request.audio, (str, Path)):
@@ -112,7 +117,8 @@ def deliver(result: EditResult, order: EditOrder, *, model: dict[str, Any], chec
         region_level_change=None if region is None else levels.level_change(*region),
         randomized_seed=order.randomize_seed,
         warnings=[*cautions, *([clipping_warning(clipped, wav.shape[0])] if clipped else [])],
-        check=check, candidate=candidate,
+        check={**written.to_manifest(), "display": written.display(), "seconds": round(check_seconds, 4)},
+        candidate=candidate, builder=order.builder,
     )
     return Delivery(result, wav, manifest)
 
@@ -134,17 +140,24 @@ def write_edit(delivery: Delivery, path: str | Path, *, manifest_path: str | Pat
     return manifest
 
 
+def check_parts(result: EditResult) -> tuple[np.ndarray | None, np.ndarray]:
+    """What the edit check compares: the source and the result at the result's rate, or for a region
+    edit the region before and after (the rest of the file is the source, unchanged)."""
+    record, rate = result.record, result.sample_rate
+    if record.region is None or result.source is None:
+        return result.source, result.wav
+    start = round(record.region[0] * rate)
+    return (result.source[start:round(record.region[1] * rate)],
+            result.wav[start:start + round(record.region_seconds * rate)])
+
+
 def region_levels(result: EditResult, wav: np.ndarray) -> tuple[dict, dict] | None:
     """Levels of the edited region before and after, or None without a region: outside it the file is
     the source, so the whole file's change would dilute the region's (−10 dB on 5 s of 40 reads −1)."""
-    record = result.record
-    if record.region is None or result.source is None:
+    if result.record.region is None or result.source is None:
         return None
-    rate = result.sample_rate
-    start = round(record.region[0] * rate)
-    before = result.source[start:round(record.region[1] * rate)]
-    after = np.clip(wav[start:start + round(record.region_seconds * rate)], -1.0, 1.0)
-    return levels.levels(before, rate), levels.levels(after, rate)
+    before, after = check_parts(replace(result, wav=np.clip(wav, -1.0, 1.0)))
+    return levels.levels(before, result.sample_rate), levels.levels(after, result.sample_rate)
 
 
 def _leveled(wav: np.ndarray, headroom: bool) -> tuple[np.ndarray, dict[str, Any] | None]:

@@ -20,11 +20,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from auk_app import dsp, instructions, resolve, upload_check
+from auk_app import dsp, pace, recognise, resolve, upload_check
+from auk_app.audio_io import load_mono
 from auk_app.audex.params import MAX_CODEC_CAP
 from auk_app.audex.request import TRAINED_SECONDS, AudexRequest, TextToAudioResult
 from auk_app.auk.batching import DEFAULT_MAX_BATCH
 from auk_app.auk.checkpoint import AuKCheckpoint, read_auk_checkpoint
+from auk_app.auk.conditioner import instruction_reader
 from auk_app.auk.pipeline import AuKPipeline
 from auk_app.auk.plan import EditPlan, plan_edit, recipe_for
 from auk_app.auk.registry import QWEN_OMNI
@@ -36,7 +38,7 @@ from auk_app.demo import DEMO_DIR
 from auk_app.errors import AppError, Cancelled, CheckpointError, InputError
 from auk_app.knobs import EDIT
 from auk_app.progress import Progress, ShouldStop, silent
-from auk_app.results import Delivery, EditOrder, deliver
+from auk_app.results import Delivery, EditOrder, check_parts, deliver
 from auk_app.runtime import pick_device, pick_precision
 from auk_app.urls import server_host
 from auk_app.validate import shown
@@ -75,10 +77,6 @@ class Candidate:
     check: EditCheck
     check_seconds: float
     rank: int = 1
-
-    def check_entry(self) -> dict[str, Any]:
-        """The manifest's ``check``: the check's entry, its line, and what measuring took."""
-        return {**self.check.to_manifest(), "display": self.check.display(), "seconds": round(self.check_seconds, 4)}
 
 
 @dataclass(frozen=True)
@@ -121,7 +119,7 @@ class Studio:
         if config.auk_server:
             from auk_app.serve.client import ServeRunner
 
-            self.auk_server = ServeRunner(config.auk_server, limits=config.limits)  # a bad URL is refused here
+            self.auk_server = ServeRunner(config.auk_server)  # a bad URL is refused here
         self.device = pick_device(config.device)
         self.precision = pick_precision(self.device, config.dtype)
         self._entries = self._discover()
@@ -137,6 +135,7 @@ class Studio:
         self._lock = threading.Lock()
         self._editing = threading.Condition()  # guards _running: edits in flight per model key
         self._running: dict[str, int] = {}
+        self._readers: dict[str, Callable[[str], str | None] | None] = {}  # per model: its instruction_reader
 
     # ------------------------------------------------------------------ registry
 
@@ -222,12 +221,13 @@ class Studio:
         are: a request it cannot serve well still runs, but nobody should mistake the result for AuK's."""
         entry = self.entry(model)
         capabilities = entry.checkpoint.capabilities
-        gaps = instructions.untrained(instruction or "", capabilities.tasks, capabilities.languages)
+        gaps = recognise.untrained(instruction or "", capabilities.tasks, capabilities.languages)
         released = [e.key for e in self._entries.values() if not e.demo and e.checkpoint.capabilities.tasks is None]
         where = (f"the released weights are here: choose `{released[0]}`." if released
                  else f"the released AuK weights were. {GET_WEIGHTS}")
+        unmatched = recognise.unmatched(instruction or "", capabilities.tasks, entry.label)  # a request of no task
         return [f"{entry.label} was not trained for {gap}, so expect a result that does not follow the "
-                f"instruction; {where}" for gap in gaps]
+                f"instruction; {where}" for gap in gaps] + unmatched
 
     def edit_problems(self, values: Mapping[str, Any]) -> dict[str, str]:
         """The sentence for each knob of an edit's ``values`` that cannot be served, by name: the knobs'
@@ -235,9 +235,12 @@ class Studio:
         a region is set), before anything is queued."""
         problems = EditOrder.problems(values, self.config.limits)
         try:
-            self.entry(values.get("model", EDIT["model"].default))
+            entry = self.entry(values.get("model", EDIT["model"].default))
         except AppError as exc:
             problems["model"] = str(exc)
+        else:
+            if "instruction" not in problems and (problem := self._instruction_problem(entry, values["instruction"])):
+                problems["instruction"] = problem
         if values.get("audio") is not None and "audio" not in problems:
             region_end = None if "region_end" in problems else values.get("region_end") or None
             findings = upload_check.check_upload(values["audio"], self.config.limits.for_region(region_end))
@@ -248,12 +251,32 @@ class Studio:
                                           f"{findings['duration_s']:.2f} s.")
         return problems
 
+    def voiced_seconds(self, audio, region: tuple[float, float] | None = None) -> float | None:
+        """Seconds of speech in an upload (or its region), pauses left out: the builder times new words
+        at the speaker's pace from it. None where the clip cannot be read."""
+        try:
+            clip = load_mono(audio, self.config.limits.for_region(None if region is None else region[1]))
+        except AppError:
+            return None
+        start, end = (0, clip.mono.size) if region is None else (round(r * clip.sample_rate) for r in region)
+        return pace.voiced_seconds(clip.mono[start:end], clip.sample_rate)
+
+    def _instruction_problem(self, entry: ModelEntry, instruction: str) -> str | None:
+        """What ``entry``'s text encoder refuses in ``instruction`` (more tokens than it has positions),
+        read by its tokenizer alone, which is kept per model."""
+        if entry.key not in self._readers:
+            encoder = entry.checkpoint.text_encoder
+            locate = (lambda: self._qwen_dir(entry)) if encoder.kind == QWEN_OMNI else (lambda: None)
+            self._readers[entry.key] = instruction_reader(encoder, locate)
+        reader = self._readers[entry.key]
+        return None if reader is None else reader(instruction)
+
     def gpu_seconds(self, values: Mapping[str, Any]) -> int:
         """A ZeroGPU budget for an edit's ``values``: loading, plus a cost per Euler step growing with the
         target length and the candidates (batched, each after the first costs about half of one)."""
         try:
             order = EditOrder.from_knobs(values, self.config.limits)
-            steps = recipe_for(order.request, self.entry(order.model).checkpoint).nfe
+            steps = recipe_for(order.request, self.entry(order.model).checkpoint).steps
             target, extra = order.request.seconds or 30.0, order.candidates - 1
         except AppError:
             steps, target, extra = 32, 30.0, 0
@@ -329,8 +352,9 @@ class Studio:
             raise Cancelled("Stopped before the result was ready; nothing was produced.")
         seeds = sorted(c.result.record.seed for c in made)
         model = {"key": entry.key, "label": entry.label, "demo": entry.demo}
-        delivered = [deliver(c.result, order, model=model, check=c.check_entry(), cautions=cautions,
-                             candidate={"rank": c.rank, "of": len(made), "seeds": seeds}) for c in made]
+        delivered = [deliver(c.result, order, model=model, check=c.check, check_seconds=c.check_seconds,
+                             cautions=cautions, candidate={"rank": c.rank, "of": len(made), "seeds": seeds})
+                     for c in made]
         for warning in delivered[0].record["warnings"][len(cautions):] if warn else ():
             warn(warning)
         return delivered, entry
@@ -401,7 +425,7 @@ class Studio:
         ``progress(phase, done, total)`` names the run in ``phase``.
 
         On an Audex server both runs share one deadline, sized from the tokens the request asks for:
-        each run with its own let a request with a comparison hold the one model slot twice as long."""
+        each run with its own would let a request with a comparison hold the one model slot twice as long."""
         pipeline = self.audex()
         sampler = pipeline.sampler
         deadline = sampler.deadline(request.tokens_asked())
@@ -453,17 +477,6 @@ class Studio:
 # ----------------------------------------------------------------------------- candidates and checks
 
 
-def check_parts(result: EditResult) -> tuple[np.ndarray | None, np.ndarray]:
-    """What the edit check compares: the source and the result at the result's rate, or for a region
-    edit the region before and after (the rest of the file is the source, unchanged)."""
-    record, rate = result.record, result.sample_rate
-    if record.region is None or result.source is None:
-        return result.source, result.wav
-    start = round(record.region[0] * rate)
-    return (result.source[start:round(record.region[1] * rate)],
-            result.wav[start:start + round(record.region_seconds * rate)])
-
-
 class _SharedSource:
     """The source as one check Clip for all candidates, so its measures (pYIN) are taken once, and
     taken while the model runs (``measure``) rather than after it."""
@@ -510,7 +523,7 @@ def _checked(target: Target, source: _SharedSource, result: EditResult,
 
 
 class _OverallProgress:
-    """One progress for N candidates: their sampling steps summed (step k of N·nfe in all); the other
+    """One progress for N candidates: their sampling steps summed (step k of N times the steps in all); the other
     phases (load, condition, decode) as the first candidate reports them."""
 
     def __init__(self, progress, n: int) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import re
 import secrets
+import unicodedata
 
 import numpy as np
 
@@ -62,7 +63,8 @@ def check_format(sample_rate: int, channels: int, n_samples: int, limits: Limits
             "Export it as mono or stereo and upload it again."
         )
     if n_samples == 0:
-        raise InputError("The clip is empty (0 samples). Upload a clip with sound in it.")
+        raise InputError("The clip holds no audio (0 samples): the file is empty, or cut short before its first "
+                         "sound. Upload a clip with sound in it, or export it again.")
     seconds = n_samples / sample_rate
     if seconds > limits.max_input_seconds:
         region_hint = (
@@ -109,9 +111,10 @@ def check_clip(mono: np.ndarray, sample_rate: int, limits: Limits, *, channels: 
 
 
 def _check_text(value, what: str, limit: int, example: str) -> str:
-    """Stripped user text: not empty, at most ``limit`` characters."""
+    """Stripped user text: not empty (nor only invisible format characters, such as zero-width spaces
+    and joiners), at most ``limit`` characters."""
     text = value.strip() if isinstance(value, str) else ""
-    if not text:
+    if not "".join(ch for ch in text if unicodedata.category(ch) != "Cf").strip():
         raise InputError(f"The {what} is empty. {example}")
     if len(text) > limit:
         raise InputError(f"The {what} has {len(text)} characters; the limit is {limit}. Shorten it.")
@@ -164,7 +167,7 @@ def check_seed(seed) -> int:
         return random_seed()
     if not is_whole(seed) or not 0 <= seed < 2**63:
         raise InputError(
-            f"The seed must be a whole number from 0 to 2^63-1; got {shown(seed)}. "
+            f"seed must be a whole number from 0 to 2^63-1; got {shown(seed)}. "
             "Leave it out (or tick “Randomise seed”) for a random one."
         )
     return int(seed)

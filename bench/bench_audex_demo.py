@@ -41,8 +41,8 @@ def heldout_scenes(family: str, count: int, seed: int = HELDOUT_SEED):
 
 
 def run(studio: Studio, caption: str, seed: int, *, compare: bool = False):
-    request = AudexRequest(caption=caption, max_seconds=studio.audex_seconds, seed=seed, compare_unmasked=compare,
-                           limits=studio.config.limits)
+    knobs = dict(caption=caption, seed=seed, randomize_seed=False, compare_unmasked=compare)
+    request = AudexRequest.from_knobs(knobs, studio.config.limits, seconds=studio.audex_seconds)
     return studio.text_to_audio(request)
 
 

@@ -68,7 +68,7 @@ def demo_result(studio: Studio, source: np.ndarray | None, instruction: str, sec
 # ----------------------------------------------------------------------------- the edit check (--check)
 
 CHECK_FAMILIES = ("volume", "pitch")  # best-of-N and agreement; text to tone adds agreement only
-# The instructions the demo gets wrong today: Chinese, which it was not trained on.
+# The instructions the demo gets wrong: Chinese, which it was not trained on.
 CHINESE_WRONG = (
     ("volume", {"mode": "Decrease", "amount": "6"}),
     ("pitch", {"mode": "Lower", "amount": "2"}),
@@ -91,7 +91,8 @@ def _row(case: Example, seed: int, result: EditCheck, bench: float) -> dict:
     return {"task": case.task, "material": case.params["material"], "condition": case.params["condition"],
             "instruction": case.instruction, "seed": seed, "check": result.display(), "asked": result.asked,
             "check_got": result.got, "bench_got": bench, "tolerance": result.tolerance, "unit": result.unit,
-            "gap": gap, "agree": gap is not None and gap <= result.tolerance, "passed": result.passed, "error": result.error}
+            "gap": gap, "agree": gap is not None and gap <= result.tolerance, "passed": result.passed, "error": result.error,
+            "kept": result.kept}
 
 
 def _seeded_outputs(edit: SeededEdit, case: Example, seeds: int) -> list[np.ndarray]:
@@ -174,6 +175,13 @@ def print_summary(summary: dict, seeds: int) -> None:
         print(f"  {display}  → {'✗' if passed is False else 'not ✗'}")
 
 
+def check_record(checkpoint: Path, clips: int, seeds: int, seconds: float, summary: dict, study: dict) -> dict:
+    """The study as a committed record: the checkpoint by its folder's name, since a path names
+    the machine it ran on."""
+    return {"date": datetime.date.today().isoformat(), "device": "cpu", "checkpoint": checkpoint.resolve().name,
+            "clips_per_family": clips, "seeds": seeds, "seconds": round(seconds, 1), "summary": summary, **study}
+
+
 def run_check(args) -> None:
     studio = Studio(StudioConfig(demo_dir=args.checkpoint))
     clips = 4 if args.quick else args.clips
@@ -181,9 +189,7 @@ def run_check(args) -> None:
     study = check_study(seeded_demo_edit(studio), clips, args.seed, tuple(args.materials), args.seeds)
     summary = summarize(study)
     print_summary(summary, args.seeds)
-    result = {"date": datetime.date.today().isoformat(), "device": "cpu", "checkpoint": args.checkpoint.name,
-              "clips_per_family": clips, "seeds": args.seeds, "seconds": round(time.perf_counter() - started, 1),
-              "summary": summary, **study}
+    result = check_record(args.checkpoint, clips, args.seeds, time.perf_counter() - started, summary, study)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(result, indent=1, ensure_ascii=False, default=_json_default) + "\n")

@@ -1,4 +1,4 @@
-"""Edits per second at 1, 4 and 8 concurrent users: in process vs Ray Serve with 1 and 2 replicas (issue 41).
+"""Edits per second at 1, 4 and 8 concurrent users: in process vs Ray Serve with 1 and 2 replicas.
 
     python -m bench.bench_serve [--quick] [--out bench/results/DATE-cpu-serve.json]
 

@@ -7,7 +7,8 @@ Prints one JSON object: AuK Base sampling (32 steps, CFG 2, sway −1) and Flash
 CFG (batch 2) and the peak GPU memory, each also as ``eager_<name>`` and ``speedup_<name>``
 (eager time over optimised time; optimised over eager for tokens/s), plus how far the two paths'
 outputs are apart, and whole Base edits per second with 1 and 8 concurrent users sharing DiT
-steps (``auk_edits_per_s_1``, ``auk_edits_per_s_8``, their ratio; see ``bench_batch``). Ratios from one process are what compare across machines.
+steps (``auk_edits_per_s_1``, ``auk_edits_per_s_8``, their ratio; see ``bench_batch``). Ratios
+from one process are what compare across machines.
 
 Weights are random at the released shapes (no downloads); speed does not depend on their values.
 On CUDA the sizes are real: 64 text tokens, a 5 s reference and a 10 s target (814 tokens per
@@ -16,11 +17,12 @@ text decoder as the thinker (its audio tower is not built), and an Audex-2B-shap
 the object is also written to ``bench/results/<date>-<gpu>.json``. On the CPU every size is
 scaled down (``"scaled_down": true``) so the run is a smoke test of about a minute.
 
-The eager paths are what ran before issue #14: the DiT's full ``forward`` per Euler step with the
-CFG batch doubled inside and the text cached on the module, and Audex's eager loop (one host
-sync per token, the mask applied by TTARVQPhaseMaskLogitsProcessor), all with the DiT's blocks
-uncompiled; the VAE's eager path is ``AuKVAE.decode``, its optimised one ``fast_decode``
-(compiled activations, a CUDA graph per length bucket; the eager decode itself off CUDA).
+The eager paths are the baseline, with no CUDA graphs and no compilation: the DiT's full
+``forward`` per Euler step with the CFG batch doubled inside and the text cached on the module,
+and Audex's eager loop (one host sync per token, the mask applied by
+TTARVQPhaseMaskLogitsProcessor); the VAE's eager path is ``AuKVAE.decode``, its optimised one
+``fast_decode`` (compiled activations, a CUDA graph per length bucket; the eager decode itself
+off CUDA).
 """
 
 from __future__ import annotations
@@ -126,8 +128,8 @@ FIGURES = ("auk_base_dit_ms", "auk_flash_dit_ms", "vae_decode_10s_ms", "auk_base
 
 def eager_sample_latents(dit, *, text, c_mask, ref, ref_mask, gen_frames, nfe, cfg_strength, sway_sampling_coef=None,
                          t_grid=None, seed):  # fmt: skip
-    """The sampler as it was before #14, the baseline: the DiT's full forward per Euler step, the
-    CFG batch doubled inside it and the text projection cached on the module."""
+    """The baseline sampler: the DiT's full forward per Euler step (its context built anew each
+    step), the CFG batch doubled inside it and the text projection cached on the module."""
     param = next(dit.parameters())
     grid = build_time_grid(nfe=nfe, sway_sampling_coef=sway_sampling_coef, t_grid=t_grid, device=param.device)
     x = draw_noise(gen_frames, dit.latent_dim, seed=seed, generator=None, device=param.device, dtype=torch.float32)
@@ -256,8 +258,8 @@ def dit_config(sizes: Sizes) -> dict:
 
 
 class AuKBench:
-    """The random-weight AuK models and inputs every AuK figure of a run shares, and the runs timed:
-    ``sample`` (the DiT's Euler steps) and ``edit`` (a whole Base edit) on a given sampler."""
+    """The AuK stack at ``sizes`` with random weights and inputs, each figure runnable on the eager
+    baseline sampler, on the pipeline's optimised one or on the peer's."""
 
     def __init__(self, sizes: Sizes, device: torch.device, compile: bool):
         self.sizes, self.device, self.precision = sizes, device, pick_precision(device)
@@ -278,19 +280,22 @@ class AuKBench:
         self.graphs = StepGraphs(self.dit, compute=self.precision.compute)  # the pipeline's: one per served DiT
         self.optimised = partial(spec_sampler, graphs=self.graphs)
 
-    def sample(self, sampler, recipe: dict, cond=None, reference=None, dit=None) -> torch.Tensor:
+    def sample(self, sampler, recipe: dict, cond=None, reference=None, dit=None):
+        """The DiT alone (ours, or ``dit``): ``recipe``'s sampling of the target frames on the fixed
+        text and reference."""
         with autocast(self.device, self.precision):
             return sampler(self.dit if dit is None else dit, text=self.text if cond is None else cond, c_mask=None,
                            ref=self.ref if reference is None else reference, ref_mask=self.ref_mask,
                            gen_frames=self.sizes.target_frames, seed=0, **recipe)  # fmt: skip
 
-    def decode(self, sampler, z=None) -> torch.Tensor:
-        """The eager sampler decodes eagerly, every other with ``fast_decode``."""
+    def decode(self, sampler, z=None):
+        """The VAE alone; the sampler names the path: the eager one decodes eagerly."""
         z = self.latents if z is None else z
         with torch.inference_mode():
             return self.vae.decode(z) if sampler is self.baseline else fast_decode(self.vae, z)
 
-    def edit(self, sampler) -> torch.Tensor:
+    def edit(self, sampler):
+        """A whole Base edit: the thinker's text states, the reference's latents, sampling and decoding."""
         with torch.inference_mode():
             with autocast(self.device, self.precision):
                 hidden = self.thinker(self.ids, output_hidden_states=True).hidden_states[1:]
@@ -300,9 +305,20 @@ class AuKBench:
             reference = self.vae.latents(mean, std, sample=True, generator=generator)
             return self.decode(sampler, self.sample(sampler, BASE, cond, reference).float())
 
+    def step_request(self) -> dict:
+        """One request's inputs as the step graphs take them, in the weights' precision."""
+        weights = self.precision.weights
+        return dict(text=self.text.to(weights), c_mask=None, ref=self.ref.to(weights), ref_mask=self.ref_mask,
+                    target_frames=self.sizes.target_frames)  # fmt: skip
 
-def _auk_figures(bench: AuKBench, repeats: int) -> dict:
-    """Base and Flash sampling, the VAE decode and the whole edit, optimised and eager."""
+    def batched_editor(self, pack: bool = False) -> BatchedEditor:
+        return BatchedEditor(dit=self.dit, vae=self.vae, thinker=self.thinker, fusion=self.fusion, ids=self.ids,
+                             ref_wav=self.ref_wav, ref_mask=self.ref_mask, target_frames=self.sizes.target_frames,
+                             recipe=BASE, device=self.device, precision=self.precision, pack=pack)  # fmt: skip
+
+
+def _auk_times(bench: AuKBench, repeats: int) -> dict:
+    """Milliseconds of each AuK figure on the eager and the optimised path, timed in turn."""
     figures = {
         "auk_base_dit_ms": lambda sampler: bench.sample(sampler, BASE),
         "auk_flash_dit_ms": lambda sampler: bench.sample(sampler, FLASH),
@@ -314,19 +330,19 @@ def _auk_figures(bench: AuKBench, repeats: int) -> dict:
         eager, optimised = partial(run, bench.baseline), partial(run, bench.optimised)
         result[f"eager_{name}"], result[name] = _paired_ms(eager, optimised, bench.device, repeats)
         _note({key: result[key] for key in (name, f"eager_{name}")})
-    for prefix, sampler in (("eager_", bench.baseline), ("", bench.optimised)):  # the stack's peak, path by path
+    return result
+
+
+def _auk_peaks_and_differences(bench: AuKBench) -> dict:
+    """The whole edit's peak GPU memory on each path, and how far the two samplers' latents are apart."""
+    result = {}
+    for prefix, sampler in (("eager_", bench.baseline), ("", bench.optimised)):
         _reset_peak(bench.device)
         bench.edit(sampler)
         result[f"{prefix}peak_gpu_memory_gb"] = _peak_gb(bench.device)
     for name, recipe in (("base", BASE), ("flash", FLASH)):
         optimised, eager = bench.sample(bench.optimised, recipe), bench.sample(bench.baseline, recipe)
         result[f"auk_{name}_max_abs_diff"] = float((optimised - eager).abs().max())
-    result["dit_dtype"] = bench.precision.name
-    result["dit_graph_buckets"] = len(bench.graphs)
-    request = dict(text=bench.text.to(bench.precision.weights), c_mask=None, ref=bench.ref.to(bench.precision.weights),
-                   ref_mask=bench.ref_mask, target_frames=bench.sizes.target_frames)  # fmt: skip
-    result["levers"] = _step_levers(bench.dit, request, bench.device, repeats * 4)
-    _note(result["levers"])
     return result
 
 
@@ -334,14 +350,9 @@ def _batching_figures(bench: AuKBench, repeats: int) -> dict:
     """Whole Base edits per second with 1 and 8 concurrent users sharing DiT steps, and with 8 whose
     shared steps pack attention (each edit over its valid tokens alone): medians of up to three
     rounds, the three in turn so that all see the same machine load."""
-    def editor(pack: bool) -> BatchedEditor:
-        return BatchedEditor(dit=bench.dit, vae=bench.vae, thinker=bench.thinker, fusion=bench.fusion, ids=bench.ids,
-                             ref_wav=bench.ref_wav, ref_mask=bench.ref_mask, target_frames=bench.sizes.target_frames,
-                             recipe=BASE, device=bench.device, precision=bench.precision, pack=pack)  # fmt: skip
-
-    runs = {f"auk_edits_per_s_{USERS[0]}": (editor(False), USERS[0]),
-            f"auk_edits_per_s_{USERS[-1]}": (editor(False), USERS[-1]),
-            f"auk_edits_per_s_{USERS[-1]}_packed": (editor(True), USERS[-1])}
+    runs = {f"auk_edits_per_s_{USERS[0]}": (bench.batched_editor(), USERS[0]),
+            f"auk_edits_per_s_{USERS[-1]}": (bench.batched_editor(), USERS[-1]),
+            f"auk_edits_per_s_{USERS[-1]}_packed": (bench.batched_editor(pack=True), USERS[-1])}
     rates = {name: [] for name in runs}
     for round_ in range(min(repeats, 3)):
         for name, (batched, users) in runs.items():
@@ -392,6 +403,22 @@ def _peer_figures(bench: AuKBench, repeats: int, compile: bool) -> dict:
     for name, recipe in (("base", BASE), ("flash", FLASH)):
         theirs, ours = bench.sample(sampler, recipe, dit=peer), bench.sample(bench.optimised, recipe)
         result[f"peer_auk_{name}_max_abs_diff"] = float((theirs - ours).abs().max())
+    return result
+
+
+def _auk_figures(sizes: Sizes, device: torch.device, repeats: int, compile: bool) -> dict:
+    """Base and Flash sampling, the VAE decode and the whole edit, optimised and eager; each step
+    lever's share; vLLM-Omni's transformer beside ours; the knobs that run fewer DiT rows; and whole
+    edits per second with ``USERS`` sharing DiT steps."""
+    bench = AuKBench(sizes, device, compile)
+    result = {"dit_compiled": compile, **_auk_times(bench, repeats), **_auk_peaks_and_differences(bench)}
+    result["dit_dtype"] = bench.precision.name
+    result["dit_graph_buckets"] = len(bench.graphs)
+    result["levers"] = _step_levers(bench.dit, bench.step_request(), device, repeats * 4)
+    _note(result["levers"])
+    result.update(_peer_figures(bench, repeats, compile))
+    result.update(_fewer_steps_figures(bench, repeats))
+    result.update(_batching_figures(bench, repeats))
     return result
 
 
@@ -469,13 +496,7 @@ def measure(size: str, device: torch.device, repeats: int, compile: bool | None 
               "tokens_per_cfg_branch": sizes.text_tokens + sizes.ref_frames + sizes.target_frames,
               "repeats": repeats}  # fmt: skip
     started = time.perf_counter()
-    bench = AuKBench(sizes, device, compile)
-    result["dit_compiled"] = compile
-    result.update(_auk_figures(bench, repeats))
-    result.update(_peer_figures(bench, repeats, compile))
-    result.update(_fewer_steps_figures(bench, repeats))
-    result.update(_batching_figures(bench, repeats))
-    del bench
+    result.update(_auk_figures(sizes, device, repeats, compile))
     print(f"AuK figures done after {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
     if device.type == "cuda":
         torch.cuda.empty_cache()

@@ -2,8 +2,7 @@
 # The GPU record in one call of a lent GPU machine: the speed record (bench_speed), its profile
 # (profile_speed) and the CUDA tests of the optimised paths, most valuable first, each under its own
 # time limit so that one failure or a short lease still leaves the others' results. At most about
-# 9.5 minutes on an H200 (on 2026-12-04 the bench alone took about 4, before the batching and VAE
-# figures were added to it).
+# 9.5 minutes on an H200.
 #
 #   bash bench/gpu_record.sh OUTDIR
 #

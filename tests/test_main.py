@@ -55,7 +55,7 @@ CASES = [
 
 @pytest.mark.parametrize(("kind", "output", "extra", "words"), CASES, ids=[c[3] for c in CASES])
 def test_a_request_that_cannot_be_served_is_one_sentence_and_status_2(tmp_path, capsys, kind, output, extra, words):
-    # In this process (``python -m auk_app`` exits with main()'s status): a subprocess per case cost
+    # In this process (``python -m auk_app`` exits with main()'s status): a subprocess per case would cost
     # seconds of imports each; test_region_edit_writes_the_whole_file runs the real command.
     source = _input(tmp_path, kind)
     before = set(tmp_path.rglob("*"))
@@ -138,3 +138,16 @@ def test_help_lists_every_knob_the_api_takes():
                           timeout=60, cwd=REPO, check=True)
     for knob in EDIT:
         assert f"--{knob.name.replace('_', '-')}" in done.stdout, knob.name
+
+
+def test_a_candidate_that_cannot_be_written_leaves_no_file_behind(tmp_path, capsys):
+    """With one candidate's file unwritable (a folder stands where it goes), the command fails in one
+    sentence and removes the WAVs it had written, the best's included."""
+    source, out = _input(tmp_path, "good"), tmp_path / "out.wav"
+    (tmp_path / "out_seed8.wav.part").mkdir()  # write_wav's temporary name for seed 8
+    before = set(tmp_path.rglob("*"))
+    status = main(["edit", "--input", str(source), "--instruction", "Decrease the volume by 6 dB.",
+                   "--output", str(out), "--nfe", "2", "--seed", "7", "--candidates", "3"])
+    last = capsys.readouterr().err.strip().splitlines()[-1]  # after the model's loading bar
+    assert status == 2 and "Is a directory" in last, last
+    assert set(tmp_path.rglob("*")) == before

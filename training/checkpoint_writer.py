@@ -52,69 +52,80 @@ def write_auk_checkpoint(
     under ``transformer.`` beside the fusion tensors, and the VAE with its weight-norm
     tensors unfolded. Used for the demo model and by the tests.
     """
-
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    dit_config, vae_config = _plain(dit_config), _plain(vae_config)
-    text_encoder = {k: v for k, v in (_plain(text_encoder) or {}).items() if v is not None}
     harmonic = isinstance(vae, HarmonicNoiseCodec)
     if harmonic and layout != "assembled":
         raise ValueError("the harmonic-noise codec is declared in the assembled layout's config.json only")
     if not harmonic and any(conv.folded for conv in vae._normed_convs()):
         raise ValueError("write_auk_checkpoint needs the VAE's weight_g/weight_v; save it before folding")
-    dit_tensors = {DIT_PREFIX + k: v for k, v in dit.state_dict().items()}
-    dit_tensors.update(layer_weights=layer_weights, layer_scale=layer_scale.reshape(1))
-    as_saved = lambda tensors: {k: v.detach().float().contiguous().cpu() for k, v in tensors.items()}  # noqa: E731
-    vae_tensors = as_saved(vae.state_dict())
-
+    if layout not in ("release", "assembled"):
+        raise ValueError(f"layout must be 'release' or 'assembled', not {layout!r}")
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    dit_config, vae_config = _plain(dit_config), _plain(vae_config)
+    extras = {
+        "text_encoder": {k: v for k, v in (_plain(text_encoder) or {}).items() if v is not None},
+        "capabilities": capabilities,
+    }
     if layout == "release":
         dit_file = directory / AUK_RELEASE_DIT[variant]
-        arch = {k: dit_config[k] for k in ("dim", "heads", "ff_mult", "text_hidden_dim", "num_layers", "num_single_layers")}
-        arch["attn_mask_enabled"] = dit_config.get("attn_mask_enabled", True)
-        if dit_config["dim_head"] != DIM_HEAD_DEFAULT:
-            arch["dim_head"] = dit_config["dim_head"]
-        model = {
-            "name": "AuK-Flash" if variant == "flash" else name,
-            "backbone": "Flux2Edit",
-            "cfm_class": "CFMEdit",
-            "arch": arch,
-            "vae": {
-                "vae_name": "BigVGANFlowVAE",
-                "latent_dim": dit_config["latent_dim"],
-                "downsample_rate": vae.hop_size,
-                "target_sample_rate": vae.sample_rate,
-                "model_init_kwargs": {**vae_config, "latent_dim": "${model.vae.latent_dim}"},
-            },
-        }
-        if text_encoder:
-            model["text_encoder"] = text_encoder
-        if capabilities:
-            model["capabilities"] = capabilities
+        model = _release_model(dit_config, vae, vae_config, "AuK-Flash" if variant == "flash" else name)
+        model.update({key: value for key, value in extras.items() if value})
         (directory / AUK_RELEASE_CONFIG).write_text(yaml.safe_dump({"model": model}, sort_keys=False))
-    elif layout == "assembled":
-        dit_file = directory / AUK_ASSEMBLED_DIT
-        config = {
-            "model_type": "auk",
-            "name": name,
-            "dit": {k: v for k, v in dit_config.items() if k != "latent_dim"},
-            "vae": {
-                **({"codec": HARMONIC_NOISE} if harmonic else {}),
-                "latent_dim": dit_config["latent_dim"],
-                "downsample_rate": vae.hop_size,
-                "target_sample_rate": vae.sample_rate,
-                "model_init_kwargs": vae_config,
-            },
-            "variant": variant,
-            "flash_t_grid": list(FLASH_T_GRID),
-            "defaults": defaults or {k: getattr(BASE_RECIPE, k) for k in DECLARED},
-        }
-        if text_encoder:
-            config["text_encoder"] = text_encoder
-        if capabilities:
-            config["capabilities"] = capabilities
-        (directory / AUK_ASSEMBLED_CONFIG).write_text(json.dumps(config, indent=1))
     else:
-        raise ValueError(f"layout must be 'release' or 'assembled', not {layout!r}")
-    save_file(as_saved(dit_tensors), str(dit_file))
-    save_file(vae_tensors, str(directory / AUK_VAE))
+        dit_file = directory / AUK_ASSEMBLED_DIT
+        config = _assembled_config(dit_config, vae, vae_config, name, variant, defaults)
+        config.update({key: value for key, value in extras.items() if value})
+        (directory / AUK_ASSEMBLED_CONFIG).write_text(json.dumps(config, indent=1))
+    dit_tensors = {DIT_PREFIX + k: v for k, v in dit.state_dict().items()}
+    dit_tensors.update(layer_weights=layer_weights, layer_scale=layer_scale.reshape(1))
+    save_file(_as_saved(dit_tensors), str(dit_file))
+    save_file(_as_saved(vae.state_dict()), str(directory / AUK_VAE))
     return directory
+
+
+def _as_saved(tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Contiguous fp32 CPU tensors, as the released safetensors hold them."""
+    return {k: v.detach().float().contiguous().cpu() for k, v in tensors.items()}
+
+
+def _release_model(dit_config: dict, vae, vae_config: dict, name: str) -> dict[str, Any]:
+    """The ``model`` section of a release ``config.yaml``: the DiT's architecture (``dim_head`` only
+    where it differs from the release's) and the VAE, its latent width referring to the section's."""
+    arch = {k: dit_config[k] for k in ("dim", "heads", "ff_mult", "text_hidden_dim", "num_layers", "num_single_layers")}
+    arch["attn_mask_enabled"] = dit_config.get("attn_mask_enabled", True)
+    if dit_config["dim_head"] != DIM_HEAD_DEFAULT:
+        arch["dim_head"] = dit_config["dim_head"]
+    return {
+        "name": name,
+        "backbone": "Flux2Edit",
+        "cfm_class": "CFMEdit",
+        "arch": arch,
+        "vae": {
+            "vae_name": "BigVGANFlowVAE",
+            "latent_dim": dit_config["latent_dim"],
+            "downsample_rate": vae.hop_size,
+            "target_sample_rate": vae.sample_rate,
+            "model_init_kwargs": {**vae_config, "latent_dim": "${model.vae.latent_dim}"},
+        },
+    }
+
+
+def _assembled_config(dit_config: dict, vae, vae_config: dict, name: str, variant: str,
+                      defaults: dict[str, Any] | None) -> dict[str, Any]:
+    """The assembled layout's ``config.json``: the DiT and VAE configs, the variant, Flash's grid and
+    the declared defaults (the Base recipe's unless given)."""
+    return {
+        "model_type": "auk",
+        "name": name,
+        "dit": {k: v for k, v in dit_config.items() if k != "latent_dim"},
+        "vae": {
+            **({"codec": HARMONIC_NOISE} if isinstance(vae, HarmonicNoiseCodec) else {}),
+            "latent_dim": dit_config["latent_dim"],
+            "downsample_rate": vae.hop_size,
+            "target_sample_rate": vae.sample_rate,
+            "model_init_kwargs": vae_config,
+        },
+        "variant": variant,
+        "flash_t_grid": list(FLASH_T_GRID),
+        "defaults": defaults or {k: getattr(BASE_RECIPE, k) for k in DECLARED},
+    }

@@ -1,9 +1,9 @@
 """The demo model's codec: harmonic-plus-noise settings and the fit of its latent statistics.
 
-Why a parametric codec (auk_app/demo/harmonic_codec.py) and not a learned or STFT one: the
-previous demo codec wrote an exact STFT into AuKVAE's layers, so its latents carried phase; a
-pitch shift then asked the DiT to re-synthesise rotating phases, and the small model never
-learned it (±2 semitones came out as +10 cents). Here volume is an offset of the log
+Why a parametric codec (auk_app/demo/harmonic_codec.py) and not a learned or STFT one: an
+exact STFT written into AuKVAE's layers gives latents that carry phase; a pitch shift then asks
+the DiT to re-synthesise rotating phases, which a small model does not learn (on such a codec
+±2 semitones come out as +10 cents). Here volume is an offset of the log
 amplitudes, pitch an offset of log F0 and noise removal a lowering of the noise bands, and the
 length code lets the DiT line target frames up with reference frames.
 """
@@ -36,7 +36,8 @@ CODEC_CONFIG = {
     "f0_range_hz": [50.0, 1100.0],
     # YIN on the clip below 4 kHz, voiced up to aperiodicity 0.5: at 5 dB SNR in white noise the
     # noisy analysis keeps harmonics where the clean one has them, so denoising can copy them
-    # (codec alone, held-out: +10.6 dB SNR on tones, +7.0 on speech; was +7.6 and +4.1).
+    # (codec alone, held-out: +10.6 dB SNR on tones, +7.0 on speech; with YIN on the whole band at
+    # 0.4, the codec's defaults: +7.6 and +4.1).
     "voicing_aperiodicity": 0.5,
     "yin_lowpass_hz": 4000.0,
 }

@@ -1,4 +1,4 @@
-"""Instruction texts per task: the AuK §7 template first, then paraphrases.
+"""Instruction texts per task: the AuK cookbook's template first, then paraphrases.
 
 Training uses the first template word for word half of the time (``EXACT_SHARE``), because
 the bars are measured with exactly that wording ("Raise the pitch by 1 semitones." included),

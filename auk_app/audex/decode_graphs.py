@@ -1,13 +1,13 @@
 """Decode states per LM, and on CUDA a graph of each one's one-token step.
 
 One step of the 2B thinker for the CFG pair launches ~450 small kernels; launched one by one from
-Python they, not the GPU, set the pace (the issue measured 14.8 tokens/s under transformers'
-generate). Replayed as one CUDA graph, a step is bounded by reading the weights instead (~4.5 GB
-in bf16 per token, ~3.7 GB under the phase mask, which skips most of the output head; the CFG
-pair's cache adds up to ~1.1 GB at 4,608 positions: 28 layers × keys and values × 2 rows × 8
-heads × 128 × 2 bytes = 229 KB a position). The attention reads the whole allocated cache, masked,
-not only its filled part: on an H200 a graphed 2B token took 4.3 ms with 768 positions allocated
-and 6.2 ms with 4,096.
+Python they, not the GPU, set the pace (14.8 tokens/s under transformers' generate). Replayed as
+one CUDA graph, a step is bounded by reading the weights instead (~4.5 GB in bf16 per token,
+~3.7 GB under the phase mask, which skips most of the output head; the CFG pair's cache adds up to
+~1.1 GB at 4,608 positions: 28 layers × keys and values × 2 rows × 8 heads × 128 × 2 bytes =
+229 KB a position). The attention reads the whole allocated cache, masked, not only its filled
+part: on an H200 a graphed 2B token takes 4.3 ms with 768 positions allocated and 6.2 ms with
+4,096.
 
 A state's cache is sized to its request rounded up to a multiple of 512 positions, so a few
 states serve every request; idle ones are kept, at most ``MAX_IDLE`` per LM, and each request

@@ -8,8 +8,8 @@ a [2, 205k] float32 cast, blend, sort and softmax after it. :class:`PhaseHead` m
 final hidden state by the 4,097 rows any position can allow (4 × 1,024 codec ids and the end id;
 ~18 MB at 2B with the padding rows below), blends and casts only those, and draws over the
 ≤ 1,025 columns of the position's row, padded to one width (1,025) with -inf so that one CUDA
-graph serves every row. On an H200 a graphed 2B token (CFG pair) took 4.50 ms this way, against
-5.00 ms through the whole head without the mask and 5.5 ms through the whole head with it before.
+graph serves every row. On an H200 a graphed 2B token (CFG pair) takes 4.50 ms this way, against
+5.00 ms through the whole head without the mask and 5.5 ms through the whole head with it.
 
 Why the draw is the full masked draw's (:func:`~auk_app.audex.decode.draw`):
 
@@ -28,7 +28,7 @@ Why the draw is the full masked draw's (:func:`~auk_app.audex.decode.draw`):
 So the distribution over the allowed ids is the full masked one exactly, and on CPU the tokens
 are the same bit for bit (the tests). A GPU's softmax and scan may group the same terms otherwise
 for another width, moving a total by an ulp: a token could differ only where a top-p total or two
-ids' p/E tie within that ulp; the H200's real-size bench runs gave the same 2 × 512 tokens.
+ids' p/E tie within that ulp; the H200's real-size bench runs give the same 2 × 512 tokens.
 """
 
 from __future__ import annotations
@@ -46,8 +46,8 @@ class PhaseHead:
     ``ids`` [U]: ids allowed by some row, ascending, then the last one repeated up to a multiple of
     ``ROW_MULTIPLE`` (4,097 -> 4,352). A matrix product may sum a ragged last block of columns in
     another order than the full head sums those ids, and a same-seed draw needs every logit to the
-    bit: with 4,097 rows the last logit came out 1 ulp off on CPU (float32), and 5 of 4,097 bf16
-    logits up to 0.125 off on an H200 (a random 2B-shaped head); with 4,352 none did. The repeats
+    bit: with 4,097 rows the last logit comes out 1 ulp off on CPU (float32), and 5 of 4,097 bf16
+    logits up to 0.125 off on an H200 (a random 2B-shaped head); with 4,352 none does. The repeats
     are never drawn.
     ``row_columns`` [rows, W]: each row's allowed ids as indices into ``ids``, ascending, then
     padding; ``row_ids`` [rows, W] their token ids; ``padding`` [rows, W] True at padding.

@@ -1,6 +1,6 @@
 """AudexPipeline: caption -> guided, phase-masked token stream -> XCodec1 -> 16 kHz mono audio.
 
-``generate`` runs the numbered steps of spec §1 on a request's checked
+``generate`` runs these steps on a request's checked
 :class:`~auk_app.audex.params.AudexSampling`: build the conditional prompt and its length-matched
 null prompt, sample the stream on the pipeline's :class:`~auk_app.audex.token_sampler.TokenSampler`
 (the LM in this process, or an Audex vLLM server), report its validity, keep whole frames and

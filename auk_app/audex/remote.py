@@ -2,7 +2,7 @@
 
 Each run is sent as a CFG pair of OpenAI-compatible completions with token-id prompts: the
 conditional prompt and its length-matched null prompt, tied by one ``cfg_pair_id`` in
-``vllm_xargs`` (see :mod:`auk_app.audex.xargs`); without guidance, only the first. Both are
+``vllm_xargs`` (see :mod:`auk_app.audex.xargs`) and one seed; without guidance, only the first. Both are
 streamed, each on its own thread, while the caller's thread reports progress and watches
 ``should_stop``: stopping closes both connections, which makes vLLM abort both requests. The
 server's plugin keeps the pair step-locked and token-identical, and this client checks that it did.
@@ -15,6 +15,8 @@ deadline of its own, a run gives up after ``no_token_timeout`` seconds without a
 each request has one overall :class:`Deadline`, sized from the tokens it asks for and shared by
 all its calls (a comparison run is a second run of the same request, not a second allowance). The
 caller's thread does all its waiting where Stop reaches it, holding no lock over the network.
+Every line and body is read within a size limit (:mod:`auk_app.bounded_reads`), and a message
+quotes at most a sentence's length of what the server said.
 """
 
 from __future__ import annotations
@@ -34,15 +36,21 @@ from auk_app.audex import xargs
 from auk_app.audex.params import AudexSampling
 from auk_app.audex.token_sampler import Deadline, SampledStream, end_reason, prompt_rows, stopped
 from auk_app.audex.vocab import AudexVocab
+from auk_app.bounded_reads import IDENTITY, TooLong, iter_lines, read_body, said
 from auk_app.errors import AppError
 from auk_app.progress import Progress, ShouldStop
 from auk_app.urls import http_url, named, server_host
 
 _POLL_SECONDS = 0.05  # how often the caller's thread looks at should_stop and progress
-# Tokens per streamed chunk: one event per token made the API server's output handling and this
+# Tokens per streamed chunk: one event per token makes the API server's output handling and this
 # process's parsing the bottleneck at 8 users on 2 cores; 16 tokens is a tenth of a second of audio.
 _STREAM_INTERVAL = 16
 CALL_DEADLINE_SECONDS = 15.0  # the whole /v1/models exchange, however the bytes arrive
+# The most a line of the token stream or the model list may hold. A line is one event: 16 tokens
+# take about 400 bytes, and a whole 4,200-token stream that a slow client let pile up, under 100 kB.
+LINE_BYTES = 1 << 20
+MODEL_LIST_BYTES = 1 << 20
+REFUSAL_BYTES = 64 << 10  # a refusal's body: its message is all this app shows of it
 
 
 class EngineError(AppError):
@@ -89,9 +97,8 @@ def completion_bodies(sampling: AudexSampling, *, model_id: str, cond_ids: Seque
         for body, role in zip(bodies, (xargs.COND, xargs.UNCOND), strict=True):
             body["vllm_xargs"].update({xargs.CFG_PAIR_ID: pair_id, xargs.CFG_ROLE: role,
                                        xargs.CFG_SCALE: sampling.cfg_scale})
-        # The server overwrites the uncond member's draws with the cond member's tokens; unseeded,
-        # its own draws differ, so a missing copy shows up as a drifted pair instead of hiding.
-        del bodies[1]["seed"]
+    # Both members carry the run's seed: from the same blended logits they draw the same tokens; a
+    # server that does not blend both rows gives them different logits, and the pair drifts apart.
     return bodies
 
 
@@ -121,7 +128,7 @@ class RemoteSampler:
         return Deadline.for_tokens(tokens)
 
     def _client(self) -> httpx.Client:
-        return httpx.Client(base_url=self.url, timeout=self._timeout)
+        return httpx.Client(base_url=self.url, timeout=self._timeout, headers=IDENTITY)
 
     def model(self, should_stop: ShouldStop | None = None, deadline: Deadline | None = None) -> dict[str, Any]:
         """The served model's card from ``/v1/models`` (``id``, ``max_model_len``), read once,
@@ -241,7 +248,9 @@ class RemoteSampler:
         try:
             into.response = self._call(lambda: client.send(request, stream=True), done=0)
             self._check(into.response)
-            into.reply = b"".join(into.response.iter_bytes())
+            into.reply = read_body(into.response, MODEL_LIST_BYTES)
+        except TooLong as exc:
+            into.error = self._too_long("a model list (/v1/models)", exc, 0)
         except EngineError as exc:
             into.error = exc
         except (httpx.HTTPError, OSError) as exc:
@@ -253,11 +262,13 @@ class RemoteSampler:
             request = client.build_request("POST", "/v1/completions", json=stream.body)
             stream.response = self._call(lambda: client.send(request, stream=True), done=0)
             self._check(stream.response)
-            for line in stream.response.iter_lines():
+            for line in iter_lines(stream.response, LINE_BYTES):
                 if line.startswith("data: ") and line != "data: [DONE]":
                     self._read_event(line, stream)
             if stream.finish_reason is None:
                 raise EngineError(self._dropped(len(stream.tokens)))
+        except TooLong as exc:
+            stream.error = self._too_long("a line", exc, len(stream.tokens))
         except EngineError as exc:
             stream.error = exc
         except (httpx.HTTPError, OSError) as exc:  # also what closing it on a stop raises
@@ -266,7 +277,7 @@ class RemoteSampler:
     def _read_event(self, line: str, stream: _Stream) -> None:
         """One ``data:`` line into ``stream``. Any shape but vLLM's (``choices: []``, a string
         ``error``, a JSON list) becomes a sentence naming what came: raised in the reader thread as
-        anything else, it left the run without an error and the user with "ended the run … (None)"."""
+        anything else, it would leave the run without an error and the user with "ended the run … (None)"."""
         done = len(stream.tokens)
         try:
             event = json.loads(line[len("data: "):])
@@ -275,8 +286,7 @@ class RemoteSampler:
         if isinstance(event, dict) and event.get("error") is not None:  # how vLLM fails an open stream
             error = event["error"]
             message = error.get("message", error) if isinstance(error, dict) else error
-            raise EngineError(f"The Audex server at {self.host} failed the run after {done} tokens: "
-                              f"{str(message)[:300]}.")
+            raise EngineError(f"The Audex server at {self.host} failed the run after {done} tokens: {said(message)}.")
         choices = event.get("choices") if isinstance(event, dict) else None
         choice = choices[0] if isinstance(choices, list) and choices else None
         ids = (choice.get("token_ids") or []) if isinstance(choice, dict) else None
@@ -287,6 +297,10 @@ class RemoteSampler:
             stream.first_token_at = stream.first_token_at or stream.last_token_at
         stream.tokens.extend(ids)
         stream.finish_reason = choice.get("finish_reason") or stream.finish_reason
+
+    def _too_long(self, what: str, exc: TooLong, done: int) -> EngineError:
+        return EngineError(f"The Audex server at {self.host} sent {what} of {exc} after {done} tokens, so the run "
+                           "was given up; point --audex-server at a vLLM server running the Audex plugin.")
 
     def _unreadable(self, done: int, sent: str | bytes | None) -> EngineError:
         """The sentence for a reply of a shape this app cannot read, quoting its start."""
@@ -316,18 +330,22 @@ class RemoteSampler:
 
     def _check(self, response: httpx.Response) -> None:
         """Nothing for HTTP 200; else the refusal, with the server's message when its body has one
-        (``{"error": {"message": …}}``, ``{"error": "…"}``), else its text (a list, HTML)."""
+        (``{"error": {"message": …}}``, ``{"error": "…"}``), else its text (a list, HTML); of a
+        body over REFUSAL_BYTES, only its size."""
         if response.status_code == 200:
             return
-        response.read()
         try:
-            body = response.json()
+            text = read_body(response, REFUSAL_BYTES).decode("utf-8", "replace")
+        except TooLong as exc:
+            text = f"a body of {exc}"
+        try:
+            body = json.loads(text)
         except ValueError:
             body = None
         error = body.get("error") if isinstance(body, dict) else None
         message = error.get("message") if isinstance(error, dict) else error
         raise EngineError(f"The Audex server at {self.host} refused the request (HTTP {response.status_code}: "
-                          f"{str(message or response.text).strip()[:300]}).")
+                          f"{said(message or text)}).")
 
     @staticmethod
     def _report(progress: Progress | None, label: str, tokens: list[int], reported: int, total: int) -> int:
@@ -340,7 +358,7 @@ class RemoteSampler:
 def hang_up(response: httpx.Response) -> None:
     """Shut the connection's socket down, then close the response. A plain close, while the reader
     thread waits in ``recv`` on that socket, sends no FIN until that call returns, and a busy server
-    went on generating for up to 20 s before it noticed the client had gone."""
+    goes on generating for up to 20 s before it notices the client has gone."""
     network_stream = response.extensions.get("network_stream")
     sock = network_stream.get_extra_info("socket") if network_stream is not None else None
     if sock is not None:

@@ -1,6 +1,6 @@
 """Guided, phase-masked sampling of one TTA token stream in this process, on fixed-shape device buffers.
 
-One token, in vLLM v1's sampler order (spec §5; :mod:`auk_app.audex.decode` does the math):
+One token, in vLLM v1's sampler order (:mod:`auk_app.audex.decode` does the math):
 
 1. last-position logits of the conditional row and the length-matched null row, cast to float32;
 2. CFG blend ``uncond + s·(cond − uncond)`` (skipped at s = 1, where only the cond row runs);

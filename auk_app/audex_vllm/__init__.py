@@ -1,6 +1,6 @@
 """Audex text-to-audio on a vLLM server: the plugin loaded by ``vllm serve``.
 
-Only this package imports vLLM: ``phase_mask``, ``cfg``, ``token_sync`` and ``scheduler`` run
+Only this package imports vLLM: ``phase_mask``, ``cfg``, ``refusal`` and ``scheduler`` run
 inside the server; ``served_model`` (plain Python) writes the folder it serves. The request
 arguments both sides agree on live in :mod:`auk_app.audex.xargs`. Serve an Audex checkpoint with::
 

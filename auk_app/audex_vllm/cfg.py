@@ -1,10 +1,11 @@
 """Classifier-free guidance over a CFG pair of requests, as a vLLM v1 logits processor.
 
 ``--logits-processors auk_app.audex_vllm.cfg:AudexCFGLogitsProcessor``, listed BEFORE the phase
-mask so the order is spec §5's: blend, then mask. Every step, for each pair whose two rows are in
-the batch at the same output length, ``uncond + s·(cond − uncond)`` is written into both rows;
-:func:`copy_cond_tokens`, run by :mod:`auk_app.audex_vllm.token_sync` after each step's draw, then
-copies the cond row's sampled token into the uncond row, and
+mask so the order is blend, then mask. Every step, for each pair whose two rows are in the batch
+at the same output length, ``uncond + s·(cond − uncond)`` is written into both rows. Both members
+carry the same ``seed`` (refused without one), and vLLM draws a seeded row's token from its own
+generator, whatever the row's place in the batch: identical rows draw identical tokens, so the
+pair stays token-identical through public request parameters alone.
 :class:`auk_app.audex_vllm.scheduler.AudexPairScheduler` keeps the pair step-locked.
 """
 
@@ -17,7 +18,7 @@ from vllm.sampling_params import SamplingParams
 from vllm.v1.sample.logits_processor import BatchUpdate, LogitsProcessor
 
 from auk_app.audex import xargs
-from auk_app.audex_vllm import token_sync
+from auk_app.audex_vllm.refusal import refused
 
 
 class AudexCFGLogitsProcessor(LogitsProcessor):
@@ -25,13 +26,15 @@ class AudexCFGLogitsProcessor(LogitsProcessor):
 
     @classmethod
     def validate_params(cls, sampling_params: SamplingParams) -> None:
-        """Refuse malformed CFG arguments at the API server, as a 400 with one sentence."""
-        xargs.pair_role(sampling_params.extra_args)
+        """Refuse malformed CFG arguments and an unseeded pair member at the API server, as a 400
+        with one sentence naming the argument."""
+        with refused():
+            if xargs.pair_role(sampling_params.extra_args) is not None:
+                xargs.check_pair_seed(sampling_params.seed)
 
     def __init__(self, vllm_config: Any, device: torch.device, is_pin_memory: bool) -> None:
         self._members: dict[int, tuple[str, str, float]] = {}  # row -> (pair id, role, scale)
         self._outputs: dict[int, list[int]] = {}  # row -> live output-token list
-        token_sync.install(copy_cond_tokens)  # this runs in the worker process, where sampling happens
 
     def is_argmax_invariant(self) -> bool:
         """False: the blend changes which token wins, so it must run for greedy requests too."""
@@ -86,10 +89,3 @@ class AudexCFGLogitsProcessor(LogitsProcessor):
             logits[uncond] = blended
         return logits
 
-
-def copy_cond_tokens(processors: Any, sampled_token_ids: Any) -> None:
-    """``sampled_token_ids`` is ``[num_rows, n]``: row uncond := row cond for each blended pair."""
-    for processor in processors:
-        if isinstance(processor, AudexCFGLogitsProcessor):
-            for cond, uncond, _scale in processor.pairs(sampled_token_ids.shape[0]):
-                sampled_token_ids[uncond] = sampled_token_ids[cond]

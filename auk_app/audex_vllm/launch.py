@@ -15,13 +15,15 @@ from pathlib import Path
 
 import httpx
 
+from auk_app.bounded_reads import status
+
 SCHEDULER = "auk_app.audex_vllm.scheduler.AudexPairScheduler"
-LOGITS_PROCESSORS = (  # CFG first: the blend comes before the mask (spec §5)
+LOGITS_PROCESSORS = (  # CFG first: the blend comes before the mask, as in vLLM-Omni
     "auk_app.audex_vllm.cfg:AudexCFGLogitsProcessor",
     "auk_app.audex_vllm.phase_mask:AudexPhaseMaskLogitsProcessor",
 )
 PLUGIN_ARGS = ("--scheduler-cls", SCHEDULER, "--no-enable-prefix-caching", "--logits-processors", *LOGITS_PROCESSORS)
-# The token copy wraps the V1 model runner (see token_sync); vLLM picks V2 on CUDA by default.
+# The logits processors implement the V1 model runner's interface; vLLM picks V2 on CUDA by default.
 PLUGIN_ENV = {"VLLM_USE_V2_MODEL_RUNNER": "0"}
 REPO = Path(__file__).resolve().parents[2]
 
@@ -49,7 +51,7 @@ def wait_until_ready(url: str, process: subprocess.Popen, *, timeout: float, log
         if process.poll() is not None:
             break
         try:
-            if httpx.get(f"{url}/health", timeout=2.0).status_code == 200:
+            if status(f"{url}/health", timeout=2.0) == 200:
                 return
         except httpx.HTTPError:
             pass

@@ -19,6 +19,7 @@ from vllm.v1.sample.logits_processor import LogitsProcessor
 
 from auk_app.audex.tta import TTARVQPhaseMaskLogitsProcessor, build_tta_phase_token_ids
 from auk_app.audex import xargs
+from auk_app.audex_vllm.refusal import refused
 
 
 def served_phase_table(tokenizer_dir: str | Path) -> tuple[list[list[int]], int, int]:
@@ -37,8 +38,9 @@ class AudexPhaseMaskLogitsProcessor(TTARVQPhaseMaskLogitsProcessor, LogitsProces
 
     @classmethod
     def validate_params(cls, sampling_params: SamplingParams) -> None:
-        """Refuse a malformed cap at the API server, as a 400 with one sentence."""
-        xargs.codec_cap(sampling_params.extra_args)
+        """Refuse a malformed cap at the API server, as a 400 with one sentence naming it."""
+        with refused():
+            xargs.codec_cap(sampling_params.extra_args)
 
     def __init__(self, vllm_config: Any, device: torch.device, is_pin_memory: bool) -> None:
         super().__init__(vllm_config, device, is_pin_memory)

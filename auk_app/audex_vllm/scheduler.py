@@ -7,9 +7,10 @@ Before each ``schedule()`` this class takes out of the waiting queue (and puts b
 order) every pair member whose partner has not arrived, and every pair that would not fit whole
 into this step's token budget or free batch slots, so a pair is always admitted in one step and
 then decodes one token per step together. Pairs never read the prefix cache (an asymmetric hit
-would put one member ahead). The hooks relied on (vLLM 0.32): ``add_request``, ``schedule``,
-``waiting.remove_requests`` / ``prepend_requests``, ``running``, ``requests``,
-``max_num_scheduled_tokens``, ``max_num_running_reqs``, ``Request.skip_reading_prefix_cache``.
+would put one member ahead). vLLM has no public API for admitting two requests together, so this
+class reads the scheduler's own state (vLLM 0.32), every name of it listed below and checked by
+:func:`check_hooks` when the server starts and when a pair member arrives: a vLLM that renamed
+one refuses to serve with a sentence naming it, instead of letting pairs drift apart.
 """
 
 from __future__ import annotations
@@ -20,12 +21,30 @@ from vllm.v1.core.sched.scheduler import Scheduler
 
 from auk_app.audex import xargs
 
+# What this class uses of vLLM's scheduler besides its constructor: the methods it overrides, the
+# state it reads, the waiting queue's methods and a request's fields.
+BASE_METHODS = ("add_request", "schedule")
+SCHEDULER_STATE = ("requests", "running", "waiting", "max_num_scheduled_tokens", "max_num_running_reqs")
+QUEUE_METHODS = ("remove_requests", "prepend_requests")
+REQUEST_FIELDS = ("request_id", "sampling_params", "num_tokens", "num_computed_tokens", "skip_reading_prefix_cache")
+
+
+def check_hooks(what: str, target: Any, names: tuple[str, ...]) -> None:
+    """RuntimeError naming every one of ``names`` that ``target`` (vLLM's ``what``) lacks."""
+    missing = [name for name in names if not hasattr(target, name)]
+    if missing:
+        raise RuntimeError(f"vLLM's {what} has no {', '.join(missing)}, which the Audex pair scheduler relies on "
+                           "(written for vLLM 0.32); install vllm 0.32.0 or port auk_app/audex_vllm/scheduler.py.")
+
 
 class AudexPairScheduler(Scheduler):
     """The stock scheduler plus pair admission; requests outside a CFG pair are unaffected."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        check_hooks("Scheduler class", Scheduler, BASE_METHODS)
+        check_hooks("Scheduler", self, SCHEDULER_STATE)
+        check_hooks("waiting queue", self.waiting, QUEUE_METHODS)
         self._pair_of: dict[str, str] = {}  # request id -> pair id
         self._pairs: dict[str, set[str]] = {}  # pair id -> member request ids
 
@@ -33,6 +52,7 @@ class AudexPairScheduler(Scheduler):
         super().add_request(request)
         member = xargs.pair_role(getattr(request.sampling_params, "extra_args", None))
         if member is not None:
+            check_hooks("Request", request, REQUEST_FIELDS)
             self._pair_of[request.request_id] = member[0]
             self._pairs.setdefault(member[0], set()).add(request.request_id)
             request.skip_reading_prefix_cache = True

@@ -12,7 +12,7 @@ update are the request's own (:class:`~auk_app.auk.sampler.Solve`, the arithmeti
 
 * A request alone in its round runs :meth:`StepGraphs.stepper` as ``sample_latents`` does:
   the per-bucket CUDA graph on CUDA, the exact-shape step elsewhere. Its output is then the same
-  as before. A shared round runs the plain ``dit.step`` (eager, no graph) on the padded contexts
+  as in ``sample_latents``. A shared round runs the plain ``dit.step`` (eager, no graph) on the padded contexts
   concatenated (:meth:`AuKStepContext.concat`); padding keeps the valid frames, so its output
   differs from the solo one only by rounding (attention and matmuls summed over other shapes).
 * The progress callback (``on_step``) runs on the driver thread inside a copy of the submitting

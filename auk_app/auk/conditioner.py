@@ -9,7 +9,7 @@ LayerNorm (eps 1e-5) in float32; the fusion tensors come from the AuK checkpoint
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -43,6 +43,16 @@ class TextConditioner(Protocol):
 
     def hidden_states(self, instruction: str, audio_16k: np.ndarray | None) -> tuple[list[torch.Tensor], torch.Tensor]:
         """Per-layer hidden states (each [1, nt, D]) and the bool text mask [1, nt]."""
+
+
+def instruction_reader(encoder: TextEncoderConfig, locate: Callable[[], str | Path | None],
+                       ) -> Callable[[str], str | None] | None:
+    """``problem(instruction)`` for an encoder whose positions an instruction within the character
+    limit can outrun (the demo's MiniLM reads 512 tokens; Qwen2.5-Omni 32,768, which 1,000 characters
+    never reach): the sentence, or None. None where the encoder has no such limit; ``locate()`` gives
+    the encoder's folder, asked only where there is a reader to load."""
+    reader = getattr(registry.text_encoder_class(encoder.kind), "instruction_reader", None)
+    return None if reader is None else reader(locate())
 
 
 def load_conditioner(

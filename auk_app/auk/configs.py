@@ -137,6 +137,11 @@ class Recipe:
         if self.cfg_interval is not None:  # a list, read back from JSON
             object.__setattr__(self, "cfg_interval", tuple(float(t) for t in self.cfg_interval))
 
+    @property
+    def steps(self) -> int:
+        """The Euler steps a run of this recipe takes (what budgets and deadlines count)."""
+        return self.nfe
+
     def over(self, asked: Mapping[str, Any]) -> Recipe:
         """The run's recipe: ``asked`` (a request's knobs, None where left out) over this one. A grid
         replaces the step count and sway; a fixed recipe ignores whatever differs from its own."""

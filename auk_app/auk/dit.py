@@ -19,8 +19,8 @@ Numerics follow the public vLLM-Omni port, which the reference fixtures pin:
   including a token, minus one), so padding never advances a position;
 * ``rotary_embed.inv_freq`` is used as stored: the release rounds it to bfloat16, and
   recomputing it moves attention logits by ~5e-3 per layer;
-* rotary angles and the rotation itself run in float32 with autocast off, because bf16
-  positions lose the phase at long sequences;
+* rotary frequencies stay float32 when the module is cast, and the angles and the rotation run
+  in float32 with autocast off, because bf16 positions lose the phase at long sequences;
 * every RMSNorm uses float32 machine epsilon (1.19e-7), as ``nn.RMSNorm(eps=None)`` does
   for the float32 release, whatever dtype the weights are served in.
 """
@@ -58,12 +58,24 @@ def _positions(mask: torch.Tensor | None, batch: int, length: int, device) -> to
 
 
 class Rotary(nn.Module):
-    """Interleaved (GPT-J) rotary embedding over the full head width."""
+    """Interleaved (GPT-J) rotary embedding over the full head width; its frequencies stay float32
+    whatever dtype the module is cast to."""
 
     def __init__(self, dim_head: int):
         super().__init__()
         inv_freq = 1.0 / (10000 ** (torch.arange(0, dim_head, 2).float() / dim_head))
         self.register_buffer("inv_freq", inv_freq)  # replaced by the checkpoint's rounded values
+
+    def _apply(self, fn, recurse=True):
+        """Moves the frequencies with the module but never rounds them: ``.to(torch.bfloat16)`` of
+        the whole DiT would otherwise move cos and sin by up to 0.2 within a few hundred positions.
+        ``Module.to``, ``cuda`` and ``half`` all cast through this method."""
+        frequencies = self.inv_freq
+        super()._apply(fn, recurse)
+        moved = self.inv_freq
+        # A meta tensor has no values to keep (``to_empty``): the new buffer's are the ones there are.
+        self.inv_freq = (moved if frequencies.is_meta else frequencies).to(device=moved.device, dtype=torch.float32)
+        return self
 
     def tables(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """cos and sin [b, 1, N, dh] in float32 for integer positions [b, N]."""
@@ -129,7 +141,7 @@ def _exact(fn, x: torch.Tensor) -> torch.Tensor:
     """``fn`` correctly rounded to float32 via float64.
 
     Angles reach 1000 rad, so one ULP of a frequency is ~6e-5 rad of phase; vectorised
-    float32 exp/sin differ by an ULP between CPU instruction sets, which moved DiT outputs
+    float32 exp/sin differ by an ULP between CPU instruction sets, which moves DiT outputs
     by 1.5e-5 (above the 1e-5 parity tolerance). Rounding the float64 result removes that.
     """
     return fn(x.double()).float()

@@ -3,8 +3,8 @@
 :meth:`AuKPipeline.run` executes a plan in four phases, each reported to
 ``progress(phase, done, total)``: load the models (once) → condition (fused text condition and
 the VAE posterior of the whole clip, cached per instruction and clip) → sample (Euler steps from
-the reference latents, a posterior draw) → decode (and splice a region back in). Every check ran
-when the plan was made; :meth:`AuKPipeline.generate` is the two in a row.
+the reference latents, a posterior draw) → decode (and splice a region back in). Every check runs
+when the plan is made; :meth:`AuKPipeline.generate` is the two in a row.
 
 The reference follows upstream AuK rather than vLLM-Omni: the clip is encoded whole, not cut to
 whole 480-sample hops first, and the reference mask marks the frames past ``T // 480`` as

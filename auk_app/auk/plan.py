@@ -64,6 +64,12 @@ class EditPlan:
         return self if seed == self.request.seed else replace(self, request=replace(self.request, seed=seed))
 
     @property
+    def samples(self) -> int:
+        """How long the run's waveform is, before a region goes back into its recording: the clip's
+        exact length with an automatic length, else the target's whole frames."""
+        return self.clip.wav_24k.shape[0] if self.fit_to_source else self.gen_frames * self.checkpoint.hop
+
+    @property
     def source(self) -> np.ndarray | None:
         """The source as the result's figure shows it: the whole recording for a region edit."""
         return self.whole if self.region is not None else None if self.clip is None else self.clip.wav_24k

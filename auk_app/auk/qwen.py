@@ -17,8 +17,8 @@ built: transformers' own classes, each narrowed by a small subclass, with no rem
   The subclass keeps the feature extractor and tokenizer, the only two the audio and text path
   touches; tokenising and the ``<|AUDIO|>`` expansion are transformers' code unchanged.
 
-The prompt is rendered here (spec §6.2), not by the snapshot's chat template, so a template
-edit upstream cannot silently change the condition.
+The prompt is rendered here, as upstream AuK's processor renders it, not by the snapshot's chat
+template, so a template edit upstream cannot silently change the condition.
 """
 
 from __future__ import annotations
@@ -175,7 +175,8 @@ class QwenConditioner:
         return cls(thinker.to(device).eval(), processor)
 
     def render_prompt(self, instruction: str, *, with_audio: bool) -> str:
-        """The ChatML turn of spec §6.2, character for character.
+        """The ChatML turn upstream AuK renders (a system line, the user's, the assistant's opening),
+        character for character.
 
         With a clip the audio placeholder follows the instruction; without one
         ``|<no_prompt_audio>|`` is appended with no space, unless the instruction already holds it.

@@ -13,8 +13,8 @@ request that would otherwise run unmasked has no text padding of its own (its si
 blocks would see plain positions); other requests keep their exact shapes as their own bucket.
 
 Graphs hold the weights' addresses. A request captures only when the weights sit where they sat
-for the previous request; otherwise the graphs are dropped and the request runs eagerly, so the
-very first request and every request whose weights ``--offload`` moved run as before. A bucket's
+for the previous request; otherwise the graphs are dropped and the request runs eagerly, as the
+very first request and every request whose weights ``--offload`` moved do. A bucket's
 first graphed request waits for its capture: two eager warm-up steps and one captured step,
 about three eager steps (≈0.1 s at real size, estimated from the eager step; not measured).
 Off CUDA nothing is captured: by default
@@ -109,7 +109,7 @@ def pad_to_bucket(
 class _Bucket:
     """A bucket's static inputs and output, and the graph that replays the step on them."""
 
-    x: torch.Tensor  # [b, n_bucket, L]; past a request's frames: zeros or an earlier request's, masked
+    x: torch.Tensor  # [b, n_bucket, L]; past a request's frames: zeros or another request's, masked
     time: torch.Tensor  # 0-d float32
     ctx: AuKStepContext
     out: torch.Tensor | None = None

@@ -5,7 +5,7 @@ Eager, each of the decoder's 109 alias-free SnakeBeta activations is about fourt
 one compiled function, its two FIR filters written as sums of shifted slices, so Inductor fuses
 it into a few kernels for every channel count and length (a grouped conv's ``groups`` argument
 would pin the channel count and cost one compile per stage). The big convolutions stay cuDNN's;
-compiling the whole decoder took 169 s for the tiny fixture VAE on a two-core machine, this one
+compiling the whole decoder takes 169 s for the tiny fixture VAE on a two-core machine, this one
 function 14 s (18 s at real size on an H200). A CUDA graph then replays the whole decode.
 :meth:`AuKVAE.decode` stays the eager reference.
 
@@ -142,7 +142,7 @@ def decode_padded(
 class _Graph:
     """A bucket's static inputs and output, and the graph that replays the decode on them."""
 
-    latents: torch.Tensor  # [b, n_bucket, L]; past a request's frames: an earlier request's, ignored
+    latents: torch.Tensor  # [b, n_bucket, L]; past a request's frames: another request's, ignored
     frames: torch.Tensor  # 0-d int64
     out: torch.Tensor | None = None
     graph: Any = None  # torch.cuda.CUDAGraph; None runs the decode on the buffers ungraphed

@@ -1,4 +1,4 @@
-"""The edit check (issue 40): did the result do what the instruction asked?
+"""The edit check: did the result do what the instruction asked?
 
     from auk_app.check import check, rank
     result = check("将音量降低6分贝。", source, output, 24000)

@@ -18,6 +18,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from auk_app.audio_io import full_scale_samples
 from auk_app.check.measures import Clip, keep_similarity, pitch_change, speed_factor, volume_change
 from auk_app.check.result import AT_LEAST, AT_MOST, EXACT, KEEP_MIN, EditCheck, unmeasured
 from auk_app.check.targets import DENOISE, PITCH, SPEED, TONE, TRIM, VOLUME, Target, target_from_text
@@ -33,11 +34,16 @@ def check(target: Target | str, source: np.ndarray | Clip | None, result: np.nda
           sample_rate: int) -> EditCheck:
     """Check ``result`` (mono, ``sample_rate``) against ``source`` for ``target``, or for the
     target of an instruction's text. ``source`` may be None only for tone generation; pass it
-    as one ``Clip`` to check several candidates against it without measuring it again."""
+    as one ``Clip`` to check several candidates against it without measuring it again. The
+    result's samples at full scale (as a PCM16 WAV holds them) are counted whatever the task."""
     target = target_from_text(target) if isinstance(target, str) else target
+    out = _clip(result, sample_rate)
+    return replace(_measured(target, source, out, sample_rate), clipped=full_scale_samples(out.wav))
+
+
+def _measured(target: Target, source: np.ndarray | Clip | None, out: Clip, sample_rate: int) -> EditCheck:
     if not target.measurable:
         return unmeasured(target.task, target.reason)
-    out = _clip(result, sample_rate)
     if target.task == TONE:
         return _tone(target, out)
     if source is None:
@@ -65,27 +71,30 @@ def _verdict(task: str, asked: float, got: float, unit: str, tolerance: float, n
 def _volume(target: Target, source: Clip, out: Clip) -> EditCheck:
     got, measure = volume_change(source, out)
     kept = keep_similarity(source, out, timing_kept=True)
-    return _verdict(VOLUME, target.asked, got, "dB", VOLUME_TOLERANCE_DB, f"{measure} difference; envelope and melody kept", kept=kept)
+    note = f"{measure} difference; contour, spectrum and melody kept"
+    return _verdict(VOLUME, target.asked, got, "dB", VOLUME_TOLERANCE_DB, note, kept=kept)
 
 
 def _pitch(target: Target, source: Clip, out: Clip) -> EditCheck:
     if not math.isfinite(source.median_f0):
         return unmeasured(PITCH, "the source has no voiced frames to take a pitch from")
     got = pitch_change(source, out)
-    kept = keep_similarity(source, out, timing_kept=True, shift_cents=got if math.isfinite(got) else 0.0)
-    note = f"median F0 {source.median_f0:.1f} → {out.median_f0:.1f} Hz (pYIN); envelope and melody contour kept"
+    kept = keep_similarity(source, out, timing_kept=True, shift_cents=got if math.isfinite(got) else 0.0,
+                           spectrum_kept=False)
+    note = f"median F0 {source.median_f0:.1f} → {out.median_f0:.1f} Hz (pYIN); level contour and melody kept"
     return _verdict(PITCH, target.asked * 100, got, "cents", PITCH_TOLERANCE_CENTS, note, kept=kept)
 
 
 def _speed(target: Target, source: Clip, out: Clip) -> EditCheck:
     kept = keep_similarity(source, out, timing_kept=False)
-    note = f"sounding length {source.active_seconds:.2f} s → {out.active_seconds:.2f} s; envelope and pitch kept"
+    note = (f"sounding length {source.active_seconds:.2f} s → {out.active_seconds:.2f} s; "
+            "contour, spectrum and pitch kept")
     return _verdict(SPEED, target.asked, speed_factor(source, out), "×", SPEED_TOLERANCE * target.asked, note, kept=kept)
 
 
 def _denoise(target: Target, source: Clip, out: Clip) -> EditCheck:
-    kept = keep_similarity(source, out, timing_kept=True)
-    note = f"noise floor {source.noise_floor:.1f} → {out.noise_floor:.1f} dBFS; envelope and melody kept"
+    kept = keep_similarity(source, out, timing_kept=True, spectrum_kept=False)
+    note = f"noise floor {source.noise_floor:.1f} → {out.noise_floor:.1f} dBFS; level contour and melody kept"
     return _verdict(DENOISE, DENOISE_MIN_DB, out.snr - source.snr, "dB SNR", DENOISE_TOLERANCE_DB, note, AT_LEAST, kept)
 
 

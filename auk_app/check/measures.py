@@ -25,6 +25,19 @@ SILENCE_TOP_DB = 40.0  # quieter than the clip's peak by this much is silence at
 FLOOR_PERCENTILE, SIGNAL_PERCENTILE = 10, 95  # frame levels taken as noise floor and as signal
 FLOOR_LIMIT_DB = -100.0  # a digitally silent frame counts as this, so an SNR stays finite
 MELODY_CENTS = 100.0  # a frame keeps the melody within a semitone of the source's F0
+# What was kept compares level contours over 100 ms blocks: syllables (about 200 ms) still show, while
+# the 20 ms flicker of a steady noise, which differs between two takes of the same noise, averages out.
+KEEP_BLOCK_FRAMES = 5
+# The contour is taken after a first-order pre-emphasis (+6 dB per octave above a few hundred Hz, as
+# speech analysis does): a low rumble (brown noise) wanders by ±2 dB in 100 ms on its own, and
+# without it, two takes of the same rumble disagreed.
+PRE_EMPHASIS = 0.95
+# Contour changes within 25 % of the mean level (about ±2 dB) count as steady: a steady sound's contour
+# is flat, and two flat contours agree whatever their flicker, where a correlation of flicker is noise.
+STEADY_SPREAD = 0.25
+SPECTRUM_BANDS = 40  # mel bands of the long-term spectrum
+SPECTRUM_FLOOR_DB = 60.0  # bands further below the loudest band count as at this floor
+SPECTRUM_STEADY_DB = 3.0  # spectral-shape differences within about ±3 dB count as the same shape
 
 
 class Clip:
@@ -74,6 +87,15 @@ class Clip:
         return librosa.feature.rms(y=self.wav, frame_length=frame, hop_length=frame, center=False)[0]
 
     @cached_property
+    def contour(self) -> np.ndarray:
+        """RMS per 20 ms frame of the pre-emphasised clip (PRE_EMPHASIS): the level contour that what
+        was kept compares."""
+        emphasised = self.wav.copy()
+        emphasised[1:] -= np.float32(PRE_EMPHASIS) * self.wav[:-1]
+        frame = max(1, round(self.rate * ENVELOPE_SECONDS))
+        return librosa.feature.rms(y=emphasised, frame_length=frame, hop_length=frame, center=False)[0]
+
+    @cached_property
     def active(self) -> tuple[int, int]:
         """Sample bounds of the clip without its leading and trailing silence (40 dB below its peak)."""
         if not np.any(self.wav):
@@ -81,9 +103,19 @@ class Clip:
         _, (start, end) = librosa.effects.trim(self.wav, top_db=SILENCE_TOP_DB, frame_length=512, hop_length=128)
         return int(start), int(end)
 
+    @cached_property
+    def spectrum(self) -> np.ndarray:
+        """The long-term spectrum: mean power per mel band over the whole clip (silence adds nothing)."""
+        n_fft = 1 << max(8, round(np.log2(self.rate * 0.04)))  # about 40 ms: 1024 at 24 kHz
+        if self.wav.size < n_fft:
+            return np.zeros(SPECTRUM_BANDS)
+        mel = librosa.feature.melspectrogram(y=self.wav, sr=self.rate, n_fft=n_fft, hop_length=n_fft // 2,
+                                             n_mels=SPECTRUM_BANDS, center=False)
+        return mel.mean(axis=1)
+
     def measure_all(self) -> Clip:
         """Take every measure now (pYIN is the slow one), so later checks read them from the cache."""
-        self.median_f0, self.envelope, self.loudness, self.active  # noqa: B018: cached properties
+        self.median_f0, self.envelope, self.contour, self.spectrum, self.loudness, self.active  # noqa: B018
         return self
 
     @property
@@ -150,20 +182,30 @@ def speed_factor(source: Clip, result: Clip) -> float:
     return source.active_seconds / result.active_seconds if result.active_seconds else float("nan")
 
 
-def keep_similarity(source: Clip, result: Clip, *, timing_kept: bool, shift_cents: float = 0.0) -> float:
-    """How much of the source the result kept, 0..1: the lower of its envelope correlation and
-    the share of the source's voiced frames whose F0 the result keeps within a semitone after
-    ``shift_cents`` (the measured shift of a pitch edit, which should move the melody whole).
+def keep_similarity(source: Clip, result: Clip, *, timing_kept: bool, shift_cents: float = 0.0,
+                    spectrum_kept: bool = True) -> float:
+    """How much of the source the result kept, 0..1: the lowest of three agreements, each defined for
+    steady sounds as for speech, and blind to the gain:
+
+    * the level contour over time (``_contour_kept``): where the syllables are;
+    * the long-term spectrum's shape (``_spectrum_kept``), unless the task changes it by design
+      (``spectrum_kept`` False: pitch moves the harmonics, noise removal the noise's bands);
+    * the melody (``_melody_kept``): the share of the source's sounding frames whose F0 the result
+      keeps within a semitone after ``shift_cents`` (the measured shift of a pitch edit, which moves
+      the melody whole).
 
     Where the edit may change timing (``timing_kept`` False: speed, trim) both clips lose the
     silence at their ends and the result's frames are stretched onto the source's. nan when
-    neither measure applies (a silent, unvoiced source)."""
-    tracks = [(clip.envelope, clip.f0) for clip in (source, result)]
+    none applies (a silent source)."""
+    tracks = [(clip.contour, clip.f0) for clip in (source, result)]
     if not timing_kept:
-        tracks = [(clip.active_frames(envelope, ENVELOPE_SECONDS), clip.active_frames(f0, F0_HOP / F0_RATE))
-                  for clip, (envelope, f0) in zip((source, result), tracks)]
-    (source_envelope, source_f0), (result_envelope, result_f0) = tracks
-    scores = [_envelope_correlation(source_envelope, result_envelope), _melody_kept(source_f0, result_f0, shift_cents)]
+        tracks = [(clip.active_frames(contour, ENVELOPE_SECONDS), clip.active_frames(f0, F0_HOP / F0_RATE))
+                  for clip, (contour, f0) in zip((source, result), tracks)]
+    (source_contour, source_f0), (result_contour, result_f0) = tracks
+    sounding = source.active_frames(source.f0, F0_HOP / F0_RATE).size
+    scores = [_contour_kept(source_contour, result_contour), _melody_kept(source_f0, result_f0, shift_cents, sounding)]
+    if spectrum_kept:
+        scores.append(_spectrum_kept(source.spectrum, result.spectrum))
     scores = [s for s in scores if np.isfinite(s)]
     return min(scores) if scores else float("nan")
 
@@ -176,25 +218,58 @@ def _onto(track: np.ndarray, n: int) -> np.ndarray:
     return track[np.rint(np.linspace(0, track.size - 1, n)).astype(int)]
 
 
-def _envelope_correlation(source: np.ndarray, result: np.ndarray) -> float:
-    """Pearson correlation of the envelopes, gain-blind (a volume edit scores 1); nan if flat."""
-    result = _onto(result, source.size)
-    if source.size < 2 or np.std(source) == 0 or np.std(result) == 0:
+def _agreement(source: np.ndarray, result: np.ndarray, steady: float) -> float:
+    """How well ``result`` follows ``source`` around their means, 0..1: SSIM's contrast-structure term,
+    (2·cov + c) / (var + var + c). ``c`` (``steady`` squared) is the variation that counts as none,
+    so two steady tracks agree (1) and a steady track against a varying one does not; a correlation
+    of two flat tracks would be noise. Negative agreement (an inverted contour) counts as 0."""
+    source, result = source - source.mean(), result - result.mean()
+    c = steady**2
+    score = (2 * np.mean(source * result) + c) / (np.mean(source**2) + np.mean(result**2) + c)
+    return float(max(score, 0.0))
+
+
+def _contour_kept(source: np.ndarray, result: np.ndarray) -> float:
+    """Agreement of the level contours (``Clip.contour``, pooled into 100 ms blocks), each divided by its
+    mean level so a gain changes nothing; 0 for a silent result, nan for a silent or too short source."""
+    blocks = source.size // KEEP_BLOCK_FRAMES
+    if blocks < 2 or not np.any(source):
         return float("nan")
-    return float(np.corrcoef(source, result)[0, 1])
+    source, result = (np.sqrt(np.mean(np.square(track[:blocks * KEEP_BLOCK_FRAMES]).reshape(blocks, -1), axis=1))
+                      for track in (source, _onto(result, source.size)))
+    if not np.any(result):
+        return 0.0
+    return _agreement(source / source.mean(), result / result.mean(), STEADY_SPREAD)
 
 
-def _melody_kept(source: np.ndarray, result: np.ndarray, shift_cents: float) -> float:
-    """Share of the source's voiced frames where the result is voiced within MELODY_CENTS of the
-    source's F0 moved by ``shift_cents``: counted over the source's voiced frames, so a result
-    that loses its voice loses the melody."""
+def _spectrum_kept(source: np.ndarray, result: np.ndarray) -> float:
+    """Agreement of the long-term spectra's shapes in dB (each floored SPECTRUM_FLOOR_DB under its
+    loudest band, its mean level removed): a tone against noise, or one noise colour against another,
+    disagrees even where both are steady. 0 for a silent result, nan for a silent source."""
+    if not np.any(source):
+        return float("nan")
+    if not np.any(result):
+        return 0.0
+    shapes = [10 * np.log10(np.maximum(spectrum, spectrum.max() * 10 ** (-SPECTRUM_FLOOR_DB / 10)))
+              for spectrum in (source, result)]
+    return _agreement(*shapes, SPECTRUM_STEADY_DB)
+
+
+def _melody_kept(source: np.ndarray, result: np.ndarray, shift_cents: float, sounding: int) -> float:
+    """Share of the source's ``sounding`` F0 frames (those between the silences at its ends) that
+    keep their melody: a voiced frame keeps it where the result is voiced within MELODY_CENTS of
+    the source's F0 moved by ``shift_cents``; an unvoiced frame has no melody to lose. Counted over
+    the sounding frames, not the voiced ones alone: pYIN hears a few voiced frames in steady noise
+    (up to a third in brown noise), whose chance "melody" another take of the same noise does not
+    repeat, and they should weigh as little as they are. nan for an unvoiced source."""
     voiced = np.isfinite(source)
     if not voiced.any():
         return float("nan")
     result = _onto(result, source.size)
     with np.errstate(invalid="ignore"):
         interval = 1200 * np.log2(result[voiced] / source[voiced]) - shift_cents
-        return float(np.mean(np.abs(interval) <= MELODY_CENTS))  # nan (unvoiced) counts as lost
+        lost = np.count_nonzero(~(np.abs(interval) <= MELODY_CENTS))  # nan (unvoiced) counts as lost
+    return float(1 - lost / max(sounding, np.count_nonzero(voiced)))
 
 
 def warm_up() -> None:

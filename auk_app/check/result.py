@@ -20,6 +20,8 @@ class EditCheck:
     slack either way. ``kept`` is how much of the source the result kept where the task should
     keep it (1 is all; None where nothing should be kept); ``passed`` needs it at KEEP_MIN.
     ``passed`` None: the instruction's effect cannot be measured, and ``note`` says why.
+    ``clipped`` counts the result's samples at full scale: the number can pass while the sound
+    is damaged, so the line says so beside the mark and ``rank`` puts such a result after clean ones.
     """
 
     task: str
@@ -31,6 +33,7 @@ class EditCheck:
     note: str = ""
     bound: str = EXACT
     kept: float | None = None
+    clipped: int = 0
 
     @property
     def measured(self) -> bool:
@@ -45,13 +48,20 @@ class EditCheck:
         return max(miss[self.bound], 0.0) / self.tolerance
 
     def display(self) -> str:
-        """One line for the result: "asked −6 dB · got −5.9 dB ✓"."""
+        """One line for the result, asked and got in the same unit: "asked −6 dB · got −5.9 dB ✓";
+        a result at full scale adds "but clips: N samples at full scale" after the mark."""
+        clips = ""
+        if self.clipped:
+            clips = f"clips: {self.clipped:,} sample{'' if self.clipped == 1 else 's'} at full scale"
         if not self.measured:
-            return f"{self.task}: cannot be measured ({self.note})"
+            return f"{self.task}: cannot be measured ({self.note})" + (f"; the result {clips}" if clips else "")
         bound = "" if self.bound == EXACT else self.bound + " "
         got = "nothing measurable" if self.got is None else _value(self.got, self.unit)
         kept = f" · kept {self.kept:.2f} of the source" if self.kept is not None and self.kept < KEEP_MIN else ""
-        return f"asked {bound}{_asked(self.asked, self.unit)} · got {got}{kept} {'✓' if self.passed else '✗'}"
+        mark = "✓" if self.passed else "✗"
+        if clips:
+            mark += (" but " if self.passed else " and ") + clips
+        return f"asked {bound}{_value(self.asked, self.unit, asked=True)} · got {got}{kept} {mark}"
 
     __str__ = display
 
@@ -60,7 +70,7 @@ class EditCheck:
         return {
             "task": self.task, "asked": _finite(self.asked), "got": _finite(self.got), "unit": self.unit,
             "tolerance": _finite(self.tolerance), "pass": self.passed, "bound": self.bound,
-            "kept": _finite(self.kept), "note": self.note,
+            "kept": _finite(self.kept), "clipped": self.clipped, "note": self.note,
         }
 
 
@@ -70,12 +80,13 @@ def unmeasured(task: str, reason: str) -> EditCheck:
 
 
 def rank(checks: Iterable[EditCheck]) -> list[EditCheck]:
-    """Candidates best first: passing, then by error in tolerances, then by the most of the source
-    kept. Errors are compared to a tenth of a tolerance, about the measures' own noise, so that
-    finer differences do not override a clear difference in what was kept; unmeasured last."""
+    """Candidates best first: passing, then without clipping, then by error in tolerances, then by
+    the most of the source kept. Errors are compared to a tenth of a tolerance, about the measures'
+    own noise, so that finer differences do not override a clear difference in what was kept;
+    unmeasured last."""
     def key(check: EditCheck) -> tuple:
         kept = check.kept if check.kept is not None and math.isfinite(check.kept) else 0.0
-        return not check.measured, check.passed is not True, round(check.error, 1), -kept
+        return not check.measured, check.passed is not True, check.clipped > 0, round(check.error, 1), -kept
 
     return sorted(checks, key=key)
 
@@ -89,19 +100,14 @@ def _signed(value: float, digits: int) -> str:
     return ("−" if value < 0 and text != "0" else "+") + text
 
 
-def _asked(value: float | None, unit: str) -> str:
-    """The asked number as the user said it: pitch in semitones, not cents."""
+def _value(value: float | None, unit: str, *, asked: bool = False) -> str:
+    """A number with its unit as the user says it: pitch in semitones (stored in cents), the asked
+    one as given (2, 1.5), the measured one to a tenth, pYIN's grid being a fifth of a semitone."""
     if value is None:
         return "—"
     if unit == "cents":
-        semitones = value / 100
-        return f"{_signed(semitones, 2)} semitone{'' if abs(semitones) == 1 else 's'}"
-    return _value(value, unit)
-
-
-def _value(value: float, unit: str) -> str:
-    if unit == "cents":
-        return f"{_signed(value, 0)} cents"
+        semitones = _signed(value / 100, 2 if asked else 1)
+        return f"{semitones} semitone{'' if semitones in ('+1', '−1') else 's'}"
     if unit in ("dB", "dB SNR"):
         return f"{_signed(value, 1)} {unit}"
     if unit == "×":

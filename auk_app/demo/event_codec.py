@@ -27,8 +27,8 @@ Why digits: the captions say their numbers in digits ("a 470 Hz beep for 1.3 s")
 tokenizer writes every number's digits one token each (three-digit numbers with a leading zero),
 so choosing a segment's first frame is *copying* digits from the caption into fixed slots, and
 every later frame is a copy with the clock counted down. A tiny LM trained for an hour on two CPU
-cores learns copying and counting; it does not learn arithmetic on numbers (the first Audex-Tiny
-used log-frequency codes and frame counts, and missed every pitch and length). The price: it can
+cores learns copying and counting; it does not learn arithmetic on numbers (an Audex-Tiny trained
+on log-frequency codes and frame counts misses every pitch and length). The price: it can
 only make these events, a length is rounded to a tenth of a second, and it has no encoder
 (training writes codes from each sound's description). Noise is drawn from a generator seeded per
 segment, so decoding is deterministic.

@@ -63,7 +63,7 @@ F0_REFERENCE_HZ = 220.0
 YIN_WINDOW = 480  # samples summed per lag: 20 ms, so F0 follows speech glides frame by frame
 YIN_PICK = 0.15  # a dip below this is deep enough to be the period
 BASIN = 0.06  # the period's basin: lags within 6 % (a semitone) of the first dip
-ANALYSIS_FFT = 1024  # Blackman, 43 ms: side lobes at -58 dB; 2048 blurred speech onsets (-1.3 dB SNR)
+ANALYSIS_FFT = 1024  # Blackman, 43 ms: side lobes at -58 dB; 2048 blurs speech onsets (-1.3 dB SNR)
 NOISE_FFT = 960  # synthesis STFT for the noise: 25 Hz bins, 50 % overlap at the 480 hop
 HARMONIC_GATE = 3.0  # a harmonic's lobe must hold 3× the noise expected there (4.8 dB above it)
 # F0 refinement: ±40 cents in 2-cent steps on an 8× zero-padded spectrum (2.9 Hz bins, so

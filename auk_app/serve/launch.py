@@ -22,6 +22,8 @@ from typing import Any
 import httpx
 import yaml
 
+from auk_app.bounded_reads import status
+
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = REPO / "deploy" / "serve.yaml"
 RAY_PYTHON = REPO / ".venv-ray" / "bin" / "python"
@@ -99,7 +101,7 @@ def wait_until_ready(url: str, process: subprocess.Popen, *, timeout: float, log
     while time.monotonic() < deadline and process.poll() is None:
         if "READY" in log.read_text(errors="replace"):
             try:
-                if httpx.get(url, timeout=5.0).status_code == 200:
+                if status(url, timeout=5.0) == 200:
                     return
             except httpx.HTTPError:
                 pass

@@ -7,8 +7,9 @@ in :mod:`auk_app.ui.handlers`; the generated wording in :mod:`auk_app.ui.text`.
 Public API (named; everything else is ``api_visibility="private"``): ``/edit_audio``,
 ``/text_to_audio``, ``/inspect_audio`` and ``/model_info``. ``/edit_audio`` is declared on hidden
 inputs of its own, where an empty knob means the checkpoint's default; the page's Generate is a
-private event over its sliders. At most ``QUEUE_MAX_SIZE`` model requests wait, held by the
-validators however many arrive at once (``runs.Admission``). ``/edit_audio`` runs up to
+private event over its sliders. At most ``QUEUE_MAX_SIZE`` model runs wait or run (a request's
+candidates each count), held by the validators however many arrive at once (``runs.Admission``);
+no model endpoint can be reached past them (``api_open=False``). ``/edit_audio`` runs up to
 ``StudioConfig.auk_batch`` edits at once (``concurrency_id="auk"``), so concurrent edits reach the
 pipeline together and share DiT steps; ``/text_to_audio`` runs one at a time
 (``concurrency_id="gpu"``), and so do edits with ``--offload`` or ``--auk-batch 1``, sharing that one
@@ -43,7 +44,7 @@ INTAKE_CONCURRENCY = 2
 FIGURE_QUEUE = "figure"  # the page's before/after figures and FLAC/MP3 files, made after the audio is shown
 FIGURE_CONCURRENCY = 2
 PRIVATE = {"queue": False, "api_visibility": "private"}  # UI plumbing: no queue, no API entry
-QUEUE_MAX_SIZE = 16  # model requests waiting; beyond this one is refused at once instead of waiting for minutes
+QUEUE_MAX_SIZE = 16  # model runs waiting or running (a candidate is a run); beyond this a request is refused at once
 BACKSTOP_MAX_SIZE = 256  # all queued events: only cheap ones can fill what the model requests leave
 # 30 s at 48 kHz, 8 channels, 32-bit float is 46 MB: the largest clip the limits accept, with room.
 MAX_FILE_SIZE = "50mb"
@@ -121,8 +122,8 @@ def _edit_tab(studio: Studio, handlers: Handlers) -> SimpleNamespace:
                                           cache_examples=False, api_visibility="private",
                                           elem_id="clip-examples")
             _builder(c, handlers, default)
-            gr.Examples(_EXAMPLE_INSTRUCTIONS, inputs=[c.instruction, c.seconds], label="Example instructions",
-                        cache_examples=False)
+            c.instruction_examples = gr.Examples(_EXAMPLE_INSTRUCTIONS, inputs=[c.instruction, c.seconds],
+                                                 label="Example instructions", cache_examples=False)
         with gr.Column(scale=5):
             _settings(c, studio)
             _advanced(c, limits, default)
@@ -185,6 +186,7 @@ def _source_and_instruction(c: SimpleNamespace, limits: Limits, default: ModelEn
                 "level the model produced (no normalisation; clipping is reported, and Advanced "
                 "offers headroom).", elem_classes=["note"])
     c.source_seconds = gr.State(None)
+    c.source_voiced = gr.State(None)  # the clip's (or region's) seconds of speech: the speaker's pace
     c.instruction = page_widget(EDIT["instruction"], limits, lines=3,
                                 placeholder="e.g. Decrease the volume by 10 dB. The builder below writes the exact "
                                             "wording.")
@@ -303,7 +305,7 @@ def _audex_tab(handlers: Handlers) -> SimpleNamespace:
 
 def _edit_queue(config) -> dict[str, Any]:
     """Batched edits get a queue of their own, admitting ``auk_batch`` at once; with ``--offload``
-    or ``--auk-batch 1`` (small GPUs) edits share text to audio's one slot, as both models did."""
+    or ``--auk-batch 1`` (small GPUs) edits share text to audio's one slot."""
     if config.auk_batch > 1 and not config.offload:
         return {"concurrency_id": AUK_QUEUE, "concurrency_limit": config.auk_batch}
     return {"concurrency_id": GPU_QUEUE, "concurrency_limit": 1}
@@ -329,10 +331,13 @@ def _wire_edit_plumbing(e: SimpleNamespace, h: Handlers) -> None:
     the upload verdict and the result-as-source swap."""
     sampling = [getattr(e, knob.name) for knob in recipe_knobs(h.studio.entry("auto"))]
     e.model.change(h.on_model_change, e.model, [e.model, *sampling, e.knob_note, e.task], **PRIVATE)
-    gr.on([e.model.change, e.instruction.change], h.capability_note, [e.model, e.instruction], e.capability_note,
-          **PRIVATE)
+    # The note follows a finished instruction (left, submitted, built or picked), not each keystroke, where
+    # a half-typed request would read as no task at all.
+    note = {"fn": h.capability_note, "inputs": [e.model, e.instruction], "outputs": e.capability_note, **PRIVATE}
+    gr.on([e.model.change, e.instruction.blur, e.instruction.submit], **note)
+    e.instruction_examples.load_input_event.then(**note)
     fields = [getattr(e, name) for name in instructions.FIELD_NAMES]
-    builder = [e.task, *fields, e.source_seconds, e.language]
+    builder = [e.task, *fields, e.source_seconds, e.source_voiced, e.language]
     preview = {"fn": h.preview, "inputs": builder, "outputs": [e.built_md, e.built], **PRIVATE}
     # A new task relabels the fields, then previews. The fields preview on a person's input only: their
     # change events also fire mid-relabelling, sending the old task's value (Volume's "Decrease")
@@ -343,12 +348,12 @@ def _wire_edit_plumbing(e: SimpleNamespace, h: Handlers) -> None:
     # The verdict decodes the upload, and the raw API reaches private events too: queued with /inspect_audio.
     region = [getattr(e, knob.name) for knob in EDIT.in_group("region")]
     clip = {"fn": h.on_audio_change, "inputs": [e.audio, *region],
-            "outputs": [e.verdict, e.source_seconds, e.audio], "api_visibility": "private",
+            "outputs": [e.verdict, e.source_seconds, e.source_voiced, e.audio], "api_visibility": "private",
             "concurrency_id": INTAKE_QUEUE, "concurrency_limit": INTAKE_CONCURRENCY}
     gr.on([e.audio.input, *(edge.change for edge in region)], **clip).then(**preview)
     gr.on([e.language.change] + [f.input for f in fields], **preview)
-    e.use_built.click(h.apply_built, e.built, [e.instruction, e.seconds], **PRIVATE)
-    e.clip_examples.load_input_event.then(**clip).then(**preview)
+    e.use_built.click(h.apply_built, e.built, [e.instruction, e.seconds], **PRIVATE).then(**note)
+    e.clip_examples.load_input_event.then(**clip).then(**preview).then(**note)
     e.use_as_input.click(h.use_result, e.output, [e.audio, e.use_note], **PRIVATE).then(**clip).then(**preview)
     e.pick_source.click(h.use_candidate, [e.state, e.candidate_pick], [e.audio, e.use_note],
                         **PRIVATE).then(**clip).then(**preview)
@@ -384,7 +389,7 @@ def build_demo(studio: Studio) -> gr.Blocks:
         gr.Markdown("# AuK Studio\nEdit speech and audio by instruction with **AuK**, or make sounds from text "
                     "with **Audex**. Everything runs in this process; nothing is sent elsewhere.")
         status = gr.Markdown(h.status(), elem_classes=["status-line"], elem_id="status-line")
-        # Collapsible, open on a desktop and folded on a phone (FOLD_ON_PHONES), where it filled the first screen.
+        # Collapsible, open on a desktop and folded on a phone (FOLD_ON_PHONES), where it would fill the first screen.
         with gr.Accordion("About the demo model in use", open=True, visible=default.demo, elem_id="demo-banner-box"):
             gr.Markdown(ui_text.demo_banner(), elem_classes=["banner"], elem_id="demo-banner")
         with gr.Tabs():
@@ -427,7 +432,9 @@ def build_demo(studio: Studio) -> gr.Blocks:
         demo.load(h.api_page, None, api_page, **PRIVATE)
 
     # The model requests' cap is the validators' (Admission): Gradio's own max_size is checked before
-    # validation, so it gave way to simultaneous arrivals, and it counts every event, cheap ones too.
-    demo.queue(max_size=BACKSTOP_MAX_SIZE, default_concurrency_limit=1)
+    # validation, so it gives way to simultaneous arrivals, and it counts every event, cheap ones too.
+    # api_open=False: a queued event's direct POST route (/gradio_api/run/<name>) is closed, so every
+    # request that reaches a model passes the validator's admission; /model_info (no queue) stays open.
+    demo.queue(max_size=BACKSTOP_MAX_SIZE, default_concurrency_limit=1, api_open=False)
     h.admission.bind(demo, QUEUE_MAX_SIZE)
     return demo

@@ -14,6 +14,7 @@ import logging
 import re
 import warnings
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -41,6 +42,18 @@ CJK_FAMILIES = ("Noto Sans CJK SC", "Noto Sans CJK JP", "WenQuanYi Micro Hei", "
                 "Droid Sans Fallback", "Source Han Sans SC")
 _CJK_FILE = re.compile(r"noto\w*cjk|wqy|droidsansfallback|sourcehansans", re.IGNORECASE)
 log = logging.getLogger(__name__)
+# matplotlib opens a font file once per thread that draws with it (its font cache is per thread), so
+# figures drawn on Gradio's many worker threads kept dozens of handles of each font file open. Every
+# figure is drawn on this one thread instead.
+_DRAWER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="figures")
+
+
+def _on_the_figure_thread(draw):
+    @functools.wraps(draw)
+    def run(*args, **kwargs):
+        return _DRAWER.submit(draw, *args, **kwargs).result()
+
+    return run
 
 
 def log_mel(mono: np.ndarray, sample_rate: int) -> np.ndarray:
@@ -56,6 +69,7 @@ def log_mel(mono: np.ndarray, sample_rate: int) -> np.ndarray:
     return 10.0 * np.log10(np.maximum(power, 1e-20))
 
 
+@_on_the_figure_thread
 def before_after(
     path: str | Path,
     output: np.ndarray,
@@ -100,6 +114,7 @@ def before_after(
     return _save(fig, path)
 
 
+@_on_the_figure_thread
 def audex_panel(
     path: str | Path,
     waveform: np.ndarray | None,
@@ -194,7 +209,7 @@ def font_family() -> tuple[str, ...]:
 def warm_up() -> None:
     """Draw one tiny before/after figure, captioned in Chinese, and throw it away: the one-time costs
     of the first figure (librosa's import, matplotlib's font cache and the CJK font, Agg's set-up)
-    are paid at start-up instead of by the first edit, which spent 30.9 s of 40 s drawing. Once per
+    are paid at start-up, not by the first edit, where they would take most of its time. Once per
     process."""
     import tempfile
 

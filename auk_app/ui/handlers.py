@@ -108,7 +108,8 @@ _ABSOLUTE_PATH = re.compile(r"(?<![\w.:/])(?:/[^\s/'\"`,;()]+)+/([^\s/'\"`,;()]+
 
 
 def without_paths(message: str) -> str:
-    """``message`` with absolute paths cut to their last part: clients never see the server's disk."""
+    """``message`` with absolute paths cut to their last part: clients never see where the server keeps
+    weights or data."""
     return _ABSOLUTE_PATH.sub(r"\1", message)
 
 
@@ -181,6 +182,14 @@ def _candidate_line(k: int, manifest: dict[str, Any]) -> str:
 def _chosen(state: dict | None, choice) -> dict | None:
     found = (state or {}).get("candidates") or []
     return found[choice] if isinstance(choice, int) and 0 <= choice < len(found) else None
+
+
+def _builder_record(built: dict | None, instruction) -> dict[str, Any] | None:
+    """What the manifest says of the builder: its task, and the speaker's pace the duration followed,
+    when the instruction is the one it wrote."""
+    if not built or built.get("instruction") != instruction or not built.get("task"):
+        return None
+    return {"task": built["task"], "seconds": built.get("seconds"), "pace": built.get("pace")}
 
 
 def _builder_target(built: dict | None, instruction) -> Target | None:
@@ -305,17 +314,19 @@ class Handlers:
         self.admission = Admission(api_names=("edit_audio", "_edit_from_ui", "text_to_audio"),
                                    weights={"edit_audio": runs_at, "_edit_from_ui": runs_at})  # ui/app.py binds it
         # On a ZeroGPU Space the GPU is attached per call, for a budget computed from the request.
-        self.edit_audio = self._runs.stoppable(gpu(self.edit_gpu_seconds)(self._api_edit))
-        self.edit_from_ui = self._runs.stoppable(gpu(self.edit_gpu_seconds)(self._page_edit))
-        self.text_to_audio = self._runs.stoppable(gpu(self.audex_gpu_seconds)(self._api_audex))
+        started = self.admission.started
+        self.edit_audio = self._runs.stoppable(gpu(self.edit_gpu_seconds)(self._api_edit), on_start=started)
+        self.edit_from_ui = self._runs.stoppable(gpu(self.edit_gpu_seconds)(self._page_edit), on_start=started)
+        self.text_to_audio = self._runs.stoppable(gpu(self.audex_gpu_seconds)(self._api_audex), on_start=started)
         # Validators: Gradio runs them inside the client's join request, before the request is queued.
-        self.check_edit = self._validator(self._api_edit, self._edit_problems, room_first=True)
-        self.check_edit_from_ui = self._validator(self._page_edit, self._edit_problems, room_first=True)
+        self.check_edit = self._validator(self._api_edit, self._edit_problems)
+        self.check_edit_from_ui = self._validator(self._page_edit, self._edit_problems)
         self.check_audex = self._validator(self._api_audex, self._audex_problems)
 
-    def _validator(self, handler, problems_of, *, room_first: bool = False):
-        """A validator for ``handler``: ``problems_of(values)`` in a worker thread, then a place in the
-        model queue (Admission). ``room_first`` refuses a full queue before the (decoding) checks.
+    def _validator(self, handler, problems_of):
+        """A validator for ``handler``: a place in the model queue for the runs the request asks for
+        (Admission; a full queue refuses at once, before anything is decoded), then ``problems_of(values)``
+        in a worker thread; a refused request gives its place back.
 
         It takes ``handler``'s signature so that Gradio passes it the join's gr.Request: a client that
         gave up while the upload check ran (gradio_client's join times out after 5 s) never opens its
@@ -328,18 +339,18 @@ class Handlers:
         @functools.wraps(handler)
         async def validate(*args, **kwargs):
             values = _named(handler, args, kwargs)
-            runs = _runs_asked(values)
             try:
-                if room_first:
-                    self.admission.check_room(runs)  # before the upload check decodes anything
-                problems = await anyio.to_thread.run_sync(problems_of, values)
-                if not problems:
-                    if await client_gone(values.get("request")):
-                        problems = {names[0]: "The client went away during the checks, so the request was not queued."}
-                    else:
-                        self.admission.reserve(runs)
+                place = self.admission.reserve(_runs_asked(values), getattr(values.get("request"), "session_hash", None))
             except Busy as exc:
-                problems = {names[0]: str(exc)}
+                return _verdicts(names, {names[0]: str(exc)})
+            try:
+                problems = await anyio.to_thread.run_sync(problems_of, values)
+                if not problems and await client_gone(values.get("request")):
+                    problems = {names[0]: "The client went away during the checks, so the request was not queued."}
+            except BaseException:
+                self.admission.release(place)
+                raise
+            (self.admission.release if problems else self.admission.passed)(place)
             return _verdicts(names, problems)
 
         return validate
@@ -401,7 +412,7 @@ class Handlers:
     def finish_edit(self, state):
         """After the page's edit has shown its audio: the figure, and the same samples as FLAC and MP3
         beside the WAV (MP3 where libsndfile encodes it; its button stays hidden otherwise), which
-        for a 10-minute region took seconds. The state is not an output, so a slow drawing cannot
+        for a 10-minute region take seconds. The state is not an output, so a slow drawing cannot
         overwrite a newer edit's state; it lets go of the clips in place (a 10-minute region's are
         100 MB), which a state Gradio hands over by reference frees."""
         pending = (state or {}).get("figure")
@@ -456,7 +467,8 @@ class Handlers:
         instruction is the one it built."""
         stop = self._runs.flag(request)
         try:
-            order = EditOrder.from_knobs(values, self.limits, target=_builder_target(built, values["instruction"]))
+            order = EditOrder.from_knobs(values, self.limits, target=_builder_target(built, values["instruction"]),
+                                         builder=_builder_record(built, values["instruction"]))
             made, entry = self.studio.fulfil(order, progress=_auk_progress(progress, order.candidates),
                                              should_stop=stop.is_set, warn=gr.Warning)
             _raise_if_stopped(stop)
@@ -525,16 +537,17 @@ class Handlers:
 
     def on_audio_change(self, audio, start=None, end=None):
         """The upload's verdict (under a region's longer limit when one is set: ``start``, ``end``), the
-        length the builder estimates durations from (the region's when one is set, else the clip's), and
-        the player: a refused clip is cleared from it, so nobody runs an edit that cannot start, unless
-        it is only too long and a region would make it usable (the verdict says so)."""
+        length and the voiced seconds the builder times new words from (the region's when one is set,
+        else the clip's), and the player: a refused clip is cleared from it, so nobody runs an edit
+        that cannot start, unless it is only too long and a region would make it usable (the verdict
+        says so)."""
         findings = None if audio is None else upload_check.check_upload(audio, self.limits.for_region(end or None))
         usable = findings is not None and findings["verdict"] != "rejected"
-        length = findings["duration_s"] if usable else None
-        if usable and end is not None and end > (start or 0.0):
-            length = end - (start or 0.0)
+        region = (start or 0.0, end) if usable and end is not None and end > (start or 0.0) else None
+        length = None if not usable else findings["duration_s"] if region is None else region[1] - region[0]
+        voiced = self.studio.voiced_seconds(audio, region) if usable else None
         keep = usable or audio is None or (not end and self._usable_with_a_region(audio, findings))
-        return ui_text.upload_verdict(findings), length, gr.skip() if keep else gr.update(value=None)
+        return ui_text.upload_verdict(findings), length, voiced, gr.skip() if keep else gr.update(value=None)
 
     def _usable_with_a_region(self, audio, findings) -> bool:
         """Whether a clip refused as a whole passes under a region's limits (only too long, then).
@@ -551,14 +564,17 @@ class Handlers:
             return gr.skip(), "There is no result yet to use as the source."
         return path, f"The result ({Path(path).name}) is now the source clip."
 
-    def preview(self, task_key, mode, text, original, option, amount, source_seconds, language=instructions.EN):
+    def preview(self, task_key, mode, text, original, option, amount, source_seconds, source_voiced=None,
+                language=instructions.EN):
         fields = {"mode": mode, "text": text, "original": original, "option": option, "amount": amount}
         built = instructions.build(task_key, {k: v or "" for k, v in fields.items()},
                                    source_seconds=source_seconds, language=language or instructions.EN,
-                                   limits=self.limits)
-        # The task and its fields ride along: the edit check reads its target from them (_builder_target).
-        return ui_text.builder_preview(built), {"instruction": built.instruction, "seconds": built.duration.seconds,
-                                                "task": task_key, "fields": fields}
+                                   limits=self.limits, voiced_seconds=source_voiced)
+        # The task and its fields ride along: the edit check reads its target from them (_builder_target),
+        # and the manifest records the speaker's pace the duration follows.
+        return ui_text.builder_preview(built), {
+            "instruction": built.instruction, "seconds": built.duration.seconds, "task": task_key, "fields": fields,
+            "pace": None if built.pace is None else built.pace.to_manifest()}
 
     @staticmethod
     def apply_built(built):

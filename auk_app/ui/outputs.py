@@ -46,7 +46,8 @@ class Deliverables:
 @dataclass(frozen=True)
 class PendingFigure:
     """An edit's before/after figure, not yet drawn: drawing can take far longer than writing the
-    audio (30.9 s of a 40 s first edit), so the page shows the audio first and then calls ``draw``."""
+    audio (a first figure pays matplotlib's one-time costs), so the page shows the audio first and then
+    calls ``draw``."""
 
     path: Path
     output: np.ndarray

@@ -1,7 +1,7 @@
 """Model runs that stop when their request goes away: Stop, a client's cancel, a closed tab.
 
 Gradio runs a sync handler in a worker thread it cannot interrupt and holds the concurrency
-slot until that thread returns, so a cancelled edit used to keep the GPU for all its remaining
+slot until that thread returns, so a cancelled edit would keep the GPU for all its remaining
 steps. Here the handler runs in a thread the request may abandon, beside a stop flag the
 pipelines check between steps (and Audex between tokens):
 
@@ -12,8 +12,8 @@ pipelines check between steps (and Audex between tokens):
   SSE stream only marks the session's queued events dead (``Event.alive``), and a browser whose
   heartbeat drops marks them closed (``Event.closed``), which Gradio itself runs anyway. A watcher
   polls both marks and raises the flag; a request already marked when its turn comes is not started
-  at all (the flag would only be seen after loading and conditioning, at the first step). This reads
-  the queue's internals, pinned with the gradio version and held by tests/app/test_cancel.py.
+  at all (the flag would only be seen after loading and conditioning, at the first step). The marks
+  are read through :mod:`auk_app.ui.gradio_queue`, the one place that reads Gradio's queue.
 * A client that gives up during its join (the validator's upload check can take seconds) never
   opens its stream, so nothing marks its event: the validators ask the join's own HTTP request
   (:func:`client_gone`) after the check and queue nothing for a client that has hung up.
@@ -28,17 +28,20 @@ import inspect
 import threading
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
 import gradio as gr
 
 from auk_app.errors import AppError
+from auk_app.ui.gradio_queue import QueuedEvent, events
 
 DISCONNECT_POLL_SECONDS = 0.2
 # A validated request is in Gradio's queue within milliseconds; a reservation never matched to
 # an event (its push failed after validation) stops counting after this.
 ADMISSION_GRACE_SECONDS = 5.0
+CHECK_GRACE_SECONDS = 120.0  # a request's checks (the upload's decoding) end well within this
 
 
 class Busy(AppError):
@@ -47,17 +50,18 @@ class Busy(AppError):
 
 
 class Admission:
-    """At most ``cap`` model requests waiting, however many arrive at once.
+    """At most ``cap`` model runs waiting or running, however many requests arrive at once.
 
-    Gradio checks its ``max_size`` before it runs the validator, so 40 simultaneous arrivals all
-    passed an empty queue's check and were all queued; and that cap counts every queued event, so a
-    full model queue also refused ``/model_info``. Here a model endpoint's validator, once the
-    values pass, reserves a place under a lock: the model events waiting in Gradio's queue plus the
-    reservations not yet queued may not reach ``cap``. Each model event that appears in the queue
-    (or already running) settles the oldest reservation, since every one passed a validator.
-
-    A request counts as the runs it asks for: ``weights`` maps an endpoint to the input position of
-    its count (an edit's ``candidates``: eight candidates wait as eight edits would), 1 elsewhere.
+    Gradio checks its ``max_size`` before it runs the validator, so simultaneous arrivals all passed
+    an empty queue's check, and that cap counts events, not the runs they ask for. Here a model
+    endpoint's validator reserves the runs its request asks for (:meth:`reserve`) under a lock before
+    its checks: the runs of the model events waiting or running in Gradio's queue plus the
+    reservations not yet queued may not pass ``cap``, so the rest of a burst is refused at once.
+    A request whose checks fail gives its runs back (:meth:`release`); one that passes
+    (:meth:`passed`) holds them until its session's event shows in the queue or starts to run
+    (:meth:`started`), where the event itself counts. A request counts as the runs it asks for:
+    ``weights`` maps an endpoint to the input position of its count (an edit's ``candidates``), 1
+    elsewhere.
     """
 
     def __init__(self, api_names: Iterable[str], weights: dict[str, int] | None = None) -> None:
@@ -65,60 +69,77 @@ class Admission:
         self.weights = dict(weights or {})
         self.cap: int | None = None
         self._blocks: Any = None
-        self._reserved: list[tuple[float, int]] = []  # (when, runs) of each validated, not yet queued request
-        self._seen: set[str] = set()  # ids of the model events queued or running at the last look
+        self._reserved: list[_Reservation] = []
         self._lock = threading.Lock()
 
     def bind(self, blocks: gr.Blocks, cap: int) -> None:
         """Count ``blocks``' queue (built after its handlers) against ``cap``; unbound, nothing is refused."""
         self._blocks, self.cap = blocks, cap
 
-    def check_room(self, runs: int = 1) -> None:
-        """Raise Busy naming the limit if the model queue has no room for ``runs``, reserving nothing:
-        a cheap check before the upload check decodes, so a burst of refused requests decodes nothing."""
-        if self.cap is not None:
-            with self._lock:
-                self._refuse_if_full(time.monotonic(), runs)
-
-    def reserve(self, runs: int = 1) -> None:
-        """Take ``runs`` places in the model queue, or raise Busy naming the limit."""
+    def reserve(self, runs: int, session: str | None) -> _Reservation:
+        """Hold ``runs`` places for a request of ``session``, or raise Busy naming the limit. One
+        request always fits an empty queue."""
+        reservation = _Reservation(session, runs, time.monotonic())
         if self.cap is None:
-            return
-        now = time.monotonic()
+            return reservation
         with self._lock:
-            self._refuse_if_full(now, runs)
-            self._reserved.append((now, runs))
+            held = self._held(reservation.since)
+            if held + runs > self.cap and (held or not self.cap):
+                asked = "" if runs == 1 else f" (this request asks for {runs})"
+                raise Busy(f"The server is busy: {held} runs are waiting for the model or running, the most it "
+                           f"takes is {self.cap}{asked}. Try again in a minute.")
+            self._reserved.append(reservation)
+        return reservation
 
-    def _refuse_if_full(self, now: float, runs: int) -> None:
-        """Settle the reservations that reached the queue, then refuse if ``runs`` more do not fit (under
-        the lock). One request always fits an empty queue, whatever it asks for."""
-        waiting, present = self._model_events()
-        self._reserved = self._reserved[len(present - self._seen):]  # the newly queued, oldest first
-        self._seen = present
-        self._reserved = [(t, n) for t, n in self._reserved if now - t < ADMISSION_GRACE_SECONDS]
-        held = waiting + sum(n for _, n in self._reserved)
-        if held + runs > self.cap and (held or not self.cap):
-            asked = "" if runs == 1 else f" (this request asks for {runs})"
-            raise Busy(f"The server is busy: {held} runs are already waiting for the model, the most it queues "
-                       f"is {self.cap}{asked}. Try again in a minute.")
+    def passed(self, reservation: _Reservation) -> None:
+        """The request passed its checks: it goes into Gradio's queue, where its event will count."""
+        reservation.passed_at = time.monotonic()
 
-    def _runs_of(self, event) -> int:
+    def release(self, reservation: _Reservation) -> None:
+        """The request was refused after all: its runs are free again."""
+        with self._lock:
+            if reservation in self._reserved:
+                self._reserved.remove(reservation)
+
+    def started(self, session: str | None) -> None:
+        """A model run of ``session`` has started: its running event counts now, not its reservation."""
+        with self._lock:
+            self._reserved = [r for r in self._reserved if not (r.passed_at is not None and r.session == session)]
+
+    def _held(self, now: float) -> int:
+        """Runs held now (under the lock): the model events' in Gradio's queue, and the reservations
+        whose session has no such event yet."""
+        waiting, running = events(self._blocks)
+        model = [e for e in waiting + running if e.api_name in self.api_names]
+        queued = {e.session for e in model}
+        self._reserved = [r for r in self._reserved
+                          if not r.expired(now) and not (r.passed_at is not None and r.session in queued)]
+        return sum(self._runs_of(e) for e in model) + sum(r.runs for r in self._reserved)
+
+    def _runs_of(self, event: QueuedEvent) -> int:
         """The runs a queued event asks for: its count input where its endpoint has one, else 1."""
-        position = self.weights.get(event.fn.api_name)
-        data = getattr(getattr(event, "data", None), "data", None)
-        if position is None or not data or position >= len(data):
+        position = self.weights.get(event.api_name)
+        if position is None or position >= len(event.data):
             return 1
-        value = data[position]
+        value = event.data[position]
         return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 1 else 1
 
-    def _model_events(self) -> tuple[int, set[str]]:
-        """(runs the model events waiting ask for, ids of those waiting or running) in Gradio's queue,
-        read from its internals like ``_disconnected``."""
-        queue = self._blocks._queue
-        waiting = [e for q in list(queue.event_queue_per_concurrency_id.values()) for e in list(q.queue)
-                   if e.fn.api_name in self.api_names]
-        running = [e for job in list(queue.active_jobs) if job for e in job if e.fn.api_name in self.api_names]
-        return sum(self._runs_of(e) for e in waiting), {e._id for e in waiting + running}
+
+@dataclass(eq=False)
+class _Reservation:
+    """Runs held for a request of ``session`` between its arrival and its event's in Gradio's queue."""
+
+    session: str | None
+    runs: int
+    since: float
+    passed_at: float | None = None
+
+    def expired(self, now: float) -> bool:
+        """A passed request is queued within milliseconds, and a check takes seconds at most: a
+        reservation past these bounds lost its request (a push that failed after validation)."""
+        if self.passed_at is not None:
+            return now - self.passed_at > ADMISSION_GRACE_SECONDS
+        return now - self.since > CHECK_GRACE_SECONDS
 
 
 class Runs:
@@ -149,8 +170,10 @@ class Runs:
                 if self._flags.get(session) is flag:
                     del self._flags[session]
 
-    def stoppable(self, handler: Callable[..., Any]) -> Callable[..., Any]:
-        """``handler`` (sync, with a ``request`` parameter) as a coroutine with the same signature."""
+    def stoppable(self, handler: Callable[..., Any], *, on_start: Callable[[str | None], None] | None = None,
+                  ) -> Callable[..., Any]:
+        """``handler`` (sync, with a ``request`` parameter) as a coroutine with the same signature;
+        ``on_start(session)`` hears that its run began."""
         signature = inspect.signature(handler)
 
         @functools.wraps(handler)
@@ -159,6 +182,8 @@ class Runs:
             if _disconnected(request):
                 raise gr.Error("The client went away before its run started, so it was not run.",
                                print_exception=False)
+            if on_start is not None:
+                on_start(_session(request))
             with self._running(_session(request)) as flag:
                 watcher = asyncio.create_task(_watch_disconnect(request, flag))
                 try:
@@ -179,15 +204,13 @@ async def _watch_disconnect(request: gr.Request | None, flag: threading.Event) -
 
 
 def _disconnected(request: gr.Request | None) -> bool:
-    """Whether Gradio has marked a running event of the caller's session dead (its stream went away)
-    or closed (its browser's heartbeat stopped): either way nobody will read the result."""
+    """Whether a running event of the caller's session has a client that went away (its stream
+    closed, or its browser's heartbeat stopped): either way nobody will read the result."""
     session = _session(request)
     app = getattr(getattr(request, "request", None), "app", None)
     if session is None or app is None:
         return False
-    queue = app.get_blocks()._queue
-    return any(not event.alive or getattr(event, "closed", False)
-               for job in queue.active_jobs if job for event in job if event.session_hash == session)
+    return any(event.gone for event in events(app.get_blocks())[1] if event.session == session)
 
 
 async def client_gone(request: gr.Request | None) -> bool:

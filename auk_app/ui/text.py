@@ -15,7 +15,7 @@ from auk_app.config import Limits
 from auk_app.resolve import AUDEX, AUK_BASE, AUK_FLASH, QWEN_OMNI, XCODEC1
 from auk_app.service import GET_WEIGHTS
 
-_RELIABILITY = {True: "reliable", False: "often unstable", None: "not tested"}  # community tests (peer_apps §1.1)
+_RELIABILITY = {True: "reliable", False: "often unstable", None: "not tested"}  # ComfyUI-AuK's community tests
 _VERDICT_MARKS = {"ok": "✓ Ready:", "warning": "⚠ Usable, but:", "rejected": "✗ Refused:"}
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import threading
 import time
 import uuid
@@ -21,14 +20,14 @@ def _edit_fn_index(demo) -> int:
 
 def _handlers(demo):
     """The Handlers behind ``demo``'s event functions."""
-    edit = next(fn for fn in demo.fns.values() if fn.api_name == "edit_audio")
-    return inspect.unwrap(edit.fn).__self__
+    info = next(fn for fn in demo.fns.values() if fn.api_name == "model_info")
+    return info.fn.__self__
 
 
-def _join(url: str, fn_index: int) -> httpx.Response:
+def _join(url: str, fn_index: int, candidates: int = 1) -> httpx.Response:
     """One raw arrival at the queue, as any client can make it: a text-only edit of 1 s (all 15 inputs,
-    the last one candidate)."""
-    data = [None, "Say hi.", "auto", 1, None, None, None, "", 0, True, True, None, None, False, 1]
+    the last one its candidates)."""
+    data = [None, "Say hi.", "auto", 1, None, None, None, "", 0, True, True, None, None, False, candidates]
     body = {"data": data, "fn_index": fn_index, "session_hash": uuid.uuid4().hex, "event_data": None,
             "trigger_id": None}
     return httpx.post(f"{url.rstrip('/')}/gradio_api/queue/join", json=body, timeout=60)
@@ -60,9 +59,8 @@ def test_simultaneous_arrivals_cannot_pass_the_cap_and_model_info_still_answers(
         admitted = [r for r in replies if r.status_code == 200]
         refused = [r for r in replies if r.status_code != 200]
         assert len(replies) == ARRIVALS
-        running = app.studio.config.auk_batch  # the edit queue runs this many at once (batched steps)
-        assert QUEUE_MAX_SIZE <= len(admitted) <= QUEUE_MAX_SIZE + running  # the cap, plus those already running
-        assert all(r.status_code == 422 and f"the most it queues is {QUEUE_MAX_SIZE}. Try again in a minute."
+        assert len(admitted) == QUEUE_MAX_SIZE  # waiting and running alike
+        assert all(r.status_code == 422 and f"the most it takes is {QUEUE_MAX_SIZE}. Try again in a minute."
                    in _refusal(r) for r in refused)
         started = time.monotonic()
         info = client_for(app.url).predict(api_name="/model_info")
@@ -94,9 +92,9 @@ def _upload(url: str, path) -> dict:
 
 
 def test_a_client_that_gives_up_during_the_upload_check_costs_no_run(app, clips, client_for, monkeypatch):
-    """Issue 44 item 4: gradio_client timed out in its join while the upload check ran, never opened
-    its stream, so Gradio kept the event alive and ran it for nobody. The validator looks again after
-    the check: the abandoned request is never queued, and the next one still runs."""
+    """A gradio_client that times out in its join while the upload check runs never opens its
+    stream, so Gradio would keep the event alive and run it for nobody. The validator looks again
+    after the check: the abandoned request is never queued, and the next one still runs."""
     from gradio_client.exceptions import AppError
 
     from auk_app.ui import handlers as handlers_module
@@ -143,16 +141,16 @@ def test_a_client_that_gives_up_during_the_upload_check_costs_no_run(app, clips,
 
 
 def test_a_full_queue_refuses_gradio_client_with_our_sentence(app, monkeypatch):
-    """Issue 44 item 3's refusal reaches gradio_client as our sentence, not a bare HTTP 400."""
+    """A full model queue's refusal reaches gradio_client as our sentence, not a bare HTTP 400."""
     from gradio_client import Client
     from gradio_client.exceptions import ValidationError
 
     monkeypatch.setattr(_handlers(app.demo).admission, "cap", 0)
     client = Client(app.url, verbose=False)
-    with pytest.raises(ValidationError, match=r"The server is busy: \d+ runs are already waiting for the model, "
-                                              r"the most it queues is 0\. Try again in a minute\."):
+    with pytest.raises(ValidationError, match=r"The server is busy: \d+ runs are waiting for the model or running, "
+                                              r"the most it takes is 0\. Try again in a minute\."):
         client.predict(instruction="Say hi.", seconds=1, api_name="/edit_audio")
-    with pytest.raises(ValidationError, match="the most it queues is 0"):
+    with pytest.raises(ValidationError, match="the most it takes is 0"):
         client.predict(caption="rain", api_name="/text_to_audio")
 
 
@@ -162,3 +160,83 @@ def test_the_pages_generate_counts_against_the_cap_like_the_api(app):
 
     model_events = {fn.api_name for fn in app.demo.fns.values() if fn.concurrency_id in ("auk", GPU_QUEUE) and fn.queue}
     assert model_events == set(_handlers(app.demo).admission.api_names) == {"edit_audio", "_edit_from_ui", "text_to_audio"}
+
+
+def _holding(app, monkeypatch) -> threading.Event:
+    """Runs that hold the model until the returned event is set (or their request is stopped)."""
+    release = threading.Event()
+
+    def held(*args, should_stop=None, **kwargs):
+        while not release.wait(0.05) and not (should_stop and should_stop()):
+            pass
+        raise Cancelled("released")
+
+    monkeypatch.setattr(app.studio, "run_plan", held)
+    return release
+
+
+def test_candidates_count_as_runs_whether_they_wait_or_run(app, monkeypatch):
+    """Two requests of eight candidates fill the sixteen places, running or not; a third is refused
+    at once, with what it asked for."""
+    from auk_app.ui.app import QUEUE_MAX_SIZE
+
+    release = _holding(app, monkeypatch)
+    fn_index, replies = _edit_fn_index(app.demo), []
+    try:
+        for _ in range(2):
+            replies.append(_join(app.url, fn_index, candidates=QUEUE_MAX_SIZE // 2))
+        time.sleep(1.0)  # both are running now (the edit queue runs four at once)
+        started = time.monotonic()
+        third = _join(app.url, fn_index, candidates=QUEUE_MAX_SIZE // 2)
+        assert [r.status_code for r in replies] == [200, 200] and third.status_code == 422, [
+            _refusal(r) for r in replies if r.status_code != 200]
+        assert f"{QUEUE_MAX_SIZE} runs are waiting for the model or running" in _refusal(third)
+        assert f"(this request asks for {QUEUE_MAX_SIZE // 2})" in _refusal(third)
+        assert time.monotonic() - started < 5  # refused at once, not after waiting
+    finally:
+        release.set()
+        _drain(app.demo)
+
+
+@pytest.mark.parametrize("api_name", ["edit_audio", "text_to_audio"])
+def test_no_model_endpoint_runs_past_the_queue(app, api_name):
+    """The direct POST routes skip validators and the queue: closed for every model endpoint."""
+    reply = httpx.post(f"{app.url.rstrip('/')}/gradio_api/run/{api_name}", json={"data": []}, timeout=30)
+    assert reply.status_code == 404 and "join the queue" in reply.text
+    info = httpx.post(f"{app.url.rstrip('/')}/gradio_api/run/model_info", json={"data": []}, timeout=30)
+    assert info.status_code == 200 and info.json()["data"][0]["default_model"] == "demo"
+
+
+def test_a_burst_of_clients_each_gets_a_result_or_the_busy_sentence(app, client_for, monkeypatch):
+    """gradio_client gives up on a join after 5 s: a burst must be answered well within that, every
+    client with a result or the busy sentence, none with a timeout."""
+    from gradio_client.exceptions import AppError, ValidationError
+
+    release = _holding(app, monkeypatch)
+    clients = [client_for(app.url) for _ in range(ARRIVALS)]
+    outcomes, gate = [], threading.Barrier(ARRIVALS)
+
+    def call(client):
+        gate.wait()
+        try:
+            client.predict(instruction="Say hi.", seconds=1, api_name="/edit_audio")
+            outcomes.append("result")
+        except ValidationError as exc:
+            outcomes.append("busy" if "The server is busy" in str(exc) else repr(exc))
+        except AppError as exc:
+            outcomes.append("result" if "released" in str(exc) else repr(exc))
+        except Exception as exc:  # noqa: BLE001: what a client must never meet
+            outcomes.append(repr(exc))
+
+    threads = [threading.Thread(target=call, args=(client,)) for client in clients]
+    try:
+        for thread in threads:
+            thread.start()
+        time.sleep(3)
+        release.set()
+        for thread in threads:
+            thread.join(120)
+    finally:
+        release.set()
+        _drain(app.demo)
+    assert set(outcomes) == {"result", "busy"} and len(outcomes) == ARRIVALS, outcomes

@@ -92,7 +92,7 @@ def test_the_edit_check_is_in_the_manifest_and_says_when_it_cannot_measure(clien
 def _edit_check(entry: dict) -> EditCheck:
     """A table row's check as the check library's record (what rank orders)."""
     return EditCheck(entry["task"], entry["asked"], entry["got"], entry["unit"], entry["tolerance"], entry["pass"],
-                     entry["note"], entry["bound"], entry["kept"])
+                     entry["note"], entry["bound"], entry["kept"], entry["clipped"])
 
 
 def test_four_candidates_each_checked_the_best_first(client, clips):
@@ -169,6 +169,9 @@ def test_clipping_is_counted_as_the_wav_holds_it_and_headroom_avoids_it(client, 
     assert 20 * np.log10(np.abs(data).max() / 32768) <= -0.99
     assert kept["output"]["clipped_samples"] == 0 and kept["output"]["headroom"]["gain_db"] < -1
     assert not any("clips" in w for w in kept["warnings"])
+    # The check line says so too, of what the WAV holds: with headroom nothing is at full scale.
+    assert manifest["check"]["clipped"] == at_full_scale and "clips:" in manifest["check"]["display"]
+    assert kept["check"]["clipped"] == 0 and "clips" not in kept["check"]["display"]
 
 
 def test_the_command_line_reports_the_same_record_as_the_api(client, clips, tmp_path, capsys):
@@ -207,6 +210,21 @@ def test_what_the_demo_was_not_trained_for_is_warned_about_with_the_released_wei
         assert "hf download tencent/AuK --local-dir ckpts/AuK" in GET_WEIGHTS
     _, _, manifest, *_ = _edit(client, clips.voice, instruction="Raise the pitch by 2 semitones.", seed=5)
     assert manifest["warnings"] == []
+
+
+def test_a_lacking_task_in_any_wording_and_a_request_of_no_task_are_warned_about(client, clips):
+    # The page's own example with its full stop inside the quotes; then a request that is no task at all.
+    described = ('Generate speech based on the following description: "A calm, low male voice." '
+                 'The content to speak is: "Welcome to the studio."')
+    _, _, manifest, *_ = _edit(client, instruction=described, seconds=0.5, seed=5)
+    assert [w for w in manifest["warnings"] if not w.startswith("The result clips")] == [
+        "AuK-Tiny (demo) was not trained for Instruct TTS (voice from a description, no clip), so expect a result "
+        f"that does not follow the instruction; the released AuK weights were. {GET_WEIGHTS}"]
+    _, _, manifest, *_ = _edit(client, clips.voice, instruction="Add reverb like a cathedral.", seed=5)
+    assert [w for w in manifest["warnings"] if not w.startswith("The result clips")] == [
+        "AuK-Tiny (demo) was trained only for Volume, Pitch, Speech enhancement (Remove noise) and Sine tone (text to "
+        "tone), and this request reads as none of them, so expect a result that does not follow it; word it as one "
+        "of those, as the instruction builder does."]
 
 
 def test_text_only_generation_with_a_custom_grid_and_a_randomised_seed(client):
@@ -252,6 +270,9 @@ def test_bad_uploads_are_refused_before_the_queue_with_their_own_message(client,
 
 BAD_VALUES = [
     ({"instruction": "  "}, "instruction", "The instruction is empty"),
+    ({"instruction": "\u200b\u2060 \ufeff"}, "instruction", "The instruction is empty"),  # zero-width only
+    ({"instruction": "音" * 1000}, "instruction", "The instruction is 1002 tokens long for the demo model's text "
+                                                  "encoder, which reads at most 512"),
     ({"model": "AuK-Huge"}, "model", "Unknown model 'AuK-Huge'. Choose one of: auto, demo."),
     ({"model": "x" * 100_000}, "model", "… (100002 characters). Choose one of: auto, demo."),
     ({"seconds": -1}, "seconds", "positive number of seconds, at most 30; got -1"),
@@ -268,6 +289,7 @@ BAD_VALUES = [
     ({"seconds": 0.02}, "seconds", "the shortest is 0.04 s (two 20 ms latent frames)"),
     ({"randomize_seed": "false"}, "randomize_seed", "randomize_seed must be true or false; got 'false'."),
     ({"vae_sample": "false"}, "vae_sample", "vae_sample must be true or false; got 'false'."),
+    ({"headroom": "no"}, "headroom", "headroom must be true or false; got 'no'."),
     ({"t_grid": ", ".join(f"{i / 1000:.3f}" for i in range(1000))}, "t_grid", "characters) needs 2 to 65 points; it has 1000"),
 ]
 
@@ -434,6 +456,40 @@ def test_text_to_audio_values_are_validated(client, knobs, parameter, words):
     assert f"- {parameter}: " in str(refused.value) and words in str(refused.value)
 
 
+def _result_files(app) -> set:
+    from gradio.utils import get_upload_folder
+
+    return {p for p in (Path(get_upload_folder()) / "auk_studio").rglob("*") if p.is_file()}
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf], ids=["nan", "inf"])
+def test_a_non_finite_result_is_one_sentence_and_no_file(app, client, clips, monkeypatch, bad):
+    """A model that returns NaN or ±inf: PCM16 would write full-scale samples as a success. Every result
+    is checked before a file is written, the page's edit, the API's and text to audio alike."""
+    from dataclasses import replace
+
+    run_plan, generate = app.studio.run_plan, type(app.studio.audex()).generate
+
+    def broken(*args, **kwargs):
+        result = run_plan(*args, **kwargs)
+        return replace(result, wav=np.where(np.arange(result.wav.size) % 7 == 0, bad, result.wav).astype(np.float32))
+
+    def broken_audex(pipeline, *args, **kwargs):
+        made = generate(pipeline, *args, **kwargs)
+        if made.waveform is not None:
+            made = replace(made, waveform=np.full_like(made.waveform, bad))
+        return made
+
+    monkeypatch.setattr(app.studio, "run_plan", broken)
+    monkeypatch.setattr(type(app.studio.audex()), "generate", broken_audex)
+    before = _result_files(app)
+    with pytest.raises(AppError, match="The model returned NaN or infinite samples, so nothing was written"):
+        _edit(client, clips.voice, seed=1)
+    with pytest.raises(AppError, match="The model returned NaN or infinite samples, so nothing was written"):
+        client.predict(caption="A 440 Hz beep lasting one second", max_seconds=1, api_name="/text_to_audio")
+    assert _result_files(app) == before
+
+
 def test_pipeline_errors_reach_the_client_as_their_sentence(client):
     # Valid for the validator (short, not blank); the pipeline finds only control tokens in it.
     with pytest.raises(AppError, match="holds only special tokens of the model. Describe the sound in words."):
@@ -441,8 +497,9 @@ def test_pipeline_errors_reach_the_client_as_their_sentence(client):
 
 
 def test_an_instruction_of_only_special_tokens_is_refused_like_such_a_caption(client):
-    # The demo's MiniLM tokenizer's special tokens: removed, they would leave an empty instruction.
-    with pytest.raises(AppError, match="The instruction holds only special tokens of the model. Describe the edit"):
+    # The demo's MiniLM tokenizer's special tokens: removed, they would leave an empty instruction. The
+    # tokenizer reads the instruction with the other checks, so it is refused before the queue.
+    with pytest.raises(ValidationError, match="The instruction holds only special tokens of the model. Describe"):
         client.predict(instruction="[CLS] [SEP][MASK]", seconds=1, api_name="/edit_audio")
 
 
@@ -460,7 +517,7 @@ def test_uploads_above_the_size_limit_are_refused(client, tmp_path):
 
 
 def test_an_upload_is_decoded_once_per_request(app, clips, client_for, tmp_path, monkeypatch):
-    """The validator's upload check and the run read the same decoded clip (issue 44: decode once)."""
+    """The validator's upload check and the run read the same decoded clip: it is decoded once."""
     import shutil
 
     from auk_app import audio_io

@@ -49,7 +49,7 @@ def test_upload_edit_and_flash_lock_in_chromium(flash_app, clips, browser, tmp_p
     browser.goto(flash_app.url)
     browser.wait_for("document.querySelector('#run-edit') !== null")
     assert "demo model is in use" in browser.evaluate("document.querySelector('#demo-banner').innerText")
-    # On a desktop the banner is open, and Generate sits right above the result (issue 42, item 7).
+    # On a desktop the banner is open, and Generate sits right above the result.
     assert browser.evaluate("document.querySelector('#demo-banner-box .label-wrap').classList.contains('open')")
     assert 0 < _top(browser, "#edit-output") - _top(browser, "#run-edit") < 200
 
@@ -67,7 +67,7 @@ def test_upload_edit_and_flash_lock_in_chromium(flash_app, clips, browser, tmp_p
     assert f"_seed{seed}.wav" in wav_url  # the used (randomised) seed is written back
     # The edit check, right under the result's player.
     assert browser.wait_for("document.querySelector('#edit-check')?.innerText").startswith("asked −10 dB · got ")
-    # FLAC and MP3 beside the WAV (issue 42, item 10), named like it.
+    # FLAC and MP3 beside the WAV, named like it.
     for kind in ("flac", "mp3"):
         browser.wait_for(f"document.querySelector('#edit-{kind}-file')?.offsetParent != null")
     assert "loaded: AuK-Tiny (demo)" in browser.evaluate("document.querySelector('#status-line').innerText")
@@ -120,8 +120,8 @@ def _top(browser: Browser, selector: str) -> float:
 
 
 def test_on_a_phone_the_result_sits_by_generate_and_the_banner_folds(app, tmp_path):
-    """Issue 42, item 7: at 420 px the result was ~1,400 px below Generate, the builder below it, and
-    the banner filled the first screen."""
+    """At 420 px the result sits within 700 px below Generate, the builder comes before them, and the
+    banner starts folded rather than filling the first screen."""
     phone = Browser(tmp_path / "phone", width=420, height=900)
     try:
         phone.goto(app.url)
@@ -187,7 +187,7 @@ def test_switching_the_builders_task_is_clean_and_the_api_tab_names_this_server(
 
 
 def test_an_example_clip_fills_the_source_and_instruction_and_is_checked(app, browser):
-    """Issue 42, item 10: one click on an example clip loads it (with its verdict) and its instruction."""
+    """One click on an example clip loads it (with its verdict) and its instruction."""
     browser.goto(app.url)
     browser.wait_for("document.querySelector('#clip-examples tbody tr') !== null")
     # Retried (loading an example is safe to repeat): a click while the page lays itself out can miss.
@@ -198,7 +198,7 @@ def test_an_example_clip_fills_the_source_and_instruction_and_is_checked(app, br
 
 
 def test_the_result_plays_while_its_figure_is_still_drawing(app, clips, browser, monkeypatch):
-    """Issue 42, item 9: with drawing held on an Event (in this process, where the app runs), the
+    """With drawing held on an Event (in this process, where the app runs), the
     result's WAV reaches the page; the figure and the FLAC/MP3 buttons follow once it is released."""
     import threading
 

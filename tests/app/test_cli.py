@@ -121,6 +121,25 @@ def test_a_port_out_of_range_is_one_sentence_and_status_2(capsys, monkeypatch):
     assert "The port '70000' is not a port number from 1 to 65535" in message
 
 
+def test_port_0_is_refused_not_served_on_7860(capsys, monkeypatch):
+    message = _start_refusal(capsys, monkeypatch, "--port", "0")
+    assert "The port '0' is not a port number from 1 to 65535" in message
+
+
+@pytest.mark.parametrize("value, argv, words", [
+    ("abc", [], "GRADIO_SERVER_PORT is 'abc', not a port number"),
+    ("abc", ["--port", "7861"], "GRADIO_SERVER_PORT is 'abc', not a port number"),  # Gradio's import reads it anyway
+    ("0", [], "The port '0' is not a port number from 1 to 65535"),
+])
+def test_a_bad_gradio_server_port_is_one_sentence_not_a_traceback_from_gradio(app_command, value, argv, words):
+    """A fresh process: Gradio reads GRADIO_SERVER_PORT as it is imported, and died there (exit 1)."""
+    done = subprocess.run([*app_command, *argv], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "GRADIO_SERVER_PORT": value})
+    err = done.stderr.strip()
+    assert done.returncode == 2 and "\n" not in err and err.startswith("AuK Studio cannot start: "), err
+    assert words in err and done.stdout == ""
+
+
 def test_a_port_in_use_is_one_sentence_and_status_2(capsys, monkeypatch, port):
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", port))

@@ -79,9 +79,10 @@ def test_builder_fields_follow_the_task(handlers):
     assert not text["visible"] and not original["visible"] and not option["visible"]
     preview, built = handlers.preview("speed", None, None, None, None, "2.0", 3.0)
     assert built == {"instruction": "Adjust the speech speed to 2.0x.", "seconds": 1.5, "task": "speed",
-                     "fields": {"mode": None, "text": None, "original": None, "option": None, "amount": "2.0"}}
+                     "fields": {"mode": None, "text": None, "original": None, "option": None, "amount": "2.0"},
+                     "pace": None}
     assert "1.5 s" in preview and "source 3.00 s ÷ 2" in preview
-    _, built = handlers.preview("speed", None, None, None, None, "2.0", 3.0, "zh")
+    _, built = handlers.preview("speed", None, None, None, None, "2.0", 3.0, language="zh")
     assert built["instruction"] == "将语速调整为2.0倍。" and built["seconds"] == 1.5 and built["task"] == "speed"
 
 
@@ -101,7 +102,7 @@ def test_the_uploads_verdict_is_queued_and_budgeted_like_inspect_audio(app, hand
     verdicts = [fn for fn in app.demo.fns.values() if getattr(fn.fn, "__name__", "") == "on_audio_change"]
     assert verdicts and all(fn.queue and fn.concurrency_id == INTAKE_QUEUE for fn in verdicts)
     bomb = _flac_header(tmp_path / "bomb.flac", rate=192_000, channels=8, frames=int(599.9 * 192_000))
-    verdict, length, _ = handlers.on_audio_change(str(bomb), 0, 20.0)
+    verdict, length, _, _ = handlers.on_audio_change(str(bomb), 0, 20.0)
     assert "921.4 million samples" in verdict and "Export it at 48 kHz or less" in verdict and length is None
 
 
@@ -112,9 +113,12 @@ def test_a_request_whose_client_is_gone_is_not_started(handlers, monkeypatch, ma
     stopped; Gradio still runs those); a run whose turn comes after either costs nothing."""
     import gradio as gr
 
-    queue = SimpleNamespace(active_jobs=[[SimpleNamespace(session_hash="gone", **mark)]])
-    app = SimpleNamespace(get_blocks=lambda: SimpleNamespace(_queue=queue))
-    gone = SimpleNamespace(session_hash="gone", request=SimpleNamespace(app=app))
+    from auk_app.ui import runs
+    from auk_app.ui.gradio_queue import QueuedEvent
+
+    running = QueuedEvent("e1", "edit_audio", "gone", [], gone=not mark["alive"] or mark["closed"])
+    monkeypatch.setattr(runs, "events", lambda blocks: ([], [running]))  # as gradio_queue reads Gradio's
+    gone = SimpleNamespace(session_hash="gone", request=SimpleNamespace(app=SimpleNamespace(get_blocks=object)))
     started = []
     monkeypatch.setattr(handlers.studio, "run_plan", lambda *args, **kwargs: started.append(args))
     monkeypatch.setattr(handlers.studio, "text_to_audio", lambda *args, **kwargs: started.append(args))
@@ -128,16 +132,16 @@ def test_a_request_whose_client_is_gone_is_not_started(handlers, monkeypatch, ma
 def test_a_full_model_queue_refuses_before_the_upload_is_decoded(app, handlers, clips, monkeypatch):
     """A burst of region edits on a full queue must not each decode a 10-minute source first."""
     from auk_app.ui import handlers as handlers_module
-    from auk_app.ui.runs import Admission
+    from auk_app.ui import runs
 
     decoded = []
     monkeypatch.setattr(handlers_module.upload_check, "check_upload", lambda *args: decoded.append(args))
-    full = Admission(api_names=("edit_audio",))
-    queue = SimpleNamespace(event_queue_per_concurrency_id={}, active_jobs=[])
-    full.bind(SimpleNamespace(_queue=queue), cap=0)
+    monkeypatch.setattr(runs, "events", lambda blocks: ([], []))  # an empty queue, as gradio_queue reads it
+    full = runs.Admission(api_names=("edit_audio",))
+    full.bind(object(), cap=0)
     monkeypatch.setattr(handlers, "admission", full)
     verdicts = asyncio.run(handlers.check_edit(clips.voice, "Raise the volume by 3 dB."))
-    assert "the most it queues is 0" in verdicts[0]["message"] and not verdicts[0]["is_valid"]
+    assert "the most it takes is 0" in verdicts[0]["message"] and not verdicts[0]["is_valid"]
     assert decoded == []
 
 
@@ -166,11 +170,11 @@ def test_the_model_list_shows_each_model_once_and_the_released_ones_not_here(fla
 
 
 def test_a_refused_clip_leaves_the_player_unless_a_region_would_make_it_usable(handlers, clips):
-    verdict, length, player = handlers.on_audio_change(str(clips.silent))
+    verdict, length, _, player = handlers.on_audio_change(str(clips.silent))
     assert verdict.startswith("✗ Refused:") and length is None and player == {"__type__": "update", "value": None}
-    verdict, length, player = handlers.on_audio_change(str(clips.voice))
-    assert verdict.startswith("✓ Ready:") and length == 0.6 and "value" not in player
-    verdict, _, player = handlers.on_audio_change(str(clips.too_long))  # 31 s: a region makes it usable
+    verdict, length, voiced, player = handlers.on_audio_change(str(clips.voice))
+    assert verdict.startswith("✓ Ready:") and length == 0.6 and "value" not in player and 0 < voiced <= 0.6
+    verdict, _, _, player = handlers.on_audio_change(str(clips.too_long))  # 31 s: a region makes it usable
     assert "choose a region" in verdict and "value" not in player
 
 
@@ -181,8 +185,8 @@ def test_stop_and_use_as_source_say_what_they_did(handlers, clips):
 
 
 def test_the_pages_edit_returns_the_audio_before_its_figure_is_drawn(handlers, clips, monkeypatch):
-    """Item 9 of issue 42: the first edit waited 30.9 s on its figure. Drawing is held on an Event:
-    the page's edit still returns its WAV and manifest, and only the chained figure event waits."""
+    """A figure can take far longer than the edit. With drawing held on an Event, the page's edit
+    still returns its WAV and manifest, and only the chained figure event waits."""
     import threading
 
     from auk_app.ui import figures
@@ -229,7 +233,7 @@ def test_the_audio_is_set_by_an_event_that_does_not_draw_and_figures_are_warm_at
 
 
 def test_the_example_clips_are_small_shipped_files_listed_on_the_page(app):
-    """Issue 42, item 10: speech, tone and noisy speech as committed FLAC (Spaces have no espeak-ng)."""
+    """Speech, tone and noisy speech as committed FLAC (Spaces have no espeak-ng)."""
     import gradio as gr
     import soundfile as sf
 
@@ -245,25 +249,30 @@ def test_the_example_clips_are_small_shipped_files_listed_on_the_page(app):
     assert all(sample[1] for sample in listed.samples)  # each with an instruction the demo model does
 
 
-def test_a_request_of_n_candidates_holds_n_places_in_the_model_queue(handlers):
+def test_a_request_of_n_candidates_holds_n_places_in_the_model_queue(handlers, monkeypatch):
+    from auk_app.ui import runs
+    from auk_app.ui.gradio_queue import QueuedEvent
     from auk_app.ui.handlers import inputs_of
-    from auk_app.ui.runs import Admission, Busy
 
     at = inputs_of(handlers.edit_audio).index("candidates")
     assert at == inputs_of(handlers.edit_from_ui).index("candidates")  # both edits count alike
-    waiting = SimpleNamespace(_id="a", fn=SimpleNamespace(api_name="edit_audio"),
-                              data=SimpleNamespace(data=[None] * at + [6]))
-    queue = SimpleNamespace(event_queue_per_concurrency_id={"auk": SimpleNamespace(queue=[waiting])}, active_jobs=[])
-    admission = Admission(api_names=("edit_audio",), weights={"edit_audio": at})
-    admission.bind(SimpleNamespace(_queue=queue), cap=16)
-    admission.reserve(8)  # 6 waiting + 8 = 14
-    admission.reserve(2)  # 16: full
-    with pytest.raises(Busy, match=r"16 runs are already waiting for the model, the most it queues is 16 "
-                                   r"\(this request asks for 4\)"):
-        admission.check_room(4)
-    empty = Admission(api_names=("edit_audio",), weights={"edit_audio": at})
-    empty.bind(SimpleNamespace(_queue=SimpleNamespace(event_queue_per_concurrency_id={}, active_jobs=[])), cap=4)
-    empty.reserve(8)  # one request always fits an empty queue, however many candidates it asks for
+    waiting = QueuedEvent("a", "edit_audio", "s1", [None] * at + [6], gone=False)
+    running = QueuedEvent("b", "edit_audio", "s2", [None] * at + [2], gone=False)
+    queue = ([waiting], [running])
+    monkeypatch.setattr(runs, "events", lambda blocks: queue)  # as gradio_queue reads Gradio's
+    admission = runs.Admission(api_names=("edit_audio",), weights={"edit_audio": at})
+    admission.bind(object(), cap=16)
+    admission.reserve(6, "s3")  # 6 waiting + 2 running + 6 = 14
+    place = admission.reserve(2, "s4")  # 16: full
+    with pytest.raises(runs.Busy, match=r"16 runs are waiting for the model or running, the most it takes is 16 "
+                                        r"\(this request asks for 4\)"):
+        admission.reserve(4, "s5")
+    admission.release(place)  # refused by its checks after all: its places are free again
+    admission.reserve(2, "s6")
+    queue = ([], [])
+    empty = runs.Admission(api_names=("edit_audio",), weights={"edit_audio": at})
+    empty.bind(object(), cap=4)
+    empty.reserve(8, "s7")  # one request always fits an empty queue, however many candidates it asks for
 
 
 def test_gpu_budget_grows_with_the_candidates(handlers):
@@ -303,3 +312,20 @@ def test_candidates_are_planned_once_and_run_with_their_own_seeds(app, clips, mo
     alone, _ = app.studio.edit(replace(request, seed=8), "demo")
     batched = next(c for c in made if c.result.record.seed == 8).result.wav
     np.testing.assert_allclose(batched, alone.wav, atol=1e-4)  # batched with the others, the same edit
+
+
+def test_new_words_follow_the_clips_pace_into_the_manifest(handlers, clips, monkeypatch):
+    """The upload's voiced seconds reach the builder, which times new words at the speaker's pace, and
+    the manifest of the edit it wrote records that pace."""
+    import asyncio
+
+    _, length, voiced, _ = handlers.on_audio_change(str(clips.voice))
+    _, built = handlers.preview("zero_shot_tts", None, "Good morning to you all.", "Hello there.", None, None,
+                                length, voiced)
+    assert built["pace"] and built["pace"]["voiced_seconds"] == round(voiced, 3)
+    monkeypatch.setattr(handlers.studio, "capability_warnings", lambda *args: [])
+    outputs = asyncio.run(handlers.edit_from_ui(
+        str(clips.voice), built["instruction"], seconds=built["seconds"], nfe=2, seed=1, randomize_seed=False,
+        built=built, progress=lambda *a, **k: None))
+    manifest = outputs[2]
+    assert manifest["builder"] == {"task": "zero_shot_tts", "seconds": built["seconds"], "pace": built["pace"]}

@@ -58,7 +58,7 @@ def test_templates_match_the_cookbook(key, fields, expected):
 
 @pytest.mark.parametrize(
     ("key", "fields", "expected"),
-    [  # the three sentences that used to differ from upstream's docs/COOKBOOK.md
+    [  # three sentences held word for word to upstream's docs/COOKBOOK.md
         ("enhance", {"mode": "Remove reverberation"},
          "Remove only the room reverberation, preserve everything else, and output audio of the same length."),
         ("whisper", {"mode": "Whisper → speech"},
@@ -187,18 +187,9 @@ def test_every_cookbook_template_is_recognised_as_its_own_task(key, language):
     assert recognised == key
 
 
-DEMO_TASKS = ("volume", "pitch", "enhance:Remove noise", "sine_tone")
-
-
-def test_what_a_model_was_not_trained_for_is_named_only_when_certain():
-    assert instructions.untrained("Raise the pitch by 2 semitones.", DEMO_TASKS, ("en",)) == []
-    assert instructions.untrained("Make it louder by 6 dB, please.", DEMO_TASKS, ("en",)) == []  # free wording
-    assert instructions.untrained("Change the emotion to sad.", DEMO_TASKS, ("en",)) == ["Emotion"]
-    reverb = "Remove only the room reverberation, preserve everything else, and output audio of the same length."
-    assert instructions.untrained(reverb, DEMO_TASKS, ("en",)) == ["Speech enhancement (Remove reverberation)"]
-    assert instructions.untrained("将音量升高6分贝。", DEMO_TASKS, ("en",)) == ["Chinese instructions (it reads English only)"]
-    assert instructions.untrained("将情感转变为开心。", None, ("en", "zh")) == []
-    assert [instructions.coverage(DEMO_TASKS, k) for k in ("volume", "enhance", "emotion")] == ["all", "some", "none"]
+def test_coverage_marks_the_tasks_a_model_has_all_some_or_none_of():
+    demo = ("volume", "pitch", "enhance:Remove noise", "sine_tone")
+    assert [instructions.coverage(demo, k) for k in ("volume", "enhance", "emotion")] == ["all", "some", "none"]
 
 
 def test_community_verdicts_say_they_are_about_the_released_model():

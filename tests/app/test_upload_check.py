@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
+import soundfile as sf
 
 from auk_app.config import Limits
 from auk_app.upload_check import check_upload
@@ -153,3 +155,16 @@ def test_the_fallback_decoder_reads_no_more_than_the_sample_budget(tmp_path, mon
     limits = Limits().for_region(600.0)
     read_mono(odd, limits)
     assert asked == [limits.max_decoded_samples / (192_000 * 8)]
+
+
+def test_a_cut_short_ogg_is_not_called_an_empty_file(tmp_path):
+    """An OGG cut off before its first audio page decodes to no samples: the sentence says the file
+    may be cut short, not only that the clip is empty."""
+    rng = np.random.default_rng(0)
+    tone = (0.3 * np.sin(2 * np.pi * 300 * np.arange(240_000) / 24_000) + 0.05 * rng.standard_normal(240_000))
+    whole = tmp_path / "whole.ogg"
+    sf.write(whole, tone.astype(np.float32), 24_000, format="OGG", subtype="VORBIS")
+    cut = tmp_path / "cut.ogg"
+    cut.write_bytes(whole.read_bytes()[: whole.stat().st_size // 10])
+    findings = check_upload(cut, Limits())
+    assert findings["verdict"] == "rejected" and "cut short before its first sound" in findings["message"]

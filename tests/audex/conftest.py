@@ -12,7 +12,7 @@ def _one_torch_thread():
     """Run each Audex test module on one intra-op thread, then restore the setting.
 
     The tiny models do microseconds of work per op, so a second thread only adds hand-offs; on a
-    shared 2-core machine it made the sampling tests ~10x slower (1 s -> 10 s).
+    shared 2-core machine it makes the sampling tests ~10x slower (1 s -> 10 s).
     """
     threads = torch.get_num_threads()
     torch.set_num_threads(1)

@@ -39,7 +39,7 @@ def _edit_json(path, **changes):
 
 
 def _nemotron_dense_reference(state, config, ids):
-    """Spec §11.1 written out in plain torch: Llama body, relu² MLP without gate, NeoX RoPE, GQA."""
+    """The NemotronDense LM written out in plain torch: Llama body, relu² MLP without gate, NeoX RoPE, GQA."""
     heads, kv_heads, head_dim = config["num_attention_heads"], config["num_key_value_heads"], config["head_dim"]
     eps, theta = config["norm_eps"], config["rope_parameters"]["rope_theta"]
     w = {k: v.float() for k, v in state.items()}

@@ -116,5 +116,5 @@ def test_a_masked_state_scores_the_union_and_an_unmasked_one_the_whole_vocabular
         restricted, full = masked.prefill(model, prompts), unmasked.prefill(model, prompts)
         reference = lm_logits(model, unmasked.keys, unmasked.values, prompts, torch.arange(len(cond)))[0]
     assert unmasked.phase_head is None and int(unmasked.top_k_index) == 79
-    torch.testing.assert_close(full, reference, rtol=0, atol=0)  # the whole head, as before
+    torch.testing.assert_close(full, reference, rtol=0, atol=0)  # the whole head, as the plain LM computes it
     torch.testing.assert_close(restricted, full[masked.phase_head.ids], rtol=0, atol=0)

@@ -131,8 +131,9 @@ def test_a_model_list_that_drips_meets_the_call_deadline(server):
 
 
 def test_a_call_stuck_on_the_model_list_does_not_hold_up_the_next(server):
-    """The abandoned thread once held the engine's lock over the network, so the next request hung:
-    while one call waits on a dripping model list, another on the same engine meets its own deadline."""
+    """No thread holds the engine's lock over the network, where an abandoned one would hang the next
+    request: while one call waits on a dripping model list, another on the same engine meets its own
+    deadline."""
     url = server("drip_models")
     engine, stop_first = RemoteSampler(url, read_timeout=5.0, call_deadline=60.0), threading.Event()
     first = threading.Thread(target=lambda: _timed(lambda: _positions(engine, stop_first.is_set)), daemon=True)
@@ -176,7 +177,7 @@ def test_a_run_that_never_ends_meets_the_request_deadline(server):
 
 
 def test_a_request_with_a_comparison_run_shares_one_deadline(server, monkeypatch):
-    """compare_unmasked makes two runs; each with its own deadline let a request hold the model slot
+    """compare_unmasked makes two runs; each with its own deadline would let a request hold the model slot
     twice as long. Here each run (about 1 s) fits the 1.6 s deadline, both together do not."""
     from auk_app.audex.request import AudexRequest
     from auk_app.service import Studio, StudioConfig
@@ -198,7 +199,7 @@ def test_a_request_with_a_comparison_run_shares_one_deadline(server, monkeypatch
 
     pipeline = Pipeline()
     monkeypatch.setattr(studio, "audex", lambda: pipeline)
-    request = AudexRequest(caption="rain", max_seconds=1.0, compare_unmasked=True, limits=studio.config.limits)
+    request = AudexRequest.from_knobs(dict(caption="rain", max_seconds=1.0, compare_unmasked=True), studio.config.limits)
     message, took = _timed(lambda: studio.text_to_audio(request))
     assert asked == [200 + 1 + 200]  # both runs' tokens: the masked one's cap and end token, the comparison's cap
     assert runs == ["masked", "unmasked"] and "within its 1.6 s deadline (test; hit during the run (" in message
@@ -231,8 +232,56 @@ ANSWERS.update({
     ("string_refusal", "refused the request (HTTP 400: no such model)"),
 ])
 def test_unexpected_replies_get_our_sentence_naming_what_came(server, answer, words):
-    """Issue 44 review: each of these raised IndexError, AttributeError or TypeError in the reader
-    thread, and the user read "ended the run after 0 of at most … tokens (None)"."""
+    """Each of these, read as vLLM's shape, would raise IndexError, AttributeError or TypeError in the
+    reader thread and leave the user with "ended the run after 0 of at most … tokens (None)"."""
     engine = RemoteSampler(server("ok", answer), read_timeout=5.0)
     message, _ = _timed(lambda: _sample(engine))
     assert words in message, message
+
+
+FLOOD_BYTES = 64 << 20  # all a flooding fake sends: a client without limits fails the test, not the machine
+FLOOD_PIECE = b"7" * (64 << 10)
+flooded: dict[str, int] = {}  # behaviour → the bytes the fake sent before the client hung up
+
+
+def _flood(name: str, head: bytes, frame=lambda piece: piece):
+    """Send ``head``, then pieces without a line end until the client hangs up or FLOOD_BYTES went."""
+    def answer(conn):
+        sent = 0
+        try:
+            conn.sendall(head)
+            while sent < FLOOD_BYTES:
+                conn.sendall(frame(FLOOD_PIECE))
+                sent += len(FLOOD_PIECE)
+        finally:
+            flooded[name] = sent
+    return answer
+
+
+ANSWERS.update({
+    "endless_line": _flood("endless_line", SSE_HEAD + _chunk(b'data: {"choices": [{"token_ids": [7'), _chunk),
+    "endless_models": _flood("endless_models", b"HTTP/1.1 200 OK\r\nContent-Length: 1000000000\r\n\r\n"),
+    "endless_refusal": _flood("endless_refusal", b"HTTP/1.1 400 Bad Request\r\nContent-Length: 1000000000\r\n\r\n"),
+})
+
+
+def _sent_by(name: str) -> int:
+    """The bytes the fake sent, once it noticed the hang-up."""
+    until = time.monotonic() + 10
+    while name not in flooded and time.monotonic() < until:
+        time.sleep(0.05)
+    return flooded.pop(name)
+
+
+@pytest.mark.parametrize("models, run, words", [
+    ("endless_models", "keepalive_run", "sent a model list (/v1/models) of more than 1,048,576 bytes after 0 tokens"),
+    ("ok", "endless_line", "sent a line of more than 1,048,576 bytes after 0 tokens, so the run was given up"),
+    ("ok", "endless_refusal", "refused the request (HTTP 400: a body of more than 65,536 bytes)."),
+], ids=["model-list", "stream-line", "refusal-body"])
+def test_a_server_that_floods_is_cut_off_at_the_limit_in_one_sentence(server, models, run, words):
+    """An endless line or body took 1.6 GB in 40 s; now the reader stops at its limit and hangs up.
+    What the fake got out (the limit plus the sockets' buffers) shows the client stopped reading."""
+    engine = RemoteSampler(server(models, run), read_timeout=5.0)
+    message, took = _timed(lambda: _sample(engine))
+    assert words in message and len(message) < 400 and took < SLACK, message
+    assert _sent_by(models if models != "ok" else run) < FLOOD_BYTES // 2

@@ -1,9 +1,9 @@
 """Audex through the app with sampling on a real vLLM server (CPU) running the plugin.
 
 Greedy runs must give the in-process sampler's exact streams (with and without CFG, one user or
-eight at once): that holds only if the blend, the mask, the step-locked pair and the token copy
-all work. Sampled runs must stay phase-valid, and each pair token-identical (the uncond member is
-sent unseeded, so without the copy its draws would differ; the client refuses a drifted pair).
+eight at once): that holds only if the blend, the mask and the step-locked pair all work. Sampled
+runs must stay phase-valid, and each pair token-identical (both members draw with one seed, from
+logits that only the blend makes equal; the client refuses a drifted pair).
 """
 
 from __future__ import annotations
@@ -44,15 +44,16 @@ def remote(vllm_server) -> Studio:
 
 
 def _greedy(caption: str, cfg: float) -> AudexRequest:
-    return AudexRequest(caption=caption, cfg=cfg, max_seconds=1.0, top_k=1, seed=0, limits=LIMITS)
+    return AudexRequest.from_knobs(dict(caption=caption, cfg=cfg, max_seconds=1.0, top_k=1, seed=0,
+                                        randomize_seed=False), LIMITS)
 
 
 def _long_run(compare_unmasked: bool = True) -> AudexRequest:
     """A greedy half-second beep and its comparison run without the mask. Unmasked, Audex-Tiny writes
     a code where the end belongs, so that run never ends by itself: 4,000 tokens a member, to the
     codec cap, a stream long enough to stop or break mid-way however slowly this process is served."""
-    return AudexRequest(caption="A 440 Hz tone for 0.5 seconds.", max_seconds=20.0, top_k=1, seed=0,
-                        compare_unmasked=compare_unmasked, limits=LIMITS)
+    return AudexRequest.from_knobs(dict(caption="A 440 Hz tone for 0.5 seconds.", max_seconds=20.0, top_k=1, seed=0,
+                                        compare_unmasked=compare_unmasked, randomize_seed=False), LIMITS)
 
 
 @pytest.mark.parametrize("cfg", [1.0, 3.0])
@@ -75,7 +76,8 @@ def test_eight_concurrent_users_each_get_their_own_stream(local, remote):
 
 
 def test_sampled_streams_are_phase_valid_and_pairs_identical_over_many_seeds(remote):
-    requests = [AudexRequest(caption=CAPTIONS[seed % 8], cfg=3.0, max_seconds=1.0, seed=seed, limits=LIMITS) for seed in range(16)]
+    requests = [AudexRequest.from_knobs(dict(caption=CAPTIONS[seed % 8], cfg=3.0, max_seconds=1.0, seed=seed,
+                                             randomize_seed=False), LIMITS) for seed in range(16)]
     with ThreadPoolExecutor(8) as pool:  # EngineError here would mean a pair drifted apart
         results = list(pool.map(lambda r: remote.text_to_audio(r).result, requests))
     for result in results:
@@ -89,8 +91,8 @@ def test_sampled_streams_are_phase_valid_and_pairs_identical_over_many_seeds(rem
 def test_the_mask_is_what_makes_server_streams_valid(remote):
     """A one-second beep in the demo's 3 s: Audex-Tiny keeps the phases by itself while the sound
     lasts, and only the mask lets it end (unmasked, it writes a code where the end belongs)."""
-    made = remote.text_to_audio(AudexRequest(caption=CAPTIONS[0], max_seconds=3.0, seed=1, compare_unmasked=True,
-                                             limits=LIMITS))
+    made = remote.text_to_audio(AudexRequest.from_knobs(dict(caption=CAPTIONS[0], max_seconds=3.0, seed=1,
+                                                             compare_unmasked=True, randomize_seed=False), LIMITS))
     assert made.result.report["phase_valid"] and made.result.report["end_reason"] == "end_token"
     assert not made.unmasked.report["phase_valid"]
 
@@ -104,12 +106,21 @@ def test_the_manifest_names_the_engine_and_its_host_only(vllm_server):
     assert "secret" not in repr(made.model) + repr(studio.info())
 
 
-def test_the_plugin_refuses_malformed_arguments_in_one_sentence(vllm_server):
+@pytest.mark.parametrize("xargs, seed, field, words", [
+    ({"audex_codec_cap": 7}, 0, "audex_codec_cap", "audex_codec_cap must be a positive multiple of 4; got 7."),
+    ({"cfg_scale": 3.0}, 0, "cfg_pair_id", "cfg_pair_id is missing: a request that gives cfg_scale is a member"),
+    ({"cfg_role": "both"}, 0, "cfg_role", "cfg_role must be 'cond' or 'uncond'; got 'both'."),
+    ({"cfg_pair_id": "p", "cfg_role": "cond", "cfg_scale": 3.0}, None, "seed", "A CFG pair member needs a seed"),
+], ids=["cap", "scale-alone", "role", "unseeded"])
+def test_the_plugin_refuses_bad_arguments_in_one_sentence_naming_them(vllm_server, xargs, seed, field, words):
+    """A guidance scale without its pair ran unguided, and a bad role was reported as a bad pair id."""
     model = httpx.get(f"{vllm_server[0]}/v1/models").json()["data"][0]["id"]
-    body = {"model": model, "prompt": [1, 2, 3], "max_tokens": 4, "vllm_xargs": {"audex_codec_cap": 7}}
+    body = {"model": model, "prompt": [1, 2, 3], "max_tokens": 4, "vllm_xargs": xargs,
+            **({} if seed is None else {"seed": seed})}
     response = httpx.post(f"{vllm_server[0]}/v1/completions", json=body)
     assert response.status_code == 400
-    assert "audex_codec_cap must be a positive multiple of 4; got 7." in response.text
+    error = response.json()["error"]
+    assert words in error["message"] and error["param"] == field, error
 
 
 def _server_metric(url: str, name: str) -> float:
@@ -125,7 +136,7 @@ def test_stopping_in_the_app_cancels_the_server_requests(local, remote, vllm_ser
 
     The proof of the abort is the server's own token count, read once nothing runs, so no request to
     the server is made while the pair streams. Without the client's socket shutdown (remote.py's
-    ``hang_up``) the server saw the client go only after the whole stream.
+    ``hang_up``) the server sees the client go only after the whole stream.
     """
     request = _long_run()
     masked = len(local.text_to_audio(_long_run(compare_unmasked=False)).result.token_ids)  # the server's too

@@ -182,6 +182,12 @@ def test_pickle_files_are_never_read(tmp_path):
         load_auk_checkpoint(tmp_path)
 
 
+def test_the_writer_refuses_an_unknown_layout_before_making_the_directory(tmp_path):
+    with pytest.raises(ValueError, match="layout must be 'release' or 'assembled', not 'zip'"):
+        _write(tmp_path / "checkpoint", layout="zip")
+    assert not (tmp_path / "checkpoint").exists()
+
+
 _LOAD_AND_LIST_DEMO_MODULES = """
 import sys
 from auk_app.auk.checkpoint import load_auk_checkpoint

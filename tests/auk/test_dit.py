@@ -49,6 +49,21 @@ def test_stored_inv_freq_is_used(fixture_model):
     assert (moved - tensors["output.velocity"]).abs().max() > 1e-4
 
 
+@pytest.mark.parametrize("cast", [lambda m: m.to(torch.bfloat16), lambda m: m.half(), lambda m: m.to("cpu", torch.bfloat16)],
+                         ids=["to-bf16", "half", "to-cpu-bf16"])
+def test_a_dit_cast_whole_keeps_its_rotary_table_in_float32(cast):
+    """Cast to bf16, the fixture's frequencies (float32, not bf16-exact) moved cos and sin by 0.09
+    over 490 positions (0.2 at the release's head width); the table must not move at all."""
+    import copy
+
+    dit = AuKTransformer(**fixture_config("dit_config.json"))
+    cast_dit = cast(copy.deepcopy(dit))
+    positions = torch.arange(490)[None]
+    assert cast_dit.proj_out.weight.dtype != torch.float32 and cast_dit.rotary_embed.inv_freq.dtype == torch.float32
+    for want, got in zip(dit.rotary_embed.tables(positions), cast_dit.rotary_embed.tables(positions), strict=True):
+        assert torch.equal(want, got)
+
+
 def test_cfg_infer_equals_explicit_branches(fixture_model):
     meta, tensors = load_case("dit_d_cfg_infer")
     dit = fixture_model.dit

@@ -139,7 +139,7 @@ def test_lowering_the_noise_bands_removes_noise(codec):
 
 
 def test_a_tone_in_white_noise_keeps_its_pitch(codec):
-    """At 5 dB SNR noise wiggles YIN's curve, and its first wiggle in the period's basin read
+    """At 5 dB SNR noise wiggles YIN's curve, and its first wiggle in the period's basin reads
     25..60 cents sharp (27 here); the basin's lowest point and the harmonic refinement each
     bring it within 10."""
     clean = _tone(2.5, 214.2)
@@ -150,10 +150,10 @@ def test_a_tone_in_white_noise_keeps_its_pitch(codec):
 
 
 def test_a_tone_in_white_noise_keeps_its_harmonics(codec):
-    """A held-out denoising clip (a decaying 576 Hz tone at 5 dB SNR in white noise): YIN on
-    the whole band called half its frames unvoiced (no harmonics, so denoising could not copy
-    them: 52 %); below 4 kHz it keeps 77 % (the rest is the tail, where the tone has decayed
-    into the noise)."""
+    """A held-out denoising clip (a decaying 576 Hz tone at 5 dB SNR in white noise): YIN on the
+    whole band keeps only 52 % of the tone's voiced frames (the others carry no harmonics, so
+    denoising cannot copy them); below 4 kHz it keeps 77 % (the rest is the tail, where the tone
+    has decayed into the noise)."""
     case = heldout_cases("denoise", 4, 0, "tone")[3]
     voiced = [codec.analyse(wav)[:, codec.harmonic_channels.start] > np.log10(codec.floor) + 1
               for wav in (case.target, case.source)]

@@ -357,3 +357,19 @@ def test_a_tts_result_is_checked_by_what_the_resident_thinker_hears(studio, tmp_
     assert check.passed == (check.got <= 0.2)
     with studio.pipeline(studio.entry("base")).conditioner_in_use() as conditioner:
         assert isinstance(conditioner.model.lm_head, torch.nn.Linear)  # attached to the resident thinker
+
+
+def test_the_demo_encoder_refuses_an_instruction_past_its_positions_in_a_sentence():
+    """1,000 × "音" fits the character limit but not MiniLM's 512 positions: a sentence, not a
+    RuntimeError from inside the model, checked before the request is queued and again by the encoder."""
+    from auk_app.demo import DEMO_DIR
+    from auk_app.errors import InputError
+    from auk_app.service import Studio, StudioConfig
+
+    studio = Studio(StudioConfig(demo_dir=DEMO_DIR, device="cpu"))
+    long = "音" * 1000
+    problems = studio.edit_problems({"instruction": long, "seconds": 1, "model": "demo"})
+    assert problems.keys() == {"instruction"} and "1002 tokens" in problems["instruction"]
+    assert studio.edit_problems({"instruction": "音" * 500, "seconds": 1, "model": "demo"}) == {}
+    with pytest.raises(InputError, match="reads at most 512"):
+        studio.edit(EditRequest(long, seconds=1, nfe=1), "demo")

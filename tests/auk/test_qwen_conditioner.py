@@ -89,7 +89,7 @@ def test_audio_placeholder_expands_to_25_tokens_per_second(qwen_conditioner, sec
     inputs = qwen_conditioner.prepare_inputs(INSTRUCTION, _clip(seconds))
     n_frames = int(inputs["feature_attention_mask"].sum())  # hop 160 at 16 kHz: 100 frames/s
     assert n_frames == round(100 * seconds)
-    assert ((n_frames - 1) // 2 + 1 - 2) // 2 + 1 == n_tokens  # spec §6.2
+    assert ((n_frames - 1) // 2 + 1 - 2) // 2 + 1 == n_tokens  # the processor's two stride-2 steps
     assert _audio_tokens(qwen_conditioner, inputs) == n_tokens
     ids = inputs["input_ids"][0].tolist()
     bos = ids.index(qwen_conditioner.processor.tokenizer.convert_tokens_to_ids("<|audio_bos|>"))

@@ -1,13 +1,15 @@
 """bench_demo --check's study on an oracle edit (exact gains and shifts, numpy and librosa):
 the check agrees with the bench's own measures, a wrong edit comes out ✗, and best-of-N ranks."""
 
+import json
+
 import librosa
 import numpy as np
 import pytest
 
 from auk_app.check import target_from_text
 from bench import bench_demo
-from bench.bench_demo import check_study, summarize
+from bench.bench_demo import check_record, check_study, summarize
 
 
 def oracle(source, instruction, seconds, seed):
@@ -51,3 +53,9 @@ def test_best_of_n_picks_the_smaller_error(study):
     for row in study["best_of"]:
         assert row["best_seed"] == 0 and row["error_best"] <= row["error_1"]
     assert summarize(study)["best_of"]["volume/tone"]["clips"] == 2
+
+
+def test_the_record_names_the_checkpoint_by_its_folder_not_its_path(study, tmp_path):
+    record = check_record(tmp_path / "AuK-Tiny", clips=2, seeds=2, seconds=1.26, summary=summarize(study), study=study)
+    assert record["checkpoint"] == "AuK-Tiny" and record["seconds"] == 1.3
+    assert str(tmp_path) not in json.dumps(record, default=float)

@@ -1,9 +1,10 @@
-"""The edit check (issue 40) on real audio: espeak-ng speech and numpy tones and noise, edited by
+"""The edit check on real audio: espeak-ng speech and numpy tones and noise, edited by
 known amounts with librosa and numpy, measured back within tolerance; wrong edits fail."""
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 
 import librosa
@@ -12,6 +13,7 @@ import pytest
 import soundfile as sf
 
 from auk_app import instructions
+from auk_app.audio_io import full_scale_samples
 from auk_app.check import (
     MEASURED, UNMEASURED, Clip, EditCheck, check, rank, target_from_fields, target_from_text, template_fields,
 )
@@ -131,6 +133,16 @@ def test_a_pitch_shift_is_measured_in_cents_and_passes(speech, source, steps):
     result = check(f"{direction} the pitch by {abs(steps)} semitones.", source, shifted, RATE)
     assert result.passed and abs(result.got - 100 * steps) <= 20, result
     assert result.kept > 0.8
+    sign = re.escape("+" if steps > 0 else "−")  # asked and got both in semitones, got to a tenth (pYIN's grid is 0.2)
+    pattern = rf"asked {sign}{abs(steps)} semitones · got {sign}{abs(steps)}(\.\d)? semitones ✓"
+    assert re.fullmatch(pattern, result.display()), result.display()
+
+
+def test_asked_and_got_are_shown_in_the_same_unit():
+    got_less = EditCheck("pitch", 200.0, 190.0, "cents", 50.0, True)
+    assert got_less.display() == "asked +2 semitones · got +1.9 semitones ✓"
+    assert EditCheck("pitch", -100.0, -96.0, "cents", 50.0, True).display() == "asked −1 semitone · got −1 semitone ✓"
+    assert EditCheck("pitch", 150.0, 0.0, "cents", 50.0, False).display() == "asked +1.5 semitones · got +0 semitones ✗"
 
 
 def test_a_time_stretch_is_measured_as_a_speed_factor_and_passes(speech, source):
@@ -170,7 +182,7 @@ def test_the_demos_chinese_volume_mistake_fails(speech, source):
 def test_the_demos_chinese_pitch_mistake_fails(speech, source):
     result = check("将音调降低2个半音。", source, librosa.effects.pitch_shift(speech, sr=RATE, n_steps=2.7), RATE)
     assert result.passed is False and abs(result.got - 270) <= 20
-    assert result.display().startswith("asked −2 semitones · got +2") and result.display().endswith("cents ✗")
+    assert result.display().startswith("asked −2 semitones · got +2.") and result.display().endswith(" semitones ✗")
 
 
 def test_a_right_level_with_the_source_lost_fails(speech, source):
@@ -182,6 +194,30 @@ def test_a_right_level_with_the_source_lost_fails(speech, source):
 
 def test_a_speed_edit_that_changes_nothing_fails(speech, source):
     assert not check("speed up 1.5x", source, speech, RATE).passed
+
+
+def test_a_result_that_clips_says_so_on_its_line(speech):
+    loud = speech / np.abs(speech).max() * np.float32(0.9)
+    louder = gain(loud, 3)  # right by the number, but the WAV holds its peaks at full scale
+    at_full_scale = full_scale_samples(louder)
+    assert at_full_scale > 10
+    result = check("Increase the volume by 3 dB.", loud, louder, RATE)
+    assert result.passed and result.clipped == at_full_scale
+    assert result.display() == f"asked +3 dB · got +3 dB ✓ but clips: {at_full_scale:,} samples at full scale"
+    assert result.to_manifest()["clipped"] == at_full_scale
+    wrong = check("Increase the volume by 9 dB.", loud, louder, RATE)
+    assert wrong.display().endswith(f"✗ and clips: {at_full_scale:,} samples at full scale")
+    unmeasured = check("Change the emotion to happy.", loud, louder, RATE)
+    assert unmeasured.display().endswith(f"; the result clips: {at_full_scale:,} samples at full scale")
+    clean = check("Increase the volume by 3 dB.", loud, gain(loud, 0.5), RATE)
+    assert clean.clipped == 0 and clean.display().endswith("✗")  # no clipping, nothing said
+
+
+def test_rank_puts_a_clean_pass_before_a_closer_one_that_clips():
+    closer_but_clipping = EditCheck("volume", 3.0, 3.0, "dB", 1.0, True, kept=1.0, clipped=120)
+    clean = EditCheck("volume", 3.0, 2.4, "dB", 1.0, True, kept=1.0)
+    failing = EditCheck("volume", 3.0, 0.0, "dB", 1.0, False, kept=1.0)
+    assert rank([failing, closer_but_clipping, clean]) == [clean, closer_but_clipping, failing]
 
 
 # ----------------------------------------------------------------------------- record and ranking
@@ -200,7 +236,7 @@ def test_the_manifest_entry_has_the_issue_keys_and_is_json():
     assert {"task", "asked", "got", "unit", "tolerance", "pass"} <= entry.keys()
     assert entry["pass"] is False and entry["kept"] is None
     json.dumps(entry, allow_nan=False)
-    assert result.display() == "asked −2 semitones · got +270 cents ✗"
+    assert result.display() == "asked −2 semitones · got +2.7 semitones ✗"
 
 
 def test_rank_puts_passing_first_then_the_smaller_error_then_the_most_kept():

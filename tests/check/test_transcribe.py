@@ -1,4 +1,4 @@
-"""The content check's mechanics (issue 40): the resident Qwen2.5-Omni thinker as a transcriber,
+"""The content check's mechanics: the resident Qwen2.5-Omni thinker as a transcriber,
 on the tiny random snapshot (tests/qwen_snapshot.py), and WER/CER on known strings.
 
 Random weights transcribe nonsense: these tests prove the pipeline (the output head read alone

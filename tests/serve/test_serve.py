@@ -116,7 +116,7 @@ def test_a_replica_killed_mid_run_is_retried_on_the_other(local, remote):
     began = time.monotonic()
     try:
         got = runner.run(plan, progress=progress, on_start=starts.append)
-    except ServeError as exc:  # the other answer the issue allows: one sentence, in bounded time
+    except ServeError as exc:  # the other answer this test accepts: one sentence, in bounded time
         assert "lost the edit" in str(exc) and str(exc).count(". ") == 0
     else:
         assert killed and got.record.attempts >= 2 and got.record.replica != killed[0]["replica"]
