@@ -48,6 +48,7 @@ class Limits:
 
     max_input_seconds: float = 30.0  # the model was trained on targets up to 30 s
     max_region_source_seconds: float = 600.0  # a region edit reads the whole file, up to 10 minutes
+    max_whole_file_seconds: float = 3600.0  # a whole recording edited in windows, up to 60 minutes
     min_seconds: float = MIN_SECONDS
     min_sample_rate: int = 4_000  # below this there is no speech band left to edit
     max_sample_rate: int = 768_000  # the highest rate audio interfaces record at
@@ -66,6 +67,12 @@ class Limits:
     max_grid_points: int = 65
     max_instruction_chars: int = 1000
     max_caption_chars: int = 1000
+
+    def for_whole(self) -> Limits:
+        """The limits a whole recording edited in windows is read under: up to 60 minutes."""
+        seconds = self.max_whole_file_seconds
+        return replace(self, max_input_seconds=seconds,
+                       max_decoded_samples=max(self.max_decoded_samples, round(seconds * 48_000 * 2)))
 
     def for_region(self, end: float | None) -> Limits:
         """The limits a source is read under: up to 10 minutes when a region of it (ending at ``end``) is edited."""

@@ -291,6 +291,9 @@ EDIT = Knobs([
     Knob("headroom", False, _flag("headroom"), "On: a gain keeps the result's peak under −1 dBFS. Off: the level "
          "the model produced, and clipping is reported.", "Keep headroom (peak under −1 dBFS)", "checkbox",
          "advanced"),
+    Knob("enhance", False, _flag("enhance"), "Rewrite the instruction into the cookbook's wording first (the released "
+         "model's thinker, or the demo's recogniser); the manifest records both.", "Rewrite my words into the "
+         "model's wording", "checkbox", "advanced"),
     Knob("candidates", 1, _candidates, "Seeds seed, seed+1, … of the same edit, run together and ranked by the "
          "edit check; the best is the result.", "Candidates", "slider", "seed", span=lambda x: (1, MAX_CANDIDATES, 1)),
     _slider("step_cache", "step_cache (the step cache's threshold)", lambda x: (0, 1, 0.01), "Reuse the previous "
@@ -325,3 +328,6 @@ AUDEX = Knobs([
 def drawn_seed(values: Mapping[str, Any]) -> dict[str, Any]:
     """``values`` with ``seed`` None (a fresh draw) where ``randomize_seed`` asks for one."""
     return {**values, "seed": None} if check_flag(values.get("randomize_seed", True), "randomize_seed") else dict(values)
+
+# What /suggest_instruction takes: the edit's request as a person writes it, for whose model, of which clip.
+SUGGEST = Knobs([EDIT["audio"], EDIT["instruction"], EDIT["model"]])

@@ -56,6 +56,7 @@ def edit_manifest(
     check: dict[str, Any] | None = None,
     candidate: dict[str, Any] | None = None,
     builder: dict[str, Any] | None = None,
+    enhanced: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """An AuK manifest: every field of the pipeline's record plus what only the app knows, and the
     warnings a reader of the file alone must see (clipping, a task the model was not trained for).
@@ -78,6 +79,7 @@ def edit_manifest(
         "check": check,
         "candidate": candidate,
         "builder": builder,  # the builder's task and the speaker's pace, when it wrote the instruction
+        "enhance": enhanced,  # the request as asked and as rewritten into the cookbook's wording
         "versions": versions(),
     }
 

@@ -42,9 +42,11 @@ class EditOrder:
     model: str = "auto"
     randomize_seed: bool = True
     headroom: bool = False
+    enhance: bool = False
     candidates: int = 1
     target: Target | None = None
     builder: dict[str, Any] | None = None  # the builder's task and the pace its duration followed
+    enhanced: dict[str, Any] | None = None  # the request as asked and as rewritten (enhance)
 
     @classmethod
     def from_knobs(cls, values: Mapping[str, Any], limits: Limits, *, target: Target | None = None,
@@ -118,7 +120,7 @@ def deliver(result: EditResult, order: EditOrder, *, model: dict[str, Any], chec
         randomized_seed=order.randomize_seed,
         warnings=[*cautions, *([clipping_warning(clipped, wav.shape[0])] if clipped else [])],
         check={**written.to_manifest(), "display": written.display(), "seconds": round(check_seconds, 4)},
-        candidate=candidate, builder=order.builder,
+        candidate=candidate, builder=order.builder, enhanced=order.enhanced,
     )
     return Delivery(result, wav, manifest)
 

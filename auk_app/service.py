@@ -14,25 +14,26 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from auk_app import dsp, pace, recognise, resolve, upload_check
-from auk_app.audio_io import load_mono
+from auk_app import dsp, enhance, pace, recognise, resolve, upload_check
+from auk_app.audio_io import MonoClip, load_mono
 from auk_app.audex.params import MAX_CODEC_CAP
 from auk_app.audex.request import TRAINED_SECONDS, AudexRequest, TextToAudioResult
 from auk_app.auk.batching import DEFAULT_MAX_BATCH
 from auk_app.auk.checkpoint import AuKCheckpoint, read_auk_checkpoint
 from auk_app.auk.conditioner import instruction_reader
 from auk_app.auk.pipeline import AuKPipeline
-from auk_app.auk.plan import EditPlan, plan_edit, recipe_for
+from auk_app.auk.plan import EditPlan, plan_edit, recipe_for, window_seconds
 from auk_app.auk.registry import QWEN_OMNI
 from auk_app.auk.request import EditRequest, EditResult
 from auk_app.check import Clip, EditCheck, Target, check, rank, target_from_text, unmeasured
-from auk_app.check.transcribe import Transcriber, check_content, content_target
+from auk_app.check.transcribe import WORD_EDIT_TASKS, Transcriber, check_content, content_target
+from auk_app.enhance import Suggestion
 from auk_app.config import QWEN_SAMPLE_RATE, Limits
 from auk_app.demo import DEMO_DIR
 from auk_app.errors import AppError, Cancelled, CheckpointError, InputError
@@ -42,6 +43,7 @@ from auk_app.results import Delivery, EditOrder, check_parts, deliver
 from auk_app.runtime import pick_device, pick_precision
 from auk_app.urls import server_host
 from auk_app.validate import shown
+from auk_app.whole_file import as_edit_result, edit_whole, long_clip_warning, whole_file_refusal
 
 if TYPE_CHECKING:  # the Audex stack imports in seconds: only a Studio that serves Audex pays for it
     from auk_app.audex.pipeline import AudexPipeline
@@ -77,6 +79,16 @@ class Candidate:
     check: EditCheck
     check_seconds: float
     rank: int = 1
+
+
+@dataclass(frozen=True)
+class LongSource:
+    """An edit's clip, read once, as long edits see it: whether it runs ``whole`` in windows, and the
+    ``warnings`` for a clip or region longer than the model's window that runs in one piece."""
+
+    clip: MonoClip | None
+    whole: bool
+    warnings: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -243,12 +255,18 @@ class Studio:
                 problems["instruction"] = problem
         if values.get("audio") is not None and "audio" not in problems:
             region_end = None if "region_end" in problems else values.get("region_end") or None
-            findings = upload_check.check_upload(values["audio"], self.config.limits.for_region(region_end))
+            limits = self.config.limits
+            findings = upload_check.check_upload(values["audio"], limits.for_region(region_end) if region_end
+                                                 else limits.for_whole())
             if findings["verdict"] == "rejected":
                 problems["audio"] = findings["message"]
             elif region_end is not None and region_end > findings["duration_s"]:
                 problems["region_end"] = (f"The region ends at {region_end:g} s, past the clip's end at "
                                           f"{findings['duration_s']:.2f} s.")
+            elif region_end is None and findings["duration_s"] > limits.max_input_seconds and "model" not in problems:
+                window = window_seconds(entry.checkpoint, limits)
+                if refusal := whole_file_refusal(values.get("instruction") or "", window, limits.max_target_seconds):
+                    problems["audio"] = refusal
         return problems
 
     def voiced_seconds(self, audio, region: tuple[float, float] | None = None) -> float | None:
@@ -343,11 +361,20 @@ class Studio:
         """Run ``order`` and make each candidate ready to write, best first (:mod:`auk_app.results`).
         ``warn`` hears each warning as soon as it is known: what the model was not trained for before
         the run, what the run found (clipping) after it."""
-        cautions = tuple(self.capability_warnings(order.model, order.request.instruction))
+        entry = self.entry(order.model)
+        if order.enhance:
+            order = self._enhanced(order, entry)
+        long = self._long_source(order, entry)
+        rewrite = (order.enhanced or {}).get("warning")
+        cautions = tuple(self.capability_warnings(order.model, order.request.instruction)) + long.warnings + (
+            (rewrite,) if rewrite else ())
         for caution in cautions if warn else ():
             warn(caution)
-        made, entry = self.edit_candidates(order.request, order.model, candidates=order.candidates,
-                                           target=order.target, progress=progress, should_stop=should_stop)
+        if long.whole:
+            made = [self._edit_whole(order, entry, long.clip, progress, should_stop)]
+        else:
+            made, entry = self.edit_candidates(order.request, order.model, candidates=order.candidates,
+                                               target=order.target, progress=progress, should_stop=should_stop)
         if should_stop is not None and should_stop():  # stopped after the last step: still nothing is delivered
             raise Cancelled("Stopped before the result was ready; nothing was produced.")
         seeds = sorted(c.result.record.seed for c in made)
@@ -358,6 +385,66 @@ class Studio:
         for warning in delivered[0].record["warnings"][len(cautions):] if warn else ():
             warn(warning)
         return delivered, entry
+
+    def suggest(self, model: str | None, instruction: str, audio=None) -> Suggestion:
+        """``instruction`` rewritten into the cookbook's wording (:mod:`auk_app.enhance`): by the resident
+        thinker where the model has one in this process, else by the recogniser. For a word edit the
+        thinker hears what the source clip (``audio``) says first."""
+        entry = self.entry(model)
+        if not entry.checkpoint.text_encoder.reads_audio or self.auk_server is not None:
+            return enhance.by_recogniser(instruction)
+        found = recognise.recognise(instruction)
+        with self._resident(entry) as pipeline, pipeline.conditioner_in_use() as conditioner:
+            transcriber = Transcriber.from_conditioner(conditioner, pipeline.text_encoder_path)
+            transcript = None
+            if audio is not None and found is not None and found.task in WORD_EDIT_TASKS:
+                clip = load_mono(audio, self.config.limits)
+                transcript = transcriber.transcribe(dsp.resample(clip.mono, clip.sample_rate, QWEN_SAMPLE_RATE))
+            return enhance.by_thinker(conditioner.model, conditioner.processor.tokenizer, instruction, transcript)
+
+    def _enhanced(self, order: EditOrder, entry: ModelEntry) -> EditOrder:
+        """``order`` with its instruction rewritten into the cookbook's wording, both recorded."""
+        suggestion = self.suggest(entry.key, order.request.instruction, order.request.audio)
+        request = replace(order.request, instruction=suggestion.instruction)
+        return replace(order, request=request, enhanced=suggestion.to_manifest())
+
+    def _long_source(self, order: EditOrder, entry: ModelEntry) -> LongSource:
+        """Whether ``order``'s clip runs whole in windows (longer than the model's window, no region, an
+        edit that keeps timing and words), and what to warn about a clip or region longer than the
+        window that runs in one piece; a recording past 30 s that cannot run whole is refused."""
+        request, limits = order.request, self.config.limits
+        window = window_seconds(entry.checkpoint, limits)
+        if request.audio is None or request.region is not None:
+            seconds = 0.0 if request.region is None else request.region[1] - request.region[0]
+            warning = long_clip_warning(seconds, entry.label, window)
+            return LongSource(None, False, (warning,) if warning else ())
+        clip = load_mono(request.audio, limits.for_whole())
+        if clip.seconds <= window:
+            return LongSource(clip, False, ())
+        refusal = whole_file_refusal(request.instruction, window, limits.max_target_seconds)
+        if refusal is None and order.candidates > 1:
+            refusal = (f"A whole recording longer than the model's {window:g} s window is edited once; ask for one "
+                       "candidate, or choose a region to try several.")
+        if refusal is None and self.auk_server is not None:
+            refusal = (f"On a Serve deployment a recording longer than the model's {window:g} s window is edited by "
+                       f"region: choose one of at most {limits.max_target_seconds:g} s (region_start and region_end).")
+        if refusal is not None and clip.seconds > limits.max_input_seconds:
+            raise InputError(refusal)
+        warning = None if refusal is None else long_clip_warning(clip.seconds, entry.label, window)
+        return LongSource(clip, refusal is None, (warning,) if warning else ())
+
+    def _edit_whole(self, order: EditOrder, entry: ModelEntry, clip: MonoClip, progress, should_stop) -> Candidate:
+        """The whole recording edited in windows, checked like any edit."""
+        request = order.request
+        knobs = {k: v for k, v in request.knobs().items() if k not in ("instruction", "seconds", "seed")}
+        with self._resident(entry) as pipeline:
+            made = edit_whole(pipeline, clip.mono, clip.sample_rate, request.instruction, seed=request.seed,
+                              knobs=knobs, progress=progress, should_stop=should_stop)
+        result = as_edit_result(made, clip, device=str(pipeline.device), dtype=pipeline.precision.name)
+        target = order.target or target_from_text(request.instruction)
+        started = time.perf_counter()
+        checked = _checked(target, _SharedSource(), result)
+        return Candidate(result, checked, time.perf_counter() - started)
 
     def _heard(self, entry: ModelEntry) -> Callable[[EditResult], EditCheck] | None:
         """The content check of ``entry``'s results (what the thinker hears against the text the

@@ -68,12 +68,14 @@ START_NOISE = 0.02  # of the flow's start in training, around the source's laten
 # +5.8 dB at 0.005 and +5.6 at 0.02.
 DEMO_DEFAULTS = {"nfe": 16, "cfg": 0.0, "sway": -1.0, "noise_scale": 0.005, "start": "source"}
 TEXT_ENCODER = {"kind": "minilm", "name": "sentence-transformers/all-MiniLM-L6-v2"}
-# What the demo is trained for (its examples below): the app warns before any other task, or Chinese.
-CAPABILITIES = {"tasks": ["volume", "pitch", "enhance:Remove noise", "sine_tone"], "languages": ["en"]}
 # Two halves: many short clips teach the edits and the alignment cheaply, then clips as long as
 # held-out speech (up to 6 s) at half the batch, which keeps a step's cost about the same.
 SHORT_SECONDS = (0.5, 3.0)
 LONG_SECONDS = (0.5, 6.0)
+# What the demo is trained for (its examples below): the app warns before any other task, or Chinese,
+# and edits a recording longer than its longest training clip in windows of that length.
+CAPABILITIES = {"tasks": ["volume", "pitch", "enhance:Remove noise", "sine_tone"], "languages": ["en"],
+                "max_clip_seconds": LONG_SECONDS[1]}
 DROP_BOTH = 0.1
 # Volume, pitch and denoise get 3 shares in 10 each, text to tone one. Pitch at one share in 4
 # moves tones by only 2/3 of the interval. One text-to-tone share is enough: the 4-semitone F0

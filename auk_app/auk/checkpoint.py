@@ -22,6 +22,7 @@ one CheckpointError naming file and keys.
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -36,6 +37,7 @@ from auk_app.auk.configs import (
     DECLARED,
     FLASH_T_GRID,
     LANGUAGES,
+    RELEASED_MAX_CLIP_SECONDS,
     SAMPLE_RATE,
     CodecConfig,
     DiTConfig,
@@ -64,6 +66,9 @@ class Capabilities:
     # task outside the cookbook ("sine_tone"); None: every cookbook task, as the releases declare.
     tasks: tuple[str, ...] | None = None
     languages: tuple[str, ...] = LANGUAGES
+    # The longest clip it was trained on, in seconds: the window a long recording is edited in, and
+    # the length past which a single clip is under-edited.
+    max_clip_seconds: float = RELEASED_MAX_CLIP_SECONDS
 
 
 @dataclass(frozen=True)
@@ -286,14 +291,18 @@ def _defaults(variant: str, declared: dict[str, Any], flash_grid) -> Recipe:
 
 
 def _capabilities(section: dict[str, Any]) -> Capabilities:
-    """A config's ``capabilities`` (``tasks``, ``languages``); what it leaves out is the releases' own."""
+    """A config's ``capabilities`` (``tasks``, ``languages``, ``max_clip_seconds``); what it leaves out
+    is the releases' own."""
     tasks = section.get("tasks")
     languages = tuple(str(code) for code in section.get("languages", LANGUAGES))
     if not languages or set(languages) - set(LANGUAGES):
         raise ValueError(f"capabilities.languages must be some of {LANGUAGES}, not {list(languages)}")
     if tasks is not None and (isinstance(tasks, str) or not all(isinstance(t, str) and t for t in tasks)):
         raise ValueError(f"capabilities.tasks must be a list of task names, not {tasks!r}")
-    return Capabilities(None if tasks is None else tuple(tasks), languages)
+    longest = section.get("max_clip_seconds", RELEASED_MAX_CLIP_SECONDS)
+    if isinstance(longest, bool) or not isinstance(longest, (int, float)) or not 0 < longest < math.inf:
+        raise ValueError(f"capabilities.max_clip_seconds must be a positive number of seconds, not {longest!r}")
+    return Capabilities(None if tasks is None else tuple(tasks), languages, float(longest))
 
 
 def _text_encoder(section: dict[str, Any]) -> TextEncoderConfig:

@@ -24,6 +24,8 @@ LANGUAGES = ("en", "zh")  # the instruction languages the releases were trained 
 STARTS = ("noise", "source")
 BIGVGAN_FLOW = "bigvgan_flow"  # the released VAE, what a config that names no codec means
 QWEN_OMNI = "qwen2_5_omni"  # the released text encoder, what a config that names none means
+# The longest clip the released AuK was trained on: a checkpoint that declares no longer one gets it.
+RELEASED_MAX_CLIP_SECONDS = 30.0
 
 
 def frozen(value: Any) -> Any:

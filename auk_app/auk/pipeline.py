@@ -33,6 +33,7 @@ from auk_app.auk.request import EditRequest, EditResult
 from auk_app.auk.sampler import SolveSpec, solve, source_origin
 from auk_app.auk.step_graphs import StepGraphs
 from auk_app.auk.step_reuse import StepTally
+from auk_app.auk.stream_decode import StreamDecoder, stream_decoder
 from auk_app.auk.vae_decode import fast_decode
 from auk_app.config import Limits
 from auk_app.errors import Cancelled, CheckpointError
@@ -83,7 +84,7 @@ class AuKPipeline:
         self._conditioner: TextConditioner | None = None
         self._cache: OrderedDict[tuple, tuple] = OrderedDict()
         self._cache_size = cache_size
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self.max_batch = max_batch
         self.pack = pack
         self._batched = max_batch > 1 and not self.offload
@@ -153,11 +154,56 @@ class AuKPipeline:
         steps, which concurrent requests share through the step batcher. Offloaded (modules move
         between devices) or with max_batch 1, requests run one at a time, start to end.
         """
-        if plan.checkpoint is not self.checkpoint:
-            raise ValueError(f"this plan was made for {plan.checkpoint.name}, not for {self.checkpoint.name}")
         report = progress or silent
         timings = {"prepare": plan.planned_in}
         started = time.perf_counter()
+        with contextlib.nullcontext() if self._batched else self._lock:  # reentrant: _solve takes it again
+            tally = StepTally()
+            model, latents, ref_latent_frames, cache_hit = self._solve(plan, report, should_stop, timings, tally)
+            with self._lock, _timed(timings, "decode", report):
+                wav = self._decode(model, latents, plan)
+        timings["total"] = plan.planned_in + time.perf_counter() - started
+        record = plan.record(seconds=wav.shape[0] / plan.checkpoint.sample_rate, ref_latent_frames=ref_latent_frames,
+                             cache_hit=cache_hit, timings=timings, device=str(self.device), dtype=self.precision.name)
+        record = replace(record, steps=asdict(tally))
+        return EditResult(wav=wav, sample_rate=plan.checkpoint.sample_rate, record=record, source=plan.source)
+
+    def latents(self, plan: EditPlan, *, progress: Progress | None = None,
+                should_stop: ShouldStop | None = None) -> torch.Tensor:
+        """``plan``'s edited latents [gen_frames, L] (float32, on the CPU), not decoded: a window of a
+        long recording, which is joined with its neighbours before one decode (:meth:`stream_decoder`)."""
+        _, latents, _, _ = self._solve(plan, progress or silent, should_stop, {}, StepTally())
+        return latents[0].float().cpu()
+
+    def encode(self, wav: np.ndarray) -> torch.Tensor:
+        """The codec's latents [n, L] of a mono clip at its rate (the posterior mean, float32 on the
+        CPU): a window of a long recording that is left as it is."""
+        with self._lock:
+            self.load()
+            vae = self._model.vae
+            with self._placed(vae), torch.inference_mode():
+                return vae.encode(torch.tensor(wav, dtype=torch.float32)[None].to(self.device))[0].float().cpu()
+
+    def stream_decoder(self) -> StreamDecoder:
+        """A decoder of a long latent sequence a chunk at a time, on this pipeline's codec (loaded if
+        needed); its chunks take turns with the other requests' phases."""
+        with self._lock:
+            self.load()
+            vae = self._model.vae
+
+        def decode(latents: torch.Tensor) -> torch.Tensor:
+            with self._lock, self._placed(vae), torch.inference_mode():
+                return fast_decode(vae, latents.to(self.device).float(), compile=self.compile, clamp=False)
+
+        return stream_decoder(vae, decode)
+
+    def _solve(self, plan: EditPlan, report: Progress, should_stop: ShouldStop | None, timings: dict[str, float],
+               tally: StepTally):
+        """Load, condition and sample ``plan``: (the model it ran on, latents [1, n, L], reference
+        frames with the encoder's extra one, whether the conditioning came from the cache); ``tally``
+        gets what the Euler steps did."""
+        if plan.checkpoint is not self.checkpoint:
+            raise ValueError(f"this plan was made for {plan.checkpoint.name}, not for {self.checkpoint.name}")
 
         def stop_point(done: int = 0, total: int = 0) -> None:
             if total:
@@ -178,16 +224,9 @@ class AuKPipeline:
                     ref, ref_mask = self._reference(model, posterior, plan)
                 stop_point()
             with _timed(timings, "sample"):
-                tally = StepTally()
                 latents = self._sample(model, batcher, graphs, plan, (text, c_mask, ref, ref_mask), stop_point, tally)
             stop_point()
-            with per_phase, _timed(timings, "decode", report):
-                wav = self._decode(model, latents, plan)
-        timings["total"] = plan.planned_in + time.perf_counter() - started
-        record = plan.record(seconds=wav.shape[0] / plan.checkpoint.sample_rate, ref_latent_frames=ref.shape[1],
-                             cache_hit=cache_hit, timings=timings, device=str(self.device), dtype=self.precision.name)
-        record = replace(record, steps=asdict(tally))
-        return EditResult(wav=wav, sample_rate=plan.checkpoint.sample_rate, record=record, source=plan.source)
+        return model, latents, ref.shape[1], cache_hit
 
     # ------------------------------------------------------------------ phases
 

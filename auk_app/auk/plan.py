@@ -109,7 +109,7 @@ def plan_edit(request: EditRequest, checkpoint: AuKCheckpoint, limits: Limits) -
     if request.region is not None:
         source = _checked_source(request.audio, limits.for_region(request.region[1]))
         whole = dsp.resample(source.mono, source.sample_rate, checkpoint.sample_rate)
-        region = plan_region(*request.region, whole.shape[0], checkpoint.sample_rate, limits.max_input_seconds)
+        region = plan_region(*request.region, whole.shape[0], checkpoint.sample_rate, window_seconds(checkpoint, limits))
         clip = _clip(whole[region.window_start: region.window_end], checkpoint.sample_rate, source, checkpoint, want_16k)
     elif request.audio is not None:
         source = _checked_source(request.audio, limits)
@@ -124,6 +124,11 @@ def plan_edit(request: EditRequest, checkpoint: AuKCheckpoint, limits: Limits) -
         region=region, gen_frames=gen_frames, ref_frames=ref_frames, frames_capped=capped, fit_to_source=fit,
         planned_in=time.perf_counter() - started,
     )  # fmt: skip
+
+
+def window_seconds(checkpoint: AuKCheckpoint, limits: Limits) -> float:
+    """The longest clip the model reads at once: what the checkpoint was trained on, within the limits."""
+    return min(checkpoint.capabilities.max_clip_seconds, limits.max_input_seconds)
 
 
 def recipe_for(request: EditRequest, checkpoint: AuKCheckpoint) -> Recipe:

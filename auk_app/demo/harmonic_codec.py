@@ -359,34 +359,154 @@ class HarmonicNoiseCodec(nn.Module):
         n, hop = raw.shape[0], self.hop_size
         length = n * hop
         position = np.clip((np.arange(length) - hop / 2 + 0.5) / hop, 0, n - 1)  # frame coordinate per sample
-        f0 = F0_REFERENCE_HZ * 2 ** np.interp(position, np.arange(n), self.log2_f0(raw))
+        f0 = self.f0_at(raw, np.arange(n), position)
         phase = 2 * np.pi * np.cumsum(f0 / self.sample_rate)
+        wav = self.oscillators(raw, np.arange(n), position, f0, phase) + self._noise(raw, length)
+        return torch.from_numpy(wav).float()
+
+    def stream(self) -> HarmonicStream:
+        """A decoder of a long latent sequence a chunk at a time (see :class:`HarmonicStream`)."""
+        return HarmonicStream(self)
+
+    def f0_at(self, raw: np.ndarray, frames: np.ndarray, position: np.ndarray) -> np.ndarray:
+        """F0 in Hz at each sample's ``position``, from raw rows [m, L] at recording ``frames`` [m]."""
+        return F0_REFERENCE_HZ * 2 ** np.interp(position, frames, self.log2_f0(raw))
+
+    def oscillators(self, raw: np.ndarray, frames: np.ndarray, position: np.ndarray, f0: np.ndarray,
+                    phase: np.ndarray) -> np.ndarray:
+        """The harmonics at each sample's ``position`` (raw rows [m, L] at recording ``frames``)."""
         amplitudes = np.maximum(10 ** raw[:, self.harmonic_channels] - self.floor, 0.0)
-        wav = np.zeros(length)
+        wav = np.zeros(position.size)
         for k in range(1, self.harmonics + 1):
-            amplitude = np.interp(position, np.arange(n), amplitudes[:, k - 1])
+            amplitude = np.interp(position, frames, amplitudes[:, k - 1])
             fade = np.clip((self.top_hz - k * f0) / TAPER_HZ, 0.0, 1.0)
             if np.any(amplitude * fade > 0):
                 # Schroeder phases keep the crest factor low when many harmonics line up.
                 wav += amplitude * fade * np.sin(k * phase + np.pi * k * (k - 1) / self.harmonics)
-        return torch.from_numpy(wav + self._noise(raw, length)).float()
+        return wav
+
+    def noise_std(self, raw: np.ndarray) -> np.ndarray:
+        """Each frame's noise standard deviation per sample in each band [m, bands]."""
+        return np.maximum(10 ** raw[:, self.noise_channels] - self.floor, 0.0)
+
+    def noise_bands(self) -> np.ndarray:
+        """The band of each bin of the noise's STFT."""
+        freqs = np.fft.rfftfreq(NOISE_FFT, 1 / self.sample_rate)
+        return np.clip(np.searchsorted(self.band_edges, freqs, side="right") - 1, 0, len(self.band_edges) - 2)
 
     def _noise(self, raw: np.ndarray, length: int) -> np.ndarray:
         """Seeded white noise with the per-band std of each frame, shaped in a 960-point STFT
         whose frames sit on the hop grid (between two parameter frames: their mean)."""
         n, hop = raw.shape[0], self.hop_size
-        std = np.maximum(10 ** raw[:, self.noise_channels] - self.floor, 0.0)  # [n, bands]
+        std = self.noise_std(raw)  # [n, bands]
         if not np.any(std > 0):
             return np.zeros(length)
         on_grid = 0.5 * (std[np.clip(np.arange(n + 1) - 1, 0, n - 1)] + std[np.clip(np.arange(n + 1), 0, n - 1)])
-        freqs = np.fft.rfftfreq(NOISE_FFT, 1 / self.sample_rate)
-        band = np.clip(np.searchsorted(self.band_edges, freqs, side="right") - 1, 0, len(self.band_edges) - 2)
+        band = self.noise_bands()
         generator = torch.Generator().manual_seed(self.noise_seed)
         white = torch.randn(length, generator=generator, dtype=torch.float64)
         window = torch.hann_window(NOISE_FFT, dtype=torch.float64)
         spectrum = torch.stft(white, NOISE_FFT, hop, window=window, pad_mode="constant", return_complex=True)  # [bins, n + 1]
         gains = torch.from_numpy(on_grid[:, band].T)
         return torch.istft(spectrum * gains, NOISE_FFT, hop, window=window, length=length).numpy()
+
+
+class HarmonicStream:
+    """:meth:`HarmonicNoiseCodec.decode` of a long latent sequence, a chunk at a time, with the whole
+    decode's samples (a :class:`~auk_app.auk.stream_decode.StreamDecoder`).
+
+    A sample is final once the frame after its own is known. The oscillators' phase sums on from
+    the previous chunk in the whole decode's order. The white noise is the whole decode's seeded
+    stream, drawn as it is needed: torch draws normal numbers 16 at a time, so draws of whole hops
+    (multiples of 16 samples) continue one another exactly. Each chunk's noise frames are shaped
+    and overlap-added as the whole decode's inverse STFT adds them, over the same frames. Memory
+    holds a chunk, a frame before it and the noise its frames read.
+    """
+
+    def __init__(self, codec: HarmonicNoiseCodec):
+        if codec.hop_size % 16:
+            raise ValueError(f"the harmonic codec streams its noise in whole hops of a multiple of 16 samples, "
+                             f"not {codec.hop_size}")
+        self.codec, self.hop = codec, codec.hop_size
+        self._rows = np.zeros((0, codec.latent_dim))  # raw parameters of the held frames
+        self._offset = 0  # the recording frame of _rows[0]
+        self._done = 0  # frames whose samples went out
+        self._phase_sum = 0.0  # Σ f0 / rate over the samples that went out
+        self._generator = torch.Generator().manual_seed(codec.noise_seed)
+        self._white = np.zeros(0)  # the noise stream's samples from _white_start on
+        self._white_start = 0
+        self._window = torch.hann_window(NOISE_FFT, dtype=torch.float64).numpy()
+        self._band = codec.noise_bands()
+
+    def push(self, latents: torch.Tensor) -> np.ndarray:
+        c = self.codec
+        raw = (latents.float() * c.latent_std.to(latents.device) + c.latent_mean.to(latents.device)).cpu()
+        self._rows = np.concatenate((self._rows, raw.numpy().astype(np.float64)))
+        return self._emit(self._known - 1, final=False)
+
+    def end(self) -> np.ndarray:
+        return self._emit(self._known, final=True)
+
+    @property
+    def _known(self) -> int:
+        return self._offset + self._rows.shape[0]
+
+    def _emit(self, stop: int, *, final: bool) -> np.ndarray:
+        """The samples of frames [done, stop)."""
+        start, hop = self._done, self.hop
+        if stop <= start:
+            return np.zeros(0, np.float32)
+        first, last = max(start - 1, 0), min(stop, self._known - 1)  # the rows the samples interpolate between
+        rows, frames = self._rows[first - self._offset : last + 1 - self._offset], np.arange(first, last + 1)
+        position = np.clip((np.arange(start * hop, stop * hop) - hop / 2 + 0.5) / hop, 0, self._known - 1)
+        f0 = self.codec.f0_at(rows, frames, position)
+        sums = np.cumsum(np.concatenate(([self._phase_sum], f0 / self.codec.sample_rate)))[1:]
+        wav = self.codec.oscillators(rows, frames, position, f0, 2 * np.pi * sums) + self._noise(start, stop, final)
+        self._phase_sum, self._done = float(sums[-1]), stop
+        keep = max(stop - 1, 0) - self._offset  # the next chunk starts interpolating from frame stop - 1
+        self._rows, self._offset = self._rows[keep:], self._offset + keep
+        return wav.astype(np.float32)
+
+    def _noise(self, start: int, stop: int, final: bool) -> np.ndarray:
+        """The shaped noise of frames [start, stop): the STFT frames that cover them, each centred on
+        its hop, with gains between the two parameter frames around it (see ``HarmonicNoiseCodec._noise``)."""
+        hop, half, known = self.hop, NOISE_FFT // 2, self._known
+        low = max(0, -(-(start * hop - half + 1) // hop))
+        high = min(known, (stop * hop - 1 + half) // hop)  # the whole decode has frames 0..n
+        std = self.codec.noise_std(self._rows)
+        local = lambda j: np.clip(j, 0, known - 1) - self._offset  # noqa: E731
+        j = np.arange(low, high + 1)
+        gains = (0.5 * (std[local(j - 1)] + std[local(j)]))[:, self._band]
+        begin = low * hop - half
+        white = self._white_between(begin, high * hop + half, known * hop if final else None)
+        frames = np.lib.stride_tricks.sliding_window_view(white, NOISE_FFT)[::hop]
+        shaped = np.fft.irfft(np.fft.rfft(frames * self._window, axis=1) * gains, NOISE_FFT, axis=1) * self._window
+        added, envelope = np.zeros(white.size), np.zeros(white.size)
+        for i, frame in enumerate(shaped):
+            added[i * hop : i * hop + NOISE_FFT] += frame
+            envelope[i * hop : i * hop + NOISE_FFT] += self._window**2
+        self._drop_white_before(stop * hop - half)
+        span = slice(start * hop - begin, stop * hop - begin)
+        return added[span] / envelope[span]
+
+    def _white_between(self, begin: int, end: int, length: int | None) -> np.ndarray:
+        """The noise stream's samples [begin, end): zeros before 0 and from ``length`` (the clip's end) on."""
+        needed = end if length is None else min(end, length)
+        drawn = self._white_start + self._white.size
+        if needed > drawn:
+            more = -(-(needed - drawn) // self.hop) * self.hop  # whole hops, so draws continue one another
+            more = more if length is None else min(more, length - drawn)
+            fresh = torch.randn(more, generator=self._generator, dtype=torch.float64).numpy()
+            self._white = np.concatenate((self._white, fresh))
+        out = np.zeros(end - begin)
+        lo, hi = max(begin, self._white_start), min(end, self._white_start + self._white.size)
+        if hi > lo:
+            out[lo - begin : hi - begin] = self._white[lo - self._white_start : hi - self._white_start]
+        return out
+
+    def _drop_white_before(self, sample: int) -> None:
+        drop = min(max(0, sample - self._white_start), self._white.size)
+        self._white, self._white_start = self._white[drop:], self._white_start + drop
 
 
 def _without_single_frames(voiced: np.ndarray) -> np.ndarray:

@@ -190,6 +190,9 @@ def _source_and_instruction(c: SimpleNamespace, limits: Limits, default: ModelEn
     c.instruction = page_widget(EDIT["instruction"], limits, lines=3,
                                 placeholder="e.g. Decrease the volume by 10 dB. The builder below writes the exact "
                                             "wording.")
+    with gr.Row():
+        c.suggest = gr.Button("Suggest the model's wording", size="sm", elem_id="suggest")
+    c.suggest_note = gr.Markdown(elem_id="suggest-note", elem_classes=["note"])
     c.capability_note = gr.Markdown(elem_id="capability-note")
 
 
@@ -326,6 +329,18 @@ def _wire_edit(e: SimpleNamespace, endpoint: SimpleNamespace, h: Handlers, confi
                        outputs=results, validator=h.check_edit_from_ui, api_visibility="private", **queue)
 
 
+def _wire_suggest(e: SimpleNamespace, endpoint: SimpleNamespace, h: Handlers) -> None:
+    """/suggest_instruction on the edit endpoint's hidden inputs, and the page's button, which puts the
+    rewrite into the instruction box; both in the GPU's one slot (the released model's thinker writes it)."""
+    suggest = gr.Button(visible=False)
+    suggest.click(h.suggest_instruction, [getattr(endpoint, name) for name in inputs_of(h.suggest_instruction)],
+                  gr.JSON(visible=False), validator=h.check_suggest, api_name="suggest_instruction",
+                  api_description=h.suggest_instruction.__doc__, concurrency_id=GPU_QUEUE, concurrency_limit=1)
+    e.suggest.click(h.suggest_on_page, [e.model, e.instruction, e.audio], [e.instruction, e.suggest_note],
+                    validator=h.check_suggest_on_page, api_visibility="private", concurrency_id=GPU_QUEUE,
+                    concurrency_limit=1)
+
+
 def _wire_edit_plumbing(e: SimpleNamespace, h: Handlers) -> None:
     """The edit tab's private events: model knobs and task marks, the capability note, the builder,
     the upload verdict and the result-as-source swap."""
@@ -410,6 +425,7 @@ def build_demo(studio: Studio) -> gr.Blocks:
 
         # Model endpoints: validated before the queue; edits batch in the pipeline, text to audio runs alone.
         edit = _wire_edit(e, endpoint, h, studio.config)
+        _wire_suggest(e, endpoint, h)
         edit.success(h.after_edit, e.state, [e.seed, e.manifest_file, status], **PRIVATE)
         edit.success(h.show_candidates, e.state, [e.candidate_box, e.candidate_pick, *e.candidate_players], **PRIVATE)
         figure = edit.success(h.finish_edit, e.state, [e.figure, e.flac_file, e.mp3_file],

@@ -31,7 +31,7 @@ from auk_app.ui import text as ui_text
 from auk_app.audex.request import AudexRequest
 from auk_app.check import Target, target_from_fields
 from auk_app.errors import AppError, Cancelled
-from auk_app.knobs import AUDEX, EDIT, MAX_CANDIDATES, Knobs
+from auk_app.knobs import AUDEX, EDIT, MAX_CANDIDATES, SUGGEST, Knobs
 from auk_app.results import EditOrder
 from auk_app.service import ModelEntry, Studio
 from auk_app.ui.runs import Admission, Busy, Runs, client_gone
@@ -43,6 +43,7 @@ _PHASES = {
     "load": "Loading the model (first run only)",
     "condition": "Encoding the instruction and the clip",
     "decode": "Decoding to 24 kHz audio",
+    "windows": "Windows of the recording edited",
 }
 
 
@@ -308,20 +309,26 @@ class Handlers:
         self._api_edit = taking(EDIT, self._edit_audio)
         self._page_edit = taking(EDIT, self._edit_from_ui, built=None)
         self._api_audex = taking(AUDEX, self._text_to_audio)
+        self._api_suggest = taking(SUGGEST, self._suggest_instruction)
         # The page's Generate (a private event) waits for the model like /edit_audio. A request of N
         # candidates holds N places (its ``candidates`` input, at the same place in both edits').
         runs_at = inputs_of(self._api_edit).index("candidates")
-        self.admission = Admission(api_names=("edit_audio", "_edit_from_ui", "text_to_audio"),
+        self.admission = Admission(api_names=("edit_audio", "_edit_from_ui", "text_to_audio", "suggest_instruction",
+                                              "suggest_on_page"),
                                    weights={"edit_audio": runs_at, "_edit_from_ui": runs_at})  # ui/app.py binds it
         # On a ZeroGPU Space the GPU is attached per call, for a budget computed from the request.
         started = self.admission.started
         self.edit_audio = self._runs.stoppable(gpu(self.edit_gpu_seconds)(self._api_edit), on_start=started)
         self.edit_from_ui = self._runs.stoppable(gpu(self.edit_gpu_seconds)(self._page_edit), on_start=started)
         self.text_to_audio = self._runs.stoppable(gpu(self.audex_gpu_seconds)(self._api_audex), on_start=started)
+        self.suggest_instruction = self._runs.stoppable(gpu(lambda *args, **kwargs: 60)(self._api_suggest),
+                                                        on_start=started)
         # Validators: Gradio runs them inside the client's join request, before the request is queued.
         self.check_edit = self._validator(self._api_edit, self._edit_problems)
         self.check_edit_from_ui = self._validator(self._page_edit, self._edit_problems)
         self.check_audex = self._validator(self._api_audex, self._audex_problems)
+        self.check_suggest = self._validator(self._api_suggest, self._suggest_problems)
+        self.check_suggest_on_page = self._validator(self.suggest_on_page, self._suggest_problems)
 
     def _validator(self, handler, problems_of):
         """A validator for ``handler``: a place in the model queue for the runs the request asks for
@@ -477,6 +484,41 @@ class Handlers:
             raise _gr_error(exc) from exc
         return files, {"seed": min(f.manifest["seed"] for f in files), "file": str(files[0].manifest_file)}
 
+    def _suggest_problems(self, values: dict[str, Any]) -> dict[str, str]:
+        """The request's words, the model's name and the clip's upload check, by input name."""
+        problems = SUGGEST.problems(values, self.limits)
+        try:
+            self.studio.entry(values["model"])
+        except AppError as exc:
+            problems["model"] = str(exc)
+        if values["audio"] is not None and "audio" not in problems:
+            findings = upload_check.check_upload(values["audio"], self.limits.for_whole())
+            if findings["verdict"] == "rejected":
+                problems["audio"] = findings["message"]
+        return problems
+
+    def _suggest_instruction(self, values, progress, request):
+        """Rewrite a request in your own words into the cookbook instruction the model was trained on,
+        to look at (and change) before an edit: the released model's thinker writes it (hearing the
+        clip first for a word edit), the demo's recogniser where there is no thinker. Returns the
+        request as asked, the instruction to use (your words when no rewrite was sure), who wrote it
+        and, when your words were kept, why."""
+        try:
+            return self.studio.suggest(values["model"], values["instruction"], values["audio"]).to_manifest()
+        except Exception as exc:
+            raise _gr_error(exc) from exc
+
+    def suggest_on_page(self, model, instruction, audio):
+        """The page's "Suggest the model's wording": the rewrite into the instruction box, and a line
+        saying what it was rewritten from (or why your words were kept)."""
+        try:
+            suggestion = self.studio.suggest(model, EDIT["instruction"].check(instruction, self.limits), audio)
+        except AppError as exc:
+            return gr.skip(), f"⚠ {exc}"
+        if not suggestion.rewritten:
+            return gr.skip(), f"⚠ {suggestion.warning}"
+        return suggestion.instruction, ui_text.rewritten_note(suggestion)
+
     # ------------------------------------------------------------------ Audex
 
     def _audex_problems(self, values: dict[str, Any]) -> dict[str, str]:
@@ -536,27 +578,20 @@ class Handlers:
         return "\n\n".join(f"⚠ {caution}" for caution in cautions)
 
     def on_audio_change(self, audio, start=None, end=None):
-        """The upload's verdict (under a region's longer limit when one is set: ``start``, ``end``), the
-        length and the voiced seconds the builder times new words from (the region's when one is set,
-        else the clip's), and the player: a refused clip is cleared from it, so nobody runs an edit
-        that cannot start, unless it is only too long and a region would make it usable (the verdict
-        says so)."""
-        findings = None if audio is None else upload_check.check_upload(audio, self.limits.for_region(end or None))
+        """The upload's verdict (under a region's limit when one is set: ``start``, ``end``; a whole
+        recording's otherwise), the length and the voiced seconds the builder times new words from (the
+        region's when one is set, else the clip's), and the player: a refused clip is cleared from it,
+        so nobody runs an edit that cannot start."""
+        limits = self.limits.for_region(end) if end else self.limits.for_whole()
+        findings = None if audio is None else upload_check.check_upload(audio, limits)
         usable = findings is not None and findings["verdict"] != "rejected"
         region = (start or 0.0, end) if usable and end is not None and end > (start or 0.0) else None
         length = None if not usable else findings["duration_s"] if region is None else region[1] - region[0]
         voiced = self.studio.voiced_seconds(audio, region) if usable else None
-        keep = usable or audio is None or (not end and self._usable_with_a_region(audio, findings))
-        return ui_text.upload_verdict(findings), length, voiced, gr.skip() if keep else gr.update(value=None)
-
-    def _usable_with_a_region(self, audio, findings) -> bool:
-        """Whether a clip refused as a whole passes under a region's limits (only too long, then).
-        Decoded again only where its length was the problem: nothing else passes under a region."""
-        seconds = findings["duration_s"]
-        if seconds is not None and seconds <= self.limits.max_input_seconds:
-            return False
-        any_region = self.limits.for_region(self.limits.max_target_seconds)
-        return upload_check.check_upload(audio, any_region)["verdict"] != "rejected"
+        verdict = ui_text.upload_verdict(findings)
+        if usable and region is None and findings["duration_s"] > self.limits.max_input_seconds:
+            verdict += " " + ui_text.whole_recording_note(self.limits)
+        return verdict, length, voiced, gr.skip() if usable or audio is None else gr.update(value=None)
 
     def use_result(self, path):
         """"Use the result as the source": the result into the player, and a line saying it happened."""

@@ -74,6 +74,18 @@ def upload_verdict(findings: dict[str, Any] | None) -> str:
     return f"{_VERDICT_MARKS[findings['verdict']]} {findings['message']}"
 
 
+def rewritten_note(suggestion) -> str:
+    who = {"thinker": "the model's thinker", "recogniser": "the demo's recogniser"}[suggestion.by]
+    return (f"Rewritten into the model's wording by {who}, from: “{suggestion.asked}”. Change it if it is not what "
+            "you meant, then Generate.")
+
+
+def whole_recording_note(limits: Limits) -> str:
+    return (f"Longer than {limits.max_input_seconds:g} s: volume, pitch and clean-up edits run on the whole "
+            f"recording in windows; to change the speed, the words or the voice, set a region of at most "
+            f"{limits.max_target_seconds:g} s.")
+
+
 def stopped_note(clock: str) -> str:
     return (f"Stopped at {clock}: a run in progress ends at its next step and writes nothing; "
             "a waiting one is dropped from the queue.")
@@ -136,6 +148,7 @@ print(check_line)  # "asked −10 dB · got −9.6 dB ✓"
 |---|---|
 | `/edit_audio` | WAV (24 kHz, PCM16), before/after PNG, manifest (with `warnings` and the edit `check`), the check's line, the table of candidates best first (`rank`, `seed`, `check`, `file`), their WAVs |
 | `/text_to_audio` | WAV (16 kHz, PCM16), PNG, validity report, manifest |
+| `/suggest_instruction` (`audio`, `instruction`, `model`) | `asked`, `used` (your request in the model's wording, or your words), `by` (`thinker` or `recogniser`), `warning` |
 | `/inspect_audio` (`audio`) | `sample_rate`, `channels`, `duration_s`, `peak`, `rms`, `silent`, `clipping`, `verdict`, `message` |
 | `/model_info` | `available_models` ({models}), `loaded_model`, `device`, `dtype`, `demo`, … |
 

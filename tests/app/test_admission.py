@@ -25,9 +25,9 @@ def _handlers(demo):
 
 
 def _join(url: str, fn_index: int, candidates: int = 1) -> httpx.Response:
-    """One raw arrival at the queue, as any client can make it: a text-only edit of 1 s (all 15 inputs,
+    """One raw arrival at the queue, as any client can make it: a text-only edit of 1 s (all 16 inputs,
     the last one its candidates)."""
-    data = [None, "Say hi.", "auto", 1, None, None, None, "", 0, True, True, None, None, False, candidates]
+    data = [None, "Say hi.", "auto", 1, None, None, None, "", 0, True, True, None, None, False, False, candidates]
     body = {"data": data, "fn_index": fn_index, "session_hash": uuid.uuid4().hex, "event_data": None,
             "trigger_id": None}
     return httpx.post(f"{url.rstrip('/')}/gradio_api/queue/join", json=body, timeout=60)
@@ -119,7 +119,8 @@ def test_a_client_that_gives_up_during_the_upload_check_costs_no_run(app, clips,
 
     monkeypatch.setattr(handlers_module.upload_check, "check_upload", slow_check)
     monkeypatch.setattr(app.studio, "run_plan", recorded)
-    data = [_upload(app.url, clips.voice), "Abandoned.", "auto", 1, None, None, None, "", 0, True, True, None, None, False, 1]
+    data = [_upload(app.url, clips.voice), "Abandoned.", "auto", 1, None, None, None, "", 0, True, True, None, None, False,
+            False, 1]
     body = {"data": data, "fn_index": _edit_fn_index(app.demo), "session_hash": uuid.uuid4().hex,
             "event_data": None, "trigger_id": None}
     try:
@@ -155,11 +156,14 @@ def test_a_full_queue_refuses_gradio_client_with_our_sentence(app, monkeypatch):
 
 
 def test_the_pages_generate_counts_against_the_cap_like_the_api(app):
-    """The page's Generate is a private event of its own name; its waiting edits must count too."""
+    """The page's Generate and Suggest are private events of their own names; their waiting runs must
+    count too, and every event in a model's queue passes a validator (admission)."""
     from auk_app.ui.app import GPU_QUEUE
 
-    model_events = {fn.api_name for fn in app.demo.fns.values() if fn.concurrency_id in ("auk", GPU_QUEUE) and fn.queue}
-    assert model_events == set(_handlers(app.demo).admission.api_names) == {"edit_audio", "_edit_from_ui", "text_to_audio"}
+    model = [fn for fn in app.demo.fns.values() if fn.concurrency_id in ("auk", GPU_QUEUE) and fn.queue]
+    assert {fn.api_name for fn in model} == set(_handlers(app.demo).admission.api_names) == {
+        "edit_audio", "_edit_from_ui", "text_to_audio", "suggest_instruction", "suggest_on_page"}
+    assert all(fn.validator is not None for fn in model)
 
 
 def _holding(app, monkeypatch) -> threading.Event:

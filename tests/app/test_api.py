@@ -27,11 +27,12 @@ FAST = {"nfe": 4, "randomize_seed": False}  # a few Euler steps keep every edit 
 
 CONTRACT = {
     "/edit_audio": (["audio", "instruction", "model", "seconds", "nfe", "cfg", "sway", "t_grid", "seed",
-                     "randomize_seed", "vae_sample", "region_start", "region_end", "headroom", "candidates", "step_cache",
-                     "cfg_interval"], 6),
+                     "randomize_seed", "vae_sample", "region_start", "region_end", "headroom", "enhance", "candidates",
+                     "step_cache", "cfg_interval"], 6),
     "/text_to_audio": (["caption", "cfg", "max_seconds", "temperature", "top_k", "seed", "randomize_seed",
                         "compare_unmasked"], 4),
     "/inspect_audio": (["audio"], 1),
+    "/suggest_instruction": (["audio", "instruction", "model"], 1),
     "/model_info": ([], 1),
 }
 
@@ -61,7 +62,7 @@ def test_view_api_is_the_documented_contract(client):
     defaults = {p["parameter_name"]: p["parameter_default"] for p in endpoints["/edit_audio"]["parameters"]}
     assert defaults == {"audio": None, "instruction": None, "model": "auto", "seconds": 0, "nfe": None, "cfg": None,
                         "sway": None, "t_grid": None, "seed": 0, "randomize_seed": True, "vae_sample": True,
-                        "region_start": None, "region_end": None, "headroom": False, "candidates": 1,
+                        "region_start": None, "region_end": None, "headroom": False, "enhance": False, "candidates": 1,
                         "step_cache": None, "cfg_interval": None}
 
 
@@ -197,10 +198,40 @@ def test_the_command_line_reports_the_same_record_as_the_api(client, clips, tmp_
     assert f"warning: {manifest['warnings'][0]}" in err
 
 
+@pytest.fixture(scope="module")
+def long_speech(tmp_path_factory):
+    """40 s of noisy espeak-ng speech, longer than the demo's 6 s window and the 30 s clip limit."""
+    from training.long_recordings import noisy_speech
+
+    noisy, _ = noisy_speech(40, seed=3)
+    path = tmp_path_factory.mktemp("long") / "long_speech.wav"
+    sf.write(path, noisy, 24_000, subtype="FLOAT")
+    return path
+
+
+def test_a_long_recording_is_denoised_whole_in_windows(client, long_speech):
+    wav, _, manifest, line, *_ = _edit(client, long_speech, instruction="Remove only the background noise.", seed=4)
+    assert _pcm(wav).shape == sf.read(long_speech)[0].shape  # its own length
+    assert manifest["windows"]["count"] >= 7 and manifest["windows"]["seconds"] == 6.0
+    assert manifest["check"]["task"] == "denoise" and line == manifest["check"]["display"]
+
+
+def test_a_speed_edit_of_a_long_recording_without_a_region_is_one_sentence(client, long_speech):
+    with pytest.raises(ValidationError, match="Only edits that keep the timing and the words .* choose a region"):
+        _edit(client, long_speech, instruction="Adjust the speech speed to 1.5x.", seed=4)
+
+
+def test_a_clip_longer_than_the_window_that_runs_in_one_piece_is_warned_about(client, clips, tmp_path):
+    ten = tmp_path / "ten_seconds.wav"
+    sf.write(ten, np.tile(sf.read(clips.voice)[0], 17)[: 10 * 24_000], 24_000)
+    _, _, manifest, *_ = _edit(client, ten, instruction="Adjust the speech speed to 1.5x.", seed=4)
+    assert any("longer than the 6 s clips AuK-Tiny (demo) was trained on" in w for w in manifest["warnings"])
+
+
 def test_what_the_demo_was_not_trained_for_is_warned_about_with_the_released_weights(client, clips):
     info = client.predict(api_name="/model_info")
     assert info["models"]["demo"]["capabilities"] == {
-        "tasks": ["volume", "pitch", "enhance:Remove noise", "sine_tone"], "languages": ["en"]}
+        "tasks": ["volume", "pitch", "enhance:Remove noise", "sine_tone"], "languages": ["en"], "max_clip_seconds": 6.0}
     for instruction, gap in (("Change the emotion to happy.", "Emotion"),
                              ("将音量升高6分贝。", "Chinese instructions (it reads English only)")):
         _, _, manifest, *_ = _edit(client, clips.voice, instruction=instruction, seed=5)

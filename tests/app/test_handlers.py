@@ -171,13 +171,14 @@ def test_the_model_list_shows_each_model_once_and_the_released_ones_not_here(fla
         ("AuK-Tiny (demo) · auto", "auto"), ("AuK-Flash-test (flash)", "flash"), ("AuK (base) · not downloaded", "base")]
 
 
-def test_a_refused_clip_leaves_the_player_unless_a_region_would_make_it_usable(handlers, clips):
+def test_a_refused_clip_leaves_the_player_and_a_long_one_says_how_it_is_edited(handlers, clips):
     verdict, length, _, player = handlers.on_audio_change(str(clips.silent))
     assert verdict.startswith("✗ Refused:") and length is None and player == {"__type__": "update", "value": None}
     verdict, length, voiced, player = handlers.on_audio_change(str(clips.voice))
     assert verdict.startswith("✓ Ready:") and length == 0.6 and "value" not in player and 0 < voiced <= 0.6
-    verdict, _, _, player = handlers.on_audio_change(str(clips.too_long))  # 31 s: a region makes it usable
-    assert "choose a region" in verdict and "value" not in player
+    verdict, _, _, player = handlers.on_audio_change(str(clips.too_long))  # 31 s: whole in windows, or a region
+    assert verdict.startswith("✓ Ready:") and "run on the whole recording in windows" in verdict
+    assert "set a region of at most 30 s" in verdict and "value" not in player
 
 
 def test_stop_and_use_as_source_say_what_they_did(handlers, clips):

@@ -12,7 +12,8 @@ from auk_app.auk.checkpoint import Capabilities, read_auk_checkpoint
 from auk_app.auk.configs import Recipe
 from training.checkpoint_writer import write_auk_checkpoint
 from auk_app.errors import CheckpointError
-from tests.conftest import fixture_config
+from tests.conftest import REPO, fixture_config
+from training.train_dit import LONG_SECONDS
 
 TINY_DIT = dict(fixture_config("dit_config.json"), text_hidden_dim=24)
 
@@ -84,16 +85,46 @@ def test_an_assembled_config_may_declare_the_flow_starts_at_the_source(tmp_path,
 @pytest.mark.parametrize("layout", ["release", "assembled"])
 def test_capabilities_default_to_the_releases_and_a_config_may_narrow_them(tmp_path, layout):
     _write(tmp_path / "plain", layout=layout)
-    assert read_auk_checkpoint(tmp_path / "plain").capabilities == Capabilities(None, ("en", "zh"))
+    assert read_auk_checkpoint(tmp_path / "plain").capabilities == Capabilities(None, ("en", "zh"), 30.0)
     _write(tmp_path, layout="assembled")
     config = json.loads((tmp_path / "config.json").read_text())
     config["capabilities"] = {"tasks": ["volume", "enhance:Remove noise"], "languages": ["en"]}
     (tmp_path / "config.json").write_text(json.dumps(config))
-    assert read_auk_checkpoint(tmp_path).capabilities == Capabilities(("volume", "enhance:Remove noise"), ("en",))
+    narrowed = Capabilities(("volume", "enhance:Remove noise"), ("en",), 30.0)
+    assert read_auk_checkpoint(tmp_path).capabilities == narrowed
     config["capabilities"] = {"languages": ["fr"]}
     (tmp_path / "config.json").write_text(json.dumps(config))
     with pytest.raises(CheckpointError, match="capabilities.languages"):
         read_auk_checkpoint(tmp_path)
+
+
+@pytest.mark.parametrize("layout", ["release", "assembled"])
+def test_a_config_declares_its_longest_training_clip_and_a_release_without_one_gets_30_s(tmp_path, layout):
+    _write(tmp_path / "plain", layout=layout)
+    assert read_auk_checkpoint(tmp_path / "plain").capabilities.max_clip_seconds == 30.0
+    _write(tmp_path, layout=layout)
+    for declared, loaded in ((6, 6.0), (12.5, 12.5), (0, None), (-1, None), ("6", None), (True, None), (None, None)):
+        _set_capabilities(tmp_path, layout, {"max_clip_seconds": declared})
+        if loaded is None:
+            with pytest.raises(CheckpointError, match="capabilities.max_clip_seconds must be a positive number"):
+                read_auk_checkpoint(tmp_path)
+        else:
+            assert read_auk_checkpoint(tmp_path).capabilities.max_clip_seconds == loaded
+
+
+def test_the_demo_model_declares_the_6_s_clips_it_was_trained_on():
+    assert read_auk_checkpoint(REPO / "assets" / "AuK-Tiny").capabilities.max_clip_seconds == LONG_SECONDS[1] == 6.0
+
+
+def _set_capabilities(directory, layout, capabilities):
+    if layout == "assembled":
+        config = json.loads((directory / "config.json").read_text())
+        config["capabilities"] = capabilities
+        (directory / "config.json").write_text(json.dumps(config))
+    else:
+        config = yaml.safe_load((directory / "config.yaml").read_text())
+        config["model"]["capabilities"] = capabilities
+        (directory / "config.yaml").write_text(yaml.safe_dump(config))
 
 
 def test_release_config_references_are_resolved(tmp_path):
