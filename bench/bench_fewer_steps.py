@@ -131,7 +131,8 @@ def demo_summary(rows: list[dict]) -> dict:
             "wav_relative_rms_max": max(_distance(r["wav"], b["wav"]) for r, b in zip(mine, base)),
             "dit_steps": _mean(r["steps"]["dit_steps"] for r in mine),
             "guided_steps": _mean(r["steps"]["guided_steps"] for r in mine),
-            "sample_time_ratio": float(np.median([r["sample_s"] for r in mine]) / np.median([b["sample_s"] for b in base])),
+            "sample_time_ratio": float(np.median([r["sample_s"] for r in mine])
+                                       / np.median([b["sample_s"] for b in base])),
             "edits": len(mine),
         }
     return found

@@ -62,8 +62,8 @@ from auk_app.progress import silent  # noqa: E402
 from auk_app.runtime import autocast, pick_device, pick_precision  # noqa: E402
 from bench.bench_batch import WARMUP_ROUNDS, BatchedEditor, edits_per_s  # noqa: E402
 from bench.bench_dit import SIZES as DIT_SIZES  # noqa: E402
-from bench.peer import PEER, PEER_VERSION, compile_as_served, find_wheel, load_module, peer_of, peer_sampler  # noqa: E402
-from bench.peer import regional_compile_applies  # noqa: E402
+from bench.peer import PEER, PEER_VERSION, compile_as_served, find_wheel, load_module  # noqa: E402
+from bench.peer import peer_of, peer_sampler, regional_compile_applies  # noqa: E402
 from tests.audex.reference_loop import sample_stream_eager  # noqa: E402  (the eager lever: the tests' reference)
 
 RESULTS = Path(__file__).resolve().parent / "results"

@@ -111,10 +111,10 @@ def _fewer_steps(record: dict) -> list[str]:
              "| knob | DiT steps · guided | ms | full solve ms | speedup | latents moved (rel. L2) |",
              "| --- | --- | --- | --- | --- | --- |"]  # fmt: skip
     for name in names:
-        steps = record[f"auk_base_{name}_steps"]
-        lines.append(f"| {name} | {steps['dit_steps']} · {steps['guided_steps']} | "
-                     f"{_number(record[f'auk_base_dit_ms_{name}'])} | {_number(record[f'auk_base_dit_ms_{name}_full'])} | "
-                     f"{record[f'speedup_auk_base_dit_ms_{name}']:.2f}× | {record[f'auk_base_{name}_relative_l2']:.3f} |")
+        steps, ms = record[f"auk_base_{name}_steps"], f"auk_base_dit_ms_{name}"
+        lines.append(f"| {name} | {steps['dit_steps']} · {steps['guided_steps']} | {_number(record[ms])} | "
+                     f"{_number(record[f'{ms}_full'])} | {record[f'speedup_{ms}']:.2f}× | "
+                     f"{record[f'auk_base_{name}_relative_l2']:.3f} |")
     return lines
 
 

@@ -106,13 +106,13 @@ class Recipe:
     """A sampling recipe: a checkpoint's defaults, or one run's (a request's knobs put over them).
 
     ``noise_scale`` multiplies the sampler's initial noise; the releases sample at 1, an assembled
-    config's defaults may declare less. ``step_cache`` (0: off) lets a step reuse the previous
-    step's velocity where the DiT's input moved less than that (:mod:`auk_app.auk.step_reuse`);
-    ``cfg_interval`` (None: every step) runs guidance only at the steps whose t lies in it. ``start`` is where the flow begins: ``"noise"`` (the
+    config's defaults may declare less. ``start`` is where the flow begins: ``"noise"`` (the
     releases) or ``"source"``, the source clip's latents plus that noise (the demo model declares
-    both: see training.train_dit). A ``fixed`` recipe (Flash, a distilled student that only works
-    its own way) takes nothing from a request; ``ignored`` names what a request set that a run's
-    recipe overrode.
+    both: see training.train_dit). ``step_cache`` (0: off) lets a step reuse the previous step's
+    velocity where the DiT's input moved less than that (:mod:`auk_app.auk.step_reuse`);
+    ``cfg_interval`` (None: every step) runs guidance only at the steps whose t lies in it. A
+    ``fixed`` recipe (Flash, a distilled student that only works its own way) takes nothing from a
+    request; ``ignored`` names what a request set that a run's recipe overrode.
     """
 
     nfe: int
