@@ -176,26 +176,36 @@ def _region_edge(value, limits: Limits) -> float | None:
     return None if value is None else float(value)
 
 
-def _t_grid(value: str | Sequence[float] | None, limits: Limits) -> tuple[float, ...] | None:
-    """A comma-separated or listed time grid: finite, strictly increasing, within [0, 1]."""
+def _times(value: str | Sequence[float] | None, what: str, example: str, most: int) -> tuple[float, ...] | None:
+    """Flow times, comma-separated or listed: 2 to ``most`` of them, finite, strictly increasing,
+    within [0, 1]; None when left empty."""
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
-    example = "e.g. \"0, 0.3, 0.7, 1\""
     try:
         parts = value.replace(";", ",").split(",") if isinstance(value, str) else list(value)
-        grid = [float(part) for part in parts if not isinstance(part, str) or part.strip()]
+        times = [float(part) for part in parts if not isinstance(part, str) or part.strip()]
     except (TypeError, ValueError):
-        raise InputError(f"The time grid {shown(value)} is not a comma-separated list of numbers, {example}.") from None
+        raise InputError(f"{what} {shown(value)} is not a comma-separated list of numbers, {example}.") from None
     problem = None
-    if not 2 <= len(grid) <= limits.max_grid_points:
-        problem = f"needs 2 to {limits.max_grid_points} points; it has {len(grid)}"
-    elif not all(math.isfinite(t) and 0.0 <= t <= 1.0 for t in grid):
+    if not 2 <= len(times) <= most:
+        problem = f"needs {'2 numbers' if most == 2 else f'2 to {most} points'}; it has {len(times)}"
+    elif not all(math.isfinite(t) and 0.0 <= t <= 1.0 for t in times):
         problem = "must lie within [0, 1]"
-    elif any(b <= a for a, b in zip(grid, grid[1:])):
+    elif any(b <= a for a, b in zip(times, times[1:])):
         problem = "must be strictly increasing"
     if problem:
-        raise InputError(f"The time grid {shown(grid)} {problem}, {example}.")
-    return tuple(grid)
+        raise InputError(f"{what} {shown(times)} {problem}, {example}.")
+    return tuple(times)
+
+
+def _t_grid(value: str | Sequence[float] | None, limits: Limits) -> tuple[float, ...] | None:
+    """A time grid: finite, strictly increasing, within [0, 1]."""
+    return _times(value, "The time grid", "e.g. \"0, 0.3, 0.7, 1\"", limits.max_grid_points)
+
+
+def _cfg_interval(value: str | Sequence[float] | None, limits: Limits) -> tuple[float, float] | None:
+    """The flow times (from, to) between which guidance runs; None: at every step."""
+    return _times(value, "The guidance interval", "from and to, e.g. \"0.1, 0.9\"", 2)
 
 
 def need_duration(seconds: float | None, has_clip: bool) -> None:
@@ -286,6 +296,12 @@ EDIT = Knobs([
          "model's wording", "checkbox", "advanced"),
     Knob("candidates", 1, _candidates, "Seeds seed, seed+1, … of the same edit, run together and ranked by the "
          "edit check; the best is the result.", "Candidates", "slider", "seed", span=lambda x: (1, MAX_CANDIDATES, 1)),
+    _slider("step_cache", "step_cache (the step cache's threshold)", lambda x: (0, 1, 0.01), "Reuse the previous "
+            "step's velocity where the DiT's input moved less than this since (relative), never twice in a row: "
+            "fewer DiT steps for a little accuracy. 0 = off; empty: the model's default (off).", "Step cache"),
+    Knob("cfg_interval", None, _cfg_interval, "Guidance only at the steps whose flow time t (0 noise, 1 the result) "
+         "lies within \"from, to\", e.g. \"0.1, 0.9\"; the other steps run the conditional branch alone. Empty: "
+         "every step.", "Guidance interval (cfg_interval)", "text", "advanced", run=True),
 ])
 
 # ----------------------------------------------------------------------------- text to audio (Audex)

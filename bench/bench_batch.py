@@ -32,16 +32,17 @@ WARMUP_ROUNDS = 2  # on CUDA a bucket's first solo edit runs eagerly and its sec
 
 class BatchedEditor:
     """A whole Base edit of the bench's clip, on shared modules; ``edit(seed)`` is thread-safe.
-    ``max_batch`` 8: the most users ``bench_speed`` times, all in one step."""
+    ``max_batch`` 8: the most users ``bench_speed`` times, all in one step; ``pack``: shared steps
+    attend over each edit's valid tokens alone (auk.packing)."""
 
     def __init__(self, *, dit, vae, thinker, fusion: tuple, ids: torch.Tensor, ref_wav: torch.Tensor,
                  ref_mask: torch.Tensor, target_frames: int, recipe: dict, device: torch.device,
-                 precision: Precision, max_batch: int = 8):  # fmt: skip
+                 precision: Precision, max_batch: int = 8, pack: bool = False):  # fmt: skip
         self.dit, self.vae, self.thinker, self.fusion = dit, vae, thinker, fusion
         self.ids, self.ref_wav, self.ref_mask = ids, ref_wav, ref_mask
         self.target_frames, self.recipe = target_frames, recipe
         self.device, self.precision = device, precision
-        self.batcher = StepBatcher(StepGraphs(dit, compute=precision.compute), max_batch=max_batch)
+        self.batcher = StepBatcher(StepGraphs(dit, compute=precision.compute), max_batch=max_batch, pack=pack)
         self._lock = threading.Lock()  # the pipeline's: the thinker and the VAE serve one request at a time
 
     def edit(self, seed: int) -> torch.Tensor:

@@ -48,15 +48,21 @@ def demo_edit(studio: Studio, seed: int = 0):
     return lambda source, instruction, seconds: seeded(source, instruction, seconds, seed)
 
 
-def seeded_demo_edit(studio: Studio) -> SeededEdit:
-    """``demo_edit`` with the seed as an argument; concurrent calls share the DiT's steps."""
+def seeded_demo_edit(studio: Studio, **knobs) -> SeededEdit:
+    """``demo_edit`` with the seed as an argument; concurrent calls share the DiT's steps. ``knobs``
+    (the request's, e.g. ``step_cache=0.1``) go into every request."""
 
     def edit(source, instruction, seconds, seed):
-        audio = None if source is None else (source, RATE)
-        request = EditRequest(instruction, audio=audio, seconds=None if source is not None else seconds, seed=seed)
-        return studio.edit(request, "demo")[0].wav
+        return demo_result(studio, source, instruction, seconds, seed, **knobs).wav
 
     return edit
+
+
+def demo_result(studio: Studio, source: np.ndarray | None, instruction: str, seconds: float, seed: int, **knobs):
+    """One demo edit's result (its record too): the source's own length when there is a source."""
+    audio = None if source is None else (source, RATE)
+    request = EditRequest(instruction, audio=audio, seconds=None if source is not None else seconds, seed=seed, **knobs)
+    return studio.edit(request, "demo")[0]
 
 
 # ----------------------------------------------------------------------------- the edit check (--check)

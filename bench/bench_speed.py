@@ -52,15 +52,18 @@ from auk_app.auk.configs import FLASH_T_GRID  # noqa: E402
 from auk_app.config import HOP  # noqa: E402
 from auk_app.auk.conditioner import fuse_hidden_states  # noqa: E402
 from auk_app.auk.dit import AuKTransformer  # noqa: E402
-from auk_app.auk.sampler import CFG_OFF_BELOW, build_time_grid, draw_noise, sample_latents  # noqa: E402
+from auk_app.auk.sampler import CFG_OFF_BELOW, SolveSpec, build_time_grid, draw_noise, solve  # noqa: E402
 from auk_app.auk.step_graphs import StepGraphs  # noqa: E402
+from auk_app.auk.step_reuse import StepTally  # noqa: E402
 from auk_app.auk.vae import AuKVAE  # noqa: E402
 from auk_app.auk.vae_decode import fast_decode  # noqa: E402
 from auk_app.config import Limits  # noqa: E402
 from auk_app.progress import silent  # noqa: E402
 from auk_app.runtime import autocast, pick_device, pick_precision  # noqa: E402
-from bench.bench_batch import BatchedEditor, edits_per_s  # noqa: E402
+from bench.bench_batch import WARMUP_ROUNDS, BatchedEditor, edits_per_s  # noqa: E402
 from bench.bench_dit import SIZES as DIT_SIZES  # noqa: E402
+from bench.peer import PEER, PEER_VERSION, compile_as_served, find_wheel, load_module  # noqa: E402
+from bench.peer import peer_of, peer_sampler, regional_compile_applies  # noqa: E402
 from tests.audex.reference_loop import sample_stream_eager  # noqa: E402  (the eager lever: the tests' reference)
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -118,6 +121,8 @@ SIZES = {
     ),
 }
 USERS = (1, 8)  # concurrent users of auk_edits_per_s_<n>, whole Base edits sharing DiT steps (bench_batch)
+# The opt-in knobs that run fewer DiT rows, as bench_speed times them (their quality: bench_fewer_steps).
+FEWER_STEPS = {"step_cache_most": dict(step_cache=1.0), "cfg_interval": dict(cfg_interval=(0.1, 0.8))}
 FIGURES = ("auk_base_dit_ms", "auk_flash_dit_ms", "vae_decode_10s_ms", "auk_base_edit_ms", "audex_tokens_per_s")
 
 
@@ -142,6 +147,12 @@ def eager_sample_latents(dit, *, text, c_mask, ref, ref_mask, gen_frames, nfe, c
     finally:
         dit.clear_cache()
     return x
+
+
+def spec_sampler(dit, *, graphs: StepGraphs | None = None, **spec) -> torch.Tensor:
+    """``sample_latents`` taking every :class:`SolveSpec` field, the step cache's and the guidance
+    interval's too (the contract's signature lacks them)."""
+    return solve(dit, SolveSpec(**spec), graphs)
 
 
 def sync(device: torch.device) -> None:
@@ -234,16 +245,21 @@ def build_auk(sizes: Sizes, device: torch.device) -> tuple[AuKTransformer, AuKVA
     decoder, with random weights at ``sizes``."""
     precision = pick_precision(device)
     with torch.device(device):
-        dit = AuKTransformer(ff_mult=2.0, latent_dim=64, **sizes.dit).to(precision.weights).eval()
+        dit = AuKTransformer(**dit_config(sizes)).to(precision.weights).eval()
         vae = AuKVAE(**sizes.vae).eval()
         vae.remove_weight_norm()
         thinker = Qwen2Model(Qwen2Config(**sizes.thinker)).to(precision.weights).eval()
     return dit, vae, thinker
 
 
+def dit_config(sizes: Sizes) -> dict:
+    """The DiT's constructor arguments at ``sizes`` (ours and the peer's take the same)."""
+    return dict(ff_mult=2.0, latent_dim=64, **sizes.dit)
+
+
 class AuKBench:
     """The AuK stack at ``sizes`` with random weights and inputs, each figure runnable on the eager
-    baseline sampler or on the pipeline's optimised one."""
+    baseline sampler, on the pipeline's optimised one or on the peer's."""
 
     def __init__(self, sizes: Sizes, device: torch.device, compile: bool):
         self.sizes, self.device, self.precision = sizes, device, pick_precision(device)
@@ -262,12 +278,13 @@ class AuKBench:
             self.latents = torch.randn(1, sizes.target_frames, 64, generator=generator).to(device)
         self.baseline = _eager(eager_sample_latents)
         self.graphs = StepGraphs(self.dit, compute=self.precision.compute)  # the pipeline's: one per served DiT
-        self.optimised = partial(sample_latents, graphs=self.graphs)
+        self.optimised = partial(spec_sampler, graphs=self.graphs)
 
-    def sample(self, sampler, recipe: dict, cond=None, reference=None):
-        """The DiT alone: ``recipe``'s sampling of the target frames on the fixed text and reference."""
+    def sample(self, sampler, recipe: dict, cond=None, reference=None, dit=None):
+        """The DiT alone (ours, or ``dit``): ``recipe``'s sampling of the target frames on the fixed
+        text and reference."""
         with autocast(self.device, self.precision):
-            return sampler(self.dit, text=self.text if cond is None else cond, c_mask=None,
+            return sampler(self.dit if dit is None else dit, text=self.text if cond is None else cond, c_mask=None,
                            ref=self.ref if reference is None else reference, ref_mask=self.ref_mask,
                            gen_frames=self.sizes.target_frames, seed=0, **recipe)  # fmt: skip
 
@@ -294,10 +311,10 @@ class AuKBench:
         return dict(text=self.text.to(weights), c_mask=None, ref=self.ref.to(weights), ref_mask=self.ref_mask,
                     target_frames=self.sizes.target_frames)  # fmt: skip
 
-    def batched_editor(self) -> BatchedEditor:
+    def batched_editor(self, pack: bool = False) -> BatchedEditor:
         return BatchedEditor(dit=self.dit, vae=self.vae, thinker=self.thinker, fusion=self.fusion, ids=self.ids,
                              ref_wav=self.ref_wav, ref_mask=self.ref_mask, target_frames=self.sizes.target_frames,
-                             recipe=BASE, device=self.device, precision=self.precision)  # fmt: skip
+                             recipe=BASE, device=self.device, precision=self.precision, pack=pack)  # fmt: skip
 
 
 def _auk_times(bench: AuKBench, repeats: int) -> dict:
@@ -329,17 +346,79 @@ def _auk_peaks_and_differences(bench: AuKBench) -> dict:
     return result
 
 
+def _batching_figures(bench: AuKBench, repeats: int) -> dict:
+    """Whole Base edits per second with 1 and 8 concurrent users sharing DiT steps, and with 8 whose
+    shared steps pack attention (each edit over its valid tokens alone): medians of up to three
+    rounds, the three in turn so that all see the same machine load."""
+    runs = {f"auk_edits_per_s_{USERS[0]}": (bench.batched_editor(), USERS[0]),
+            f"auk_edits_per_s_{USERS[-1]}": (bench.batched_editor(), USERS[-1]),
+            f"auk_edits_per_s_{USERS[-1]}_packed": (bench.batched_editor(pack=True), USERS[-1])}
+    rates = {name: [] for name in runs}
+    for round_ in range(min(repeats, 3)):
+        for name, (batched, users) in runs.items():
+            rates[name].append(edits_per_s(batched, users, warmup_rounds=WARMUP_ROUNDS if round_ == 0 else 0))
+    return {name: round(statistics.median(values), 3) for name, values in rates.items()}
+
+
+def _fewer_steps_figures(bench: AuKBench, repeats: int) -> dict:
+    """Base sampling with the step cache reusing every step it may (threshold 1: the most it saves
+    and the probe's cost) and with guidance limited to an interval, each against the full solve:
+    milliseconds, the steps or rows that ran, and how far the latents moved (relative L2)."""
+    result = {}
+    full = bench.sample(bench.optimised, BASE)
+    for name, knobs in FEWER_STEPS.items():
+        tally = StepTally()
+        recipe = {**BASE, **knobs}
+        full_ms, knob_ms = _paired_ms(lambda: bench.sample(bench.optimised, BASE),
+                                      lambda: bench.sample(bench.optimised, recipe), bench.device, repeats)
+        result[f"auk_base_dit_ms_{name}_full"], result[f"auk_base_dit_ms_{name}"] = round(full_ms, 2), round(knob_ms, 2)
+        result[f"speedup_auk_base_dit_ms_{name}"] = round(full_ms / knob_ms, 3)
+        got = bench.sample(bench.optimised, {**recipe, "tally": tally})
+        result[f"auk_base_{name}_steps"] = asdict(tally)
+        result[f"auk_base_{name}_relative_l2"] = float((got - full).norm() / full.norm())
+        _note({k: v for k, v in result.items() if name in k})
+    return result
+
+
+def _peer_figures(bench: AuKBench, repeats: int, compile: bool) -> dict:
+    """vLLM-Omni's own AuK transformer (bench/peer.py) beside ours, same shapes, weights and device:
+    Base and Flash sampling on its eager path and, with ``compile``, on its compiled one, each timed in
+    turn with our optimised sampler; ``vs_peer_*`` is the peer's time over ours."""
+    wheel = find_wheel()
+    if wheel is None:
+        return {"peer": None}
+    module = load_module(wheel)
+    peer = peer_of(bench.dit, dit_config(bench.sizes), module)
+    sampler = peer_sampler(module)
+    result = {"peer": f"{PEER} {PEER_VERSION}", "peer_regional_compile_applies": regional_compile_applies(module)}
+    paths = [("peer_eager", peer)] + ([("peer_compiled", compile_as_served(peer_of(bench.dit, dit_config(bench.sizes),
+                                                                                   module)))] if compile else [])
+    for path, model in paths:
+        for name, recipe in (("auk_base_dit_ms", BASE), ("auk_flash_dit_ms", FLASH)):
+            theirs, ours = _paired_ms(lambda: bench.sample(sampler, recipe, dit=model),
+                                      lambda: bench.sample(bench.optimised, recipe), bench.device, repeats)
+            result[f"{path}_{name}"], result[f"{path}_ours_{name}"] = round(theirs, 2), round(ours, 2)
+            result[f"vs_{path}_{name}"] = round(theirs / ours, 3)
+            _note({k: v for k, v in result.items() if k.endswith(name) and path in k})
+    for name, recipe in (("base", BASE), ("flash", FLASH)):
+        theirs, ours = bench.sample(sampler, recipe, dit=peer), bench.sample(bench.optimised, recipe)
+        result[f"peer_auk_{name}_max_abs_diff"] = float((theirs - ours).abs().max())
+    return result
+
+
 def _auk_figures(sizes: Sizes, device: torch.device, repeats: int, compile: bool) -> dict:
     """Base and Flash sampling, the VAE decode and the whole edit, optimised and eager; each step
-    lever's share, and whole edits per second with ``USERS`` sharing DiT steps."""
+    lever's share; vLLM-Omni's transformer beside ours; the knobs that run fewer DiT rows; and whole
+    edits per second with ``USERS`` sharing DiT steps."""
     bench = AuKBench(sizes, device, compile)
     result = {"dit_compiled": compile, **_auk_times(bench, repeats), **_auk_peaks_and_differences(bench)}
     result["dit_dtype"] = bench.precision.name
     result["dit_graph_buckets"] = len(bench.graphs)
     result["levers"] = _step_levers(bench.dit, bench.step_request(), device, repeats * 4)
     _note(result["levers"])
-    editor = bench.batched_editor()
-    result.update({f"auk_edits_per_s_{n}": round(edits_per_s(editor, n), 3) for n in USERS})
+    result.update(_peer_figures(bench, repeats, compile))
+    result.update(_fewer_steps_figures(bench, repeats))
+    result.update(_batching_figures(bench, repeats))
     return result
 
 

@@ -7,7 +7,9 @@
 #   bash bench/gpu_record.sh OUTDIR
 #
 # Copy OUTDIR/record.json and OUTDIR/profile.json to bench/results/<date>-<gpu>[-tag].json and
-# ...-profile.json, then `python -m bench.speed_table` rewrites docs/speed.md's table.
+# ...-profile.json, then `python -m bench.speed_table` rewrites docs/speed.md's table. The GPU machine
+# reaches no network: carry .peer/ (`.ci/peer_wheel` fills it) so that bench_speed times vLLM-Omni's
+# transformer beside ours; without it the record says "peer": null.
 set -uo pipefail
 out=${1:?usage: bash bench/gpu_record.sh OUTDIR}
 cd "$(dirname "$0")/.."
@@ -28,8 +30,8 @@ fi
 timeout 80 python3 -m bench.profile_speed --device cuda --out "$out/profile.json" > "$out/profile.log" 2>&1
 echo "profile_speed: exit $?" >> "$out/gpu.txt"
 
-# Graph replay equals the eager step (the compiled DiT blocks among them), the batcher's solo and
-# shared steps, the graphed VAE decode, and Audex's fast tokens. Serially (no addopts), so the
+# Graph replay equals the eager step (the compiled DiT blocks among them), the batcher's solo,
+# shared and packed (varlen) steps, the graphed VAE decode, and Audex's fast tokens. Serially (no addopts), so the
 # machine's Python needs no pytest-xdist.
 timeout 120 python3 -m pytest -o addopts= -q -rs -p no:cacheprovider -k cuda tests/auk/test_step_graphs.py \
     tests/auk/test_batching.py tests/auk/test_vae_decode.py tests/audex/test_audex_decode.py > "$out/tests.log" 2>&1

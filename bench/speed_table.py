@@ -37,8 +37,10 @@ LEVERS = (
 
 
 def newest_record(results: Path = RESULTS) -> Path | None:
-    """The newest speed record (not a profile): by its ``recorded`` time, then by its name's date."""
-    records = [p for p in results.glob("*.json") if not p.stem.endswith("-profile")]
+    """The newest GPU speed record (not a profile, not a CPU run): by its ``recorded`` time, then by
+    its name's date."""
+    records = [p for p in results.glob("*.json") if not p.stem.endswith("-profile")
+               and json.loads(p.read_text()).get("gpu")]
     return max(records, key=lambda p: (json.loads(p.read_text()).get("recorded", ""), p.name), default=None)
 
 
@@ -78,8 +80,42 @@ def _batching(record: dict) -> list[str]:
     one, eight = record.get("auk_edits_per_s_1"), record.get("auk_edits_per_s_8")
     if one is None or eight is None:
         return []
+    packed = record.get("auk_edits_per_s_8_packed")
+    packed = "" if packed is None else f" Packed attention in the shared steps: {packed:.2f} edits/s with 8 users."
     return ["", f"Concurrent Base edits (10 s): {one:.2f} edits/s one at a time, {eight:.2f} edits/s with 8 "
-                f"users batched: {eight / one:.2f}× (goal ≥ 3×)."]  # fmt: skip
+                f"users batched: {eight / one:.2f}× (goal ≥ 3×).{packed}"]  # fmt: skip
+
+
+def _peer(record: dict) -> list[str]:
+    """vLLM-Omni's own transformer beside ours, each path timed in turn with our optimised one."""
+    paths = [(path, label) for path, label in (("peer_eager", "eager"), ("peer_compiled", "compiled (full)"))
+             if f"{path}_auk_base_dit_ms" in record]
+    if not paths:
+        return []
+    lines = ["", f"Beside {record['peer']}'s own AuK transformer (same shapes, weights and device; its "
+                 "time over ours, from the same run):", "",
+             "| peer path | figure | peer | ours | peer / ours |", "| --- | --- | --- | --- | --- |"]  # fmt: skip
+    for path, label in paths:
+        for key, figure in (("auk_base_dit_ms", "Base, 32 CFG steps"), ("auk_flash_dit_ms", "Flash, 4 steps")):
+            lines.append(f"| {label} | {figure} | {_number(record[f'{path}_{key}'])} ms | "
+                         f"{_number(record[f'{path}_ours_{key}'])} ms | {record[f'vs_{path}_{key}']:.2f}× |")
+    return lines
+
+
+def _fewer_steps(record: dict) -> list[str]:
+    """The opt-in knobs that run fewer DiT rows, against the full Base solve of the same run."""
+    names = [name for name in ("step_cache_most", "cfg_interval") if f"auk_base_dit_ms_{name}" in record]
+    if not names:
+        return []
+    lines = ["", "Base sampling with fewer DiT rows (random weights: the speed, not the quality; see below):", "",
+             "| knob | DiT steps · guided | ms | full solve ms | speedup | latents moved (rel. L2) |",
+             "| --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+    for name in names:
+        steps, ms = record[f"auk_base_{name}_steps"], f"auk_base_dit_ms_{name}"
+        lines.append(f"| {name} | {steps['dit_steps']} · {steps['guided_steps']} | {_number(record[ms])} | "
+                     f"{_number(record[f'{ms}_full'])} | {record[f'speedup_{ms}']:.2f}× | "
+                     f"{record[f'auk_base_{name}_relative_l2']:.3f} |")
+    return lines
 
 
 def _profile(profile: dict | None) -> list[str]:
@@ -105,7 +141,8 @@ def render(record_path: Path) -> str:
     profile = json.loads(profile_path.read_text()) if profile_path.exists() else None
     head = (f"From `bench/results/{record_path.name}` ({record['gpu']}, torch {record['torch']}, "
             f"medians of {record['repeats']}; DiT compiled: {'yes' if record.get('dit_compiled') else 'no'}):")  # fmt: skip
-    lines = [head, "", *_figures(record), *_levers(record), *_batching(record), *_profile(profile)]
+    lines = [head, "", *_figures(record), *_levers(record), *_peer(record), *_fewer_steps(record), *_batching(record),
+             *_profile(profile)]
     return "\n".join(lines)
 
 

@@ -20,7 +20,8 @@ CODE = [*sorted((ROOT / "auk_app").rglob("*.py")), *sorted((ROOT / "bench").rglo
 LONGEST_FUNCTION = 60
 # The edit's knobs whose names mean nothing else in the package ("seed", "audio", "cfg", "candidates"
 # … name other things too): each lives in its schema and where the model or the app uses it.
-DISTINCT_KNOBS = ("nfe", "sway", "t_grid", "vae_sample", "randomize_seed", "region_start", "region_end", "headroom")
+DISTINCT_KNOBS = ("nfe", "sway", "t_grid", "vae_sample", "randomize_seed", "region_start", "region_end", "headroom",
+                  "step_cache", "cfg_interval")
 MOST_FILES_PER_KNOB = 4
 
 

@@ -60,8 +60,9 @@ class _Job:
     done: threading.Event = field(default_factory=threading.Event)
     error: BaseException | None = None
     turn: int = 0  # the round that last stepped it; 0 = not yet
-    stepper: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None
-    batch_context: AuKStepContext | None = None
+    # By guidance (a guidance interval switches a request between one row and two):
+    steppers: dict[bool, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = field(default_factory=dict)
+    batch_contexts: dict[bool, AuKStepContext] = field(default_factory=dict)
 
     @property
     def rows(self) -> int:
@@ -81,12 +82,13 @@ class StepBatcher:
     compute dtype of ``graphs`` (the DiT's step graphs, which lone requests replay); see the module
     docstring. ``largest_batch`` and ``batched_steps`` count what it did (tests, bench)."""
 
-    def __init__(self, graphs: StepGraphs, *, max_batch: int = DEFAULT_MAX_BATCH):
+    def __init__(self, graphs: StepGraphs, *, max_batch: int = DEFAULT_MAX_BATCH, pack: bool = False):
         if max_batch < 1:
             raise ValueError(f"a step batch holds at least one request; got max_batch={max_batch}")
         self.graphs = graphs
         self.dit: AuKTransformer = graphs.dit
         self.max_batch = max_batch
+        self.pack = pack  # shared steps attend over each request's valid tokens alone (auk.packing)
         self.largest_batch = 0  # the most requests one step has served
         self.batched_steps = 0  # steps that served two or more requests
         self._jobs: list[_Job] = []
@@ -169,7 +171,9 @@ class StepBatcher:
         on_device = torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext()
         with on_device, torch.inference_mode(), compute_autocast(device.type, self.graphs.compute):
             try:
-                velocities = self._velocities(batch)
+                reused = [job.solve.reused() for job in batch]  # the step cache's verdicts
+                computed = iter(self._velocities([job for job, v in zip(batch, reused) if v is None]))
+                velocities = [next(computed) if v is None else v for v in reused]
             except BaseException as exc:
                 for job in batch:
                     self._finish(job, exc)
@@ -185,6 +189,8 @@ class StepBatcher:
 
     def _velocities(self, batch: list[_Job]) -> list[torch.Tensor]:
         """Each request's velocity rows [branches, n, L] for its next step."""
+        if not batch:
+            return []
         if len(batch) == 1:
             job = batch[0]
             return [self._solo_stepper(job)(job.solve.model_x(), job.solve.time())]
@@ -192,40 +198,47 @@ class StepBatcher:
         x = torch.cat([_padded_rows(job, frames) for job in batch])
         time = torch.cat([job.solve.time().expand(job.rows) for job in batch])
         v = self.dit.step(x, time, self._joined_context(batch))
+        for job in batch:
+            job.solve.tally.shared_steps += 1
         parts = v.split([job.rows for job in batch])
         return [part[:, : job.solve.conditioning["target_frames"]] for job, part in zip(batch, parts, strict=True)]
 
     def _solo_stepper(self, job: _Job):
         """The request's own stepper (a CUDA graph on CUDA), rebuilt when another request of its
         bucket has built one since: the graph's static context would be that request's."""
-        if job.stepper is None or self._graph_owner.get(job.key) is not job:
-            job.stepper = self.graphs.stepper(**job.solve.conditioning, cfg_infer=job.solve.guided)
-            self._graph_owner[job.key] = job
-        return job.stepper
+        guided = job.solve.guided
+        owner = job.key, guided  # the guided and the unguided step are two graphs
+        if guided not in job.steppers or self._graph_owner.get(owner) is not job:
+            job.steppers[guided] = self.graphs.stepper(**job.solve.conditioning, cfg_infer=guided)
+            self._graph_owner[owner] = job
+        return job.steppers[guided]
 
     def _joined_context(self, batch: list[_Job]) -> AuKStepContext:
         """The batch's padded contexts concatenated; reused while the same requests share steps."""
-        members = tuple(batch)
+        members = tuple((job, job.solve.guided) for job in batch)
         if self._joined is None or self._joined[0] != members:
-            for job in batch:
-                if job.batch_context is None:
+            for job, guided in members:
+                if guided not in job.batch_contexts:
                     p = job.padded
-                    job.batch_context = self.dit.prepare(
+                    job.batch_contexts[guided] = self.dit.prepare(
                         p.text, target_frames=p.target_frames, mask=p.mask, c_mask=p.c_mask, ref=p.ref,
-                        ref_mask=p.ref_mask, cfg_infer=job.solve.guided,
+                        ref_mask=p.ref_mask, cfg_infer=guided,
                     )  # fmt: skip
-            self._joined = members, AuKStepContext.concat([job.batch_context for job in batch])
+            joined = AuKStepContext.concat([job.batch_contexts[guided] for job, guided in members])
+            self._joined = members, joined.with_packing() if self.pack else joined
         return self._joined[1]
 
     def _finish(self, job: _Job, error: BaseException | None) -> None:
         """Take the request out (freeing its contexts) and wake its thread."""
         with self._cond:
             self._jobs.remove(job)
-        if self._graph_owner.get(job.key) is job:
-            del self._graph_owner[job.key]
-        if self._joined is not None and job in self._joined[0]:
+        for owner in [(job.key, True), (job.key, False)]:
+            if self._graph_owner.get(owner) is job:
+                del self._graph_owner[owner]
+        if self._joined is not None and any(member is job for member, _ in self._joined[0]):
             self._joined = None
-        job.stepper = job.batch_context = None
+        job.steppers.clear()
+        job.batch_contexts.clear()
         job.error = error
         job.done.set()
 

@@ -108,9 +108,11 @@ class Recipe:
     ``noise_scale`` multiplies the sampler's initial noise; the releases sample at 1, an assembled
     config's defaults may declare less. ``start`` is where the flow begins: ``"noise"`` (the
     releases) or ``"source"``, the source clip's latents plus that noise (the demo model declares
-    both: see training.train_dit). A ``fixed`` recipe (Flash, a distilled student that only works
-    its own way) takes nothing from a request; ``ignored`` names what a request set that a run's
-    recipe overrode.
+    both: see training.train_dit). ``step_cache`` (0: off) lets a step reuse the previous step's
+    velocity where the DiT's input moved less than that (:mod:`auk_app.auk.step_reuse`);
+    ``cfg_interval`` (None: every step) runs guidance only at the steps whose t lies in it. A
+    ``fixed`` recipe (Flash, a distilled student that only works its own way) takes nothing from a
+    request; ``ignored`` names what a request set that a run's recipe overrode.
     """
 
     nfe: int
@@ -119,6 +121,8 @@ class Recipe:
     t_grid: tuple[float, ...] | None = None
     noise_scale: float = 1.0
     start: str = "noise"
+    step_cache: float = 0.0
+    cfg_interval: tuple[float, float] | None = None
     fixed: bool = False
     ignored: tuple[str, ...] = ()
 
@@ -132,6 +136,8 @@ class Recipe:
         if self.t_grid is not None:  # a grid fixes the step count
             object.__setattr__(self, "t_grid", tuple(float(t) for t in self.t_grid))
             object.__setattr__(self, "nfe", len(self.t_grid) - 1)
+        if self.cfg_interval is not None:  # a list, read back from JSON
+            object.__setattr__(self, "cfg_interval", tuple(float(t) for t in self.cfg_interval))
 
     @property
     def steps(self) -> int:
@@ -148,7 +154,7 @@ class Recipe:
         return run if run.t_grid is None else replace(run, ignored=tuple(sorted({"nfe", "sway"} & given.keys())))
 
 
-RECIPE_KNOBS = ("nfe", "cfg", "sway", "t_grid")  # what a request may set; the rest is the checkpoint's
+RECIPE_KNOBS = ("nfe", "cfg", "sway", "t_grid", "step_cache", "cfg_interval")  # what a request may set
 DECLARED = ("nfe", "cfg", "sway", "noise_scale", "start")  # what an assembled config's ``defaults`` may set
 # The sway = -1, nfe = 4 grid evaluated in torch float32; rounding it changes the output level.
 FLASH_T_GRID = (0.0, 0.07612049579620361, 0.2928932309150696, 0.6173166036605835, 1.0)

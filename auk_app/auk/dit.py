@@ -38,6 +38,8 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
+from auk_app.auk.packing import Packing, attend_packed, packing_of
+
 
 _RMS_EPS = torch.finfo(torch.float32).eps  # 1.1920929e-07
 _LN_EPS = 1e-6
@@ -98,12 +100,16 @@ def _rotate(x: torch.Tensor, tables: tuple[torch.Tensor, torch.Tensor]) -> torch
 _MASKED_KERNELS = [SDPBackend.CUDNN_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
 
 
-def _attend(q, k, v, key_mask: torch.Tensor | None) -> torch.Tensor:
+def _attend(q, k, v, key_mask: torch.Tensor | None, packing: Packing | None = None) -> torch.Tensor:
     """The one attention call site: [b, h, N, dh] in, [b, N, h*dh] out.
 
     Unmasked, SDPA picks the flash kernel on CUDA by itself; masked, cuDNN's is tried first
-    there. The CPU keeps its own default, which the fixtures' numbers come from.
+    there. The CPU keeps its own default, which the fixtures' numbers come from. With a
+    ``packing`` of ``key_mask`` (a shared step's), each row attends over its valid tokens alone
+    (:mod:`auk_app.auk.packing`), zeros at the padding.
     """
+    if packing is not None:
+        return attend_packed(q, k, v, packing)
     attn_mask = None if key_mask is None else key_mask[:, None, None, :]
     kernels = sdpa_kernel(_MASKED_KERNELS, set_priority=True) if attn_mask is not None and q.is_cuda else nullcontext()
     with kernels:
@@ -236,7 +242,7 @@ class JointAttention(nn.Module):
         self.to_out = nn.ModuleList([nn.Linear(inner, dim)])
         self.to_out_c = nn.Linear(inner, dim)
 
-    def forward(self, a, c, *, audio_mask, c_mask, rope_audio, rope_text):
+    def forward(self, a, c, *, audio_mask, c_mask, rope_audio, rope_text, packing=None):
         q, k, v = (_heads(t, self.heads) for t in self.to_qkv(a).chunk(3, dim=-1))
         qc, kc, vc = (_heads(t, self.heads) for t in self.to_qkv_c(c).chunk(3, dim=-1))
         q, k = _rotate(self.q_norm(q), rope_audio), _rotate(self.k_norm(k), rope_audio)
@@ -244,7 +250,8 @@ class JointAttention(nn.Module):
         key_mask = None
         if self.attn_mask_enabled and audio_mask is not None:
             key_mask = torch.cat((audio_mask, c_mask), dim=-1)
-        out = _attend(torch.cat((q, qc), 2), torch.cat((k, kc), 2), torch.cat((v, vc), 2), key_mask)
+        packing = packing if key_mask is not None else None
+        out = _attend(torch.cat((q, qc), 2), torch.cat((k, kc), 2), torch.cat((v, vc), 2), key_mask, packing)
         n_audio = a.shape[1]
         out_a = _zero_invalid(self.to_out[0](out[:, :n_audio]), audio_mask)
         out_c = _zero_invalid(self.to_out_c(out[:, n_audio:]), c_mask)
@@ -264,10 +271,11 @@ class SelfAttention(nn.Module):
         self.k_norm = nn.RMSNorm(dim_head, eps=_RMS_EPS)
         self.to_out = nn.ModuleList([nn.Linear(inner, dim)])
 
-    def forward(self, h, *, mask, rope):
+    def forward(self, h, *, mask, rope, packing=None):
         q, k, v = (_heads(t, self.heads) for t in self.to_qkv(h).chunk(3, dim=-1))
         q, k = _rotate(self.q_norm(q), rope), _rotate(self.k_norm(k), rope)
-        out = _attend(q, k, v, mask if self.attn_mask_enabled else None)
+        masked = self.attn_mask_enabled and mask is not None
+        out = _attend(q, k, v, mask if masked else None, packing if masked else None)
         return _zero_invalid(self.to_out[0](out), mask)
 
 
@@ -280,11 +288,12 @@ class DoubleBlock(nn.Module):
         self.ff_x = FeedForward(dim, ff_mult)
         self.ff_c = FeedForward(dim, ff_mult)
 
-    def forward(self, a, c, emb, *, audio_mask, c_mask, rope_audio, rope_text):
+    def forward(self, a, c, emb, *, audio_mask, c_mask, rope_audio, rope_text, packing=None):
         a_norm, a_gate, a_shift_ff, a_scale_ff, a_gate_ff = self.attn_norm_x(a, emb)
         c_norm, c_gate, c_shift_ff, c_scale_ff, c_gate_ff = self.attn_norm_c(c, emb)
         attn_a, attn_c = self.attn(
-            a_norm, c_norm, audio_mask=audio_mask, c_mask=c_mask, rope_audio=rope_audio, rope_text=rope_text
+            a_norm, c_norm, audio_mask=audio_mask, c_mask=c_mask, rope_audio=rope_audio, rope_text=rope_text,
+            packing=packing,
         )
         c = c + c_gate * attn_c
         c = c + c_gate_ff * self.ff_c(_layer_norm(c) * (1 + c_scale_ff) + c_shift_ff)
@@ -300,9 +309,9 @@ class SingleBlock(nn.Module):
         self.attn = SelfAttention(dim, heads, dim_head, attn_mask_enabled)
         self.ff = FeedForward(dim, ff_mult)
 
-    def forward(self, h, emb, *, mask, rope):
+    def forward(self, h, emb, *, mask, rope, packing=None):
         h_norm, gate, shift_ff, scale_ff, gate_ff = self.attn_norm(h, emb)
-        h = h + gate * self.attn(h_norm, mask=mask, rope=rope)
+        h = h + gate * self.attn(h_norm, mask=mask, rope=rope, packing=packing)
         return h + gate_ff * self.ff(_layer_norm(h) * (1 + scale_ff) + shift_ff)
 
 
@@ -324,6 +333,8 @@ class AuKStepContext:
     rope_text: tuple[torch.Tensor, torch.Tensor]
     rope_single: tuple[torch.Tensor, torch.Tensor]
     branches: int
+    # A shared step's packings of the joint and the single blocks' key masks (with_packing); None: padded
+    packing: tuple[Packing, Packing] | None = None
 
     def tensors(self) -> list[torch.Tensor | None]:
         """Every tensor field in a fixed order (rotary pairs flattened)."""
@@ -338,7 +349,8 @@ class AuKStepContext:
                 return tuple(t.clone() for t in value)
             return value.clone() if isinstance(value, torch.Tensor) else value
 
-        return dataclasses.replace(self, **{f.name: own(getattr(self, f.name)) for f in dataclasses.fields(self)})
+        return dataclasses.replace(self, **{f.name: own(getattr(self, f.name)) for f in dataclasses.fields(self)
+                                            if f.name != "packing"})
 
     @classmethod
     def concat(cls, contexts: list[AuKStepContext]) -> AuKStepContext:
@@ -356,8 +368,17 @@ class AuKStepContext:
                 return tuple(torch.cat(parts) for parts in zip(*values, strict=True))
             return torch.cat(values)
 
-        names = [f.name for f in dataclasses.fields(cls) if f.name != "branches"]
+        names = [f.name for f in dataclasses.fields(cls) if f.name not in ("branches", "packing")]
         return cls(**{name: join([getattr(c, name) for c in contexts]) for name in names}, branches=1)
+
+    def with_packing(self) -> AuKStepContext:
+        """This context with the packings of its key masks (:mod:`auk_app.auk.packing`), so that each
+        row attends over its valid tokens alone; without an audio mask nothing is padded, and it
+        comes back as it is."""
+        if self.audio_mask is None or self.single_mask is None:
+            return self
+        joint = torch.cat((self.audio_mask, self.c_mask), dim=1)
+        return dataclasses.replace(self, packing=(packing_of(joint), packing_of(self.single_mask)))
 
     def copy_(self, other: AuKStepContext) -> None:
         """Overwrite these tensors in place with ``other``'s, which must have the same layout."""
@@ -500,14 +521,30 @@ class AuKTransformer(nn.Module):
         if ctx.ref is not None:
             a = torch.cat((ctx.ref, a), dim=1)
         c = ctx.text
+        joint, single = ctx.packing or (None, None)
         for block in self.transformer_blocks:
-            a, c = block(
-                a, c, emb, audio_mask=ctx.audio_mask, c_mask=ctx.c_mask, rope_audio=ctx.rope_audio, rope_text=ctx.rope_text
-            )
+            a, c = block(a, c, emb, audio_mask=ctx.audio_mask, c_mask=ctx.c_mask, rope_audio=ctx.rope_audio,
+                         rope_text=ctx.rope_text, packing=joint)
         h = torch.cat((c, a), dim=1)
         for block in self.single_transformer_blocks:
-            h = block(h, emb, mask=ctx.single_mask, rope=ctx.rope_single)
+            h = block(h, emb, mask=ctx.single_mask, rope=ctx.rope_single, packing=single)
         return self.proj_out(self.norm_out(h[:, -x.shape[1]:], emb))
+
+    def modulated_input(self, x: torch.Tensor, time: torch.Tensor) -> torch.Tensor:
+        """The first block's modulated input for the target latents ``x`` [b, n, L] at ``time``
+        (0-d or [b]): their embedding, layer-normed, under the time's shift and scale [b, n, d].
+
+        What a step cache compares between steps (:mod:`auk_app.auk.step_reuse`). The reference and
+        the text never reach the target frames' part of it (the embedding and the norm act frame by
+        frame), so it is the same in every CFG row and in any batch, and costs the audio embedding
+        and one modulation, not a step.
+        """
+        time = time.expand(x.shape[0]) if time.ndim == 0 else time
+        a = self.audio_embed(x, None)
+        emb = self.time_embed(time)
+        if self.transformer_blocks:
+            return self.transformer_blocks[0].attn_norm_x(a, emb)[0]
+        return self.single_transformer_blocks[0].attn_norm(a, emb)[0]
 
     def forward(
         self,

@@ -18,6 +18,7 @@ import contextlib
 import threading
 import time
 from collections import OrderedDict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +32,7 @@ from auk_app.auk.region import splice
 from auk_app.auk.request import EditRequest, EditResult
 from auk_app.auk.sampler import SolveSpec, solve, source_origin
 from auk_app.auk.step_graphs import StepGraphs
+from auk_app.auk.step_reuse import StepTally
 from auk_app.auk.stream_decode import StreamDecoder, stream_decoder
 from auk_app.auk.vae_decode import fast_decode
 from auk_app.config import Limits
@@ -53,6 +55,8 @@ class AuKPipeline:
     hold all three, and requests run one at a time from start to end, as with ``max_batch=1``.
     ``compile`` (default: on CUDA) compiles the DiT's blocks (``AuKTransformer.compile_blocks``);
     each new step shape then compiles once on first use, which on the CPU costs more than it saves.
+    ``pack`` makes the batcher's shared steps attend over each request's valid tokens alone
+    (:mod:`auk_app.auk.packing`: variable-length attention on CUDA); off, they attend padded.
     """
 
     def __init__(
@@ -67,6 +71,7 @@ class AuKPipeline:
         cache_size: int = 8,
         max_batch: int = DEFAULT_MAX_BATCH,
         compile: bool | None = None,
+        pack: bool = False,
     ):
         self.checkpoint = checkpoint if isinstance(checkpoint, AuKCheckpoint) else read_auk_checkpoint(checkpoint)
         self.text_encoder_path = text_encoder_path
@@ -81,6 +86,7 @@ class AuKPipeline:
         self._cache_size = cache_size
         self._lock = threading.RLock()
         self.max_batch = max_batch
+        self.pack = pack
         self._batched = max_batch > 1 and not self.offload
         self._graphs: StepGraphs | None = None  # the loaded DiT's CUDA graphs, per shape bucket
         self._batcher: StepBatcher | None = None
@@ -121,7 +127,8 @@ class AuKPipeline:
             )
         self._model, self._conditioner = model, conditioner
         self._graphs = StepGraphs(model.dit, compute=self.precision.compute)
-        self._batcher = StepBatcher(self._graphs, max_batch=self.max_batch) if self._batched else None
+        self._batcher = (StepBatcher(self._graphs, max_batch=self.max_batch, pack=self.pack) if self._batched
+                         else None)
 
     def unload(self) -> None:
         with self._lock:
@@ -151,19 +158,21 @@ class AuKPipeline:
         timings = {"prepare": plan.planned_in}
         started = time.perf_counter()
         with contextlib.nullcontext() if self._batched else self._lock:  # reentrant: _solve takes it again
-            model, latents, ref_latent_frames, cache_hit = self._solve(plan, report, should_stop, timings)
+            tally = StepTally()
+            model, latents, ref_latent_frames, cache_hit = self._solve(plan, report, should_stop, timings, tally)
             with self._lock, _timed(timings, "decode", report):
                 wav = self._decode(model, latents, plan)
         timings["total"] = plan.planned_in + time.perf_counter() - started
         record = plan.record(seconds=wav.shape[0] / plan.checkpoint.sample_rate, ref_latent_frames=ref_latent_frames,
                              cache_hit=cache_hit, timings=timings, device=str(self.device), dtype=self.precision.name)
+        record = replace(record, steps=asdict(tally))
         return EditResult(wav=wav, sample_rate=plan.checkpoint.sample_rate, record=record, source=plan.source)
 
     def latents(self, plan: EditPlan, *, progress: Progress | None = None,
                 should_stop: ShouldStop | None = None) -> torch.Tensor:
         """``plan``'s edited latents [gen_frames, L] (float32, on the CPU), not decoded: a window of a
         long recording, which is joined with its neighbours before one decode (:meth:`stream_decoder`)."""
-        _, latents, _, _ = self._solve(plan, progress or silent, should_stop, {})
+        _, latents, _, _ = self._solve(plan, progress or silent, should_stop, {}, StepTally())
         return latents[0].float().cpu()
 
     def encode(self, wav: np.ndarray) -> torch.Tensor:
@@ -188,9 +197,11 @@ class AuKPipeline:
 
         return stream_decoder(vae, decode)
 
-    def _solve(self, plan: EditPlan, report: Progress, should_stop: ShouldStop | None, timings: dict[str, float]):
+    def _solve(self, plan: EditPlan, report: Progress, should_stop: ShouldStop | None, timings: dict[str, float],
+               tally: StepTally):
         """Load, condition and sample ``plan``: (the model it ran on, latents [1, n, L], reference
-        frames with the encoder's extra one, whether the conditioning came from the cache)."""
+        frames with the encoder's extra one, whether the conditioning came from the cache); ``tally``
+        gets what the Euler steps did."""
         if plan.checkpoint is not self.checkpoint:
             raise ValueError(f"this plan was made for {plan.checkpoint.name}, not for {self.checkpoint.name}")
 
@@ -213,7 +224,7 @@ class AuKPipeline:
                     ref, ref_mask = self._reference(model, posterior, plan)
                 stop_point()
             with _timed(timings, "sample"):
-                latents = self._sample(model, batcher, graphs, plan, (text, c_mask, ref, ref_mask), stop_point)
+                latents = self._sample(model, batcher, graphs, plan, (text, c_mask, ref, ref_mask), stop_point, tally)
             stop_point()
         return model, latents, ref.shape[1], cache_hit
 
@@ -256,14 +267,15 @@ class AuKPipeline:
         return ref, ref_mask
 
     def _sample(self, model: AuKModel, batcher: StepBatcher | None, graphs: StepGraphs, plan: EditPlan,
-                conditioning: tuple, on_step) -> torch.Tensor:
+                conditioning: tuple, on_step, tally: StepTally) -> torch.Tensor:
         """The Euler steps: shared with concurrent requests through ``batcher``, or alone
-        (offload, max_batch 1) through this DiT's step graphs; both at the pipeline's precision."""
+        (offload, max_batch 1) through this DiT's step graphs; both at the pipeline's precision.
+        ``tally`` gets what the steps did (DiT steps run, reused, guided, shared)."""
         text, c_mask, ref, ref_mask = conditioning
         recipe = plan.recipe
         origin = source_origin(ref, ref_mask, plan.gen_frames) if recipe.start == "source" else None
         spec = SolveSpec.of(recipe, text=text, c_mask=c_mask, ref=ref, ref_mask=ref_mask, gen_frames=plan.gen_frames,
-                            seed=plan.request.seed, origin=origin, device=self.device, on_step=on_step)
+                            seed=plan.request.seed, origin=origin, device=self.device, on_step=on_step, tally=tally)
         with autocast(self.device, self.precision):
             if batcher is not None:
                 return batcher.sample(spec)

@@ -101,6 +101,7 @@ class EditRecord:
     replica_node: str | None = None  # the host the replica ran on
     attempts: int = 1  # sends it took: more than 1 when a replica was lost mid-run
     windows: dict[str, Any] | None = None  # a whole recording edited in windows: how many, how long, the crossfade
+    steps: dict[str, int] | None = None  # the Euler steps' tally (auk.step_reuse.StepTally): DiT steps run, reused, ...
 
 
 @dataclass(frozen=True)

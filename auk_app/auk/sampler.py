@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
 from auk_app.auk.configs import Recipe
 from auk_app.auk.dit import AuKTransformer
 from auk_app.auk.step_graphs import StepGraphs
+from auk_app.auk.step_reuse import StepCache, StepTally
 
 CFG_OFF_BELOW = 1e-5
 
@@ -99,16 +100,27 @@ class Solve:
 
     ``conditioning`` holds the :meth:`StepGraphs.stepper` arguments (text and reference
     already in the model's dtype); ``x`` [1, n, L] is the Euler state in the state dtype.
+    ``guidance`` says, step by step, whether it runs both CFG branches; ``cache`` (a step cache,
+    :mod:`~auk_app.auk.step_reuse`) lets a step take the previous one's velocity; ``tally``
+    counts what the steps did.
     """
 
     conditioning: dict
     x: torch.Tensor
     grid: torch.Tensor
     cfg_strength: float
-    guided: bool
+    guidance: tuple[bool, ...]
     model_dtype: torch.dtype
     on_step: Callable[[int, int], None] | None
+    cache: StepCache | None = None
+    tally: StepTally = field(default_factory=StepTally)
     index: int = 0
+    _reusing: bool = False
+
+    @property
+    def guided(self) -> bool:
+        """Whether the next step runs both CFG branches (rows [conditional; unconditional])."""
+        return not self.finished and self.guidance[self.index]
 
     @property
     def steps(self) -> int:
@@ -126,12 +138,28 @@ class Solve:
         """The next step's flow time, 0-d in the state dtype."""
         return self.grid[self.index].to(self.x.dtype)
 
+    def reused(self) -> torch.Tensor | None:
+        """The velocity the next step takes from the previous one without running the DiT (the step
+        cache's verdict), or None: the step runs the DiT, and its rows go to :meth:`advance`."""
+        v = None if self.cache is None else self.cache.reuse(self.index, self.steps, self.model_x(), self.time())
+        self._reusing = v is not None
+        return v
+
     def advance(self, v: torch.Tensor) -> None:
-        """Blend the step's velocity [branches, n, L] and take the Euler step, then report it;
-        raising in ``on_step`` stops the solve (the state has moved, the caller drops it)."""
-        if self.guided:
-            v_c, v_u = v.chunk(2)
-            v = v_c + self.cfg_strength * (v_c - v_u)
+        """Blend the step's velocity [branches, n, L] (or take what :meth:`reused` gave) and take the
+        Euler step, then report it; raising in ``on_step`` stops the solve (the state has moved, the
+        caller drops it)."""
+        if self._reusing:
+            self.tally.reused_steps += 1
+        else:
+            self.tally.dit_steps += 1
+            if self.guided:
+                self.tally.guided_steps += 1
+                v_c, v_u = v.chunk(2)
+                v = v_c + self.cfg_strength * (v_c - v_u)
+            if self.cache is not None:
+                self.cache.keep(v)
+        self._reusing = False
         i = self.index
         self.x = self.x + (self.grid[i + 1] - self.grid[i]).to(self.x.dtype) * v
         self.index = i + 1
@@ -166,13 +194,17 @@ class SolveSpec:
     device: torch.device | str | None = None
     dtype: torch.dtype | None = None
     on_step: Callable[[int, int], None] | None = None
+    step_cache: float = 0.0  # the step cache's threshold; 0: every step runs the DiT
+    cfg_interval: tuple[float, float] | None = None  # guidance only at steps whose t lies within; None: all
+    tally: StepTally | None = None  # filled with what the steps did
 
     @classmethod
     def of(cls, recipe: Recipe, **conditioning) -> SolveSpec:
-        """A run's spec: its sampling ``recipe`` (nfe, cfg, sway, grid, noise scale) and ``conditioning``
-        (the text, reference, frames, seed, device and progress of the run)."""
+        """A run's spec: its sampling ``recipe`` (nfe, cfg, sway, grid, noise scale, step cache, guidance
+        interval) and ``conditioning`` (the text, reference, frames, seed, device and progress of the run)."""
         return cls(nfe=recipe.nfe, cfg_strength=recipe.cfg, sway_sampling_coef=recipe.sway, t_grid=recipe.t_grid,
-                   noise_scale=recipe.noise_scale, **conditioning)
+                   noise_scale=recipe.noise_scale, step_cache=recipe.step_cache, cfg_interval=recipe.cfg_interval,
+                   **conditioning)
 
 
 def start_solve(dit: AuKTransformer, spec: SolveSpec) -> Solve:
@@ -196,8 +228,11 @@ def start_solve(dit: AuKTransformer, spec: SolveSpec) -> Solve:
         text=spec.text.to(device=device, dtype=model_dtype), c_mask=spec.c_mask,
         ref=spec.ref.to(device=device, dtype=model_dtype), ref_mask=spec.ref_mask, target_frames=spec.gen_frames,
     )  # fmt: skip
-    return Solve(conditioning=conditioning, x=x, grid=grid, cfg_strength=spec.cfg_strength,
-                 guided=spec.cfg_strength >= CFG_OFF_BELOW, model_dtype=model_dtype, on_step=spec.on_step)
+    low, high = spec.cfg_interval or (-math.inf, math.inf)
+    guidance = tuple(spec.cfg_strength >= CFG_OFF_BELOW and low <= t <= high for t in grid[:-1].tolist())
+    cache = StepCache(dit.modulated_input, spec.step_cache) if spec.step_cache > 0 else None
+    return Solve(conditioning=conditioning, x=x, grid=grid, cfg_strength=spec.cfg_strength, guidance=guidance,
+                 model_dtype=model_dtype, on_step=spec.on_step, cache=cache, tally=spec.tally or StepTally())
 
 
 def sample_latents(
@@ -249,15 +284,21 @@ def sample_latents(
 def solve(dit: AuKTransformer, spec: SolveSpec, graphs: StepGraphs | None = None) -> torch.Tensor:
     """:func:`sample_latents` of a spec: one request's steps, alone on ``dit``."""
     run = start_solve(dit, spec)
+    steppers = {}  # by guidance: a guidance interval switches between the two
     with torch.inference_mode():
-        step = graphs.stepper(**run.conditioning, cfg_infer=run.guided) if graphs is not None else _plain_step(dit, run)
         while not run.finished:
-            run.advance(step(run.model_x(), run.time()))
+            v = run.reused()
+            if v is None:
+                guided = run.guided
+                if guided not in steppers:
+                    steppers[guided] = (graphs.stepper(**run.conditioning, cfg_infer=guided) if graphs is not None
+                                        else _plain_step(dit, run.conditioning, guided))
+                v = steppers[guided](run.model_x(), run.time())
+            run.advance(v)
     return run.result()
 
 
-def _plain_step(dit: AuKTransformer, solve: Solve) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
-    c = solve.conditioning
+def _plain_step(dit: AuKTransformer, c: dict, guided: bool) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
     ctx = dit.prepare(c["text"], target_frames=c["target_frames"], c_mask=c["c_mask"], ref=c["ref"],
-                      ref_mask=c["ref_mask"], cfg_infer=solve.guided)
+                      ref_mask=c["ref_mask"], cfg_infer=guided)
     return lambda x, time: dit.step(x, time, ctx)

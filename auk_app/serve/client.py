@@ -156,7 +156,7 @@ class ServeRunner:
                              ref_latent_frames=result["ref_latent_frames"], cache_hit=result["condition_cache_hit"],
                              timings=timings, device=result["device"], dtype=result["dtype"])
         record = replace(record, engine=ENGINE, engine_server=self.host, replica=start.get("replica"),
-                         replica_node=start.get("node"), attempts=attempt)
+                         replica_node=start.get("node"), attempts=attempt, steps=result.get("steps"))
         return EditResult(wav=wav, sample_rate=result["sample_rate"], record=record, source=plan.source)
 
     def _held_to_plan(self, result: dict[str, Any], plan: EditPlan) -> np.ndarray:
@@ -269,7 +269,10 @@ class ServeRunner:
                              f"{', '.join(wrong)}; run the same AuK Studio version in the app and in the deployment.")
         timings = {said(k, 40): float(v) for k, v in list(event["timings"].items())[:16]
                    if isinstance(v, int | float) and not isinstance(v, bool)}
-        return {**{key: event[key] for key in types}, "timings": timings,
+        steps = event.get("steps")  # the replica's step tally; None from a replica that sends none
+        steps = {said(k, 40): v for k, v in list(steps.items())[:8] if isinstance(v, int) and not isinstance(v, bool)
+                 } if isinstance(steps, dict) else None
+        return {**{key: event[key] for key in types}, "timings": timings, "steps": steps,
                 "device": said(event["device"], 40), "dtype": said(event["dtype"], 40)}
 
     def _read(self, client: httpx.Client, send: _Send, lines: queue.Queue, held: dict[str, Any]) -> None:

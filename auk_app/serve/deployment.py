@@ -122,7 +122,7 @@ class AuKReplica:
             record = result.record
             emit({"event": "result", "wav": pack(result.wav), "sample_rate": result.sample_rate,
                   "ref_latent_frames": record.ref_latent_frames, "condition_cache_hit": record.condition_cache_hit,
-                  "timings": record.timings, "device": record.device, "dtype": record.dtype})
+                  "timings": record.timings, "device": record.device, "dtype": record.dtype, "steps": record.steps})
             outcome = "done"
         except Cancelled as exc:
             outcome = "cancelled"

@@ -27,8 +27,8 @@ FAST = {"nfe": 4, "randomize_seed": False}  # a few Euler steps keep every edit 
 
 CONTRACT = {
     "/edit_audio": (["audio", "instruction", "model", "seconds", "nfe", "cfg", "sway", "t_grid", "seed",
-                     "randomize_seed", "vae_sample", "region_start", "region_end", "headroom", "enhance", "candidates"],
-                    6),
+                     "randomize_seed", "vae_sample", "region_start", "region_end", "headroom", "enhance", "candidates",
+                     "step_cache", "cfg_interval"], 6),
     "/text_to_audio": (["caption", "cfg", "max_seconds", "temperature", "top_k", "seed", "randomize_seed",
                         "compare_unmasked"], 4),
     "/inspect_audio": (["audio"], 1),
@@ -62,7 +62,8 @@ def test_view_api_is_the_documented_contract(client):
     defaults = {p["parameter_name"]: p["parameter_default"] for p in endpoints["/edit_audio"]["parameters"]}
     assert defaults == {"audio": None, "instruction": None, "model": "auto", "seconds": 0, "nfe": None, "cfg": None,
                         "sway": None, "t_grid": None, "seed": 0, "randomize_seed": True, "vae_sample": True,
-                        "region_start": None, "region_end": None, "headroom": False, "enhance": False, "candidates": 1}
+                        "region_start": None, "region_end": None, "headroom": False, "enhance": False, "candidates": 1,
+                        "step_cache": None, "cfg_interval": None}
 
 
 def test_model_info(client, demo_dir):

@@ -53,9 +53,10 @@ def test_flash_locks_the_sampling_knobs_with_the_reason(flash_app):
     from auk_app.ui.handlers import knob_updates, slider_knobs
 
     flash, demo = (flash_app.studio.entry(name) for name in ("flash", "demo"))
-    nfe, cfg, sway, t_grid, note = knob_updates(flash)
+    nfe, cfg, sway, t_grid, step_cache, note = knob_updates(flash)
     assert [nfe["interactive"], cfg["interactive"], t_grid["interactive"], sway["visible"]] == [False] * 4
     assert (nfe["value"], cfg["value"]) == (4, 0) and t_grid["value"].startswith("0, 0.07612")
+    assert step_cache["interactive"] is False and step_cache["value"] == 0  # never on Flash's four steps
     assert "fixed recipe" in note["value"] and "0.07612" in note["value"]
     unlocked = knob_updates(demo)
     assert [u["interactive"] for u in unlocked[:4]] == [True] * 4
@@ -63,11 +64,13 @@ def test_flash_locks_the_sampling_knobs_with_the_reason(flash_app):
     # The sliders hold the checkpoint's real defaults (the demo's 16 steps, not the releases' 32).
     assert [u["value"] for u in unlocked[:3]] == [defaults.nfe, defaults.cfg, defaults.sway] == [16, 0.0, -1.0]
     # A slider left at its default sends nothing, as an empty API knob; Flash's locked ones never send.
-    page = {"nfe": 16.0, "cfg": 0.0, "sway": -1.0, "t_grid": "", "seed": 3}
-    assert slider_knobs(demo, page) == {**page, "nfe": None, "cfg": None, "sway": None}
-    assert slider_knobs(demo, {**page, "nfe": 8.0, "sway": 0.5}) == {**page, "nfe": 8.0, "cfg": None, "sway": 0.5}
-    assert slider_knobs(flash, {**page, "nfe": 4.0, "t_grid": "0, 0.5, 1"}) == {
-        **page, "nfe": None, "cfg": None, "sway": None, "t_grid": None}
+    page = {"nfe": 16.0, "cfg": 0.0, "sway": -1.0, "t_grid": "", "step_cache": 0.0, "seed": 3}
+    left = {"nfe": None, "cfg": None, "sway": None, "step_cache": None}
+    assert slider_knobs(demo, page) == {**page, **left}
+    assert slider_knobs(demo, {**page, "nfe": 8.0, "sway": 0.5, "step_cache": 0.1}) == {
+        **page, **left, "nfe": 8.0, "sway": 0.5, "step_cache": 0.1}
+    assert slider_knobs(flash, {**page, "nfe": 4.0, "t_grid": "0, 0.5, 1", "step_cache": 0.1}) == {
+        **page, **left, "t_grid": None}
 
 
 def test_builder_fields_follow_the_task(handlers):

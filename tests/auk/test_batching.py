@@ -21,8 +21,9 @@ from auk_app.auk.batching import StepBatcher
 from auk_app.auk.dit import AuKStepContext, AuKTransformer
 from auk_app.auk.pipeline import AuKPipeline
 from auk_app.auk.request import EditRequest
-from auk_app.auk.sampler import SolveSpec, sample_latents
+from auk_app.auk.sampler import SolveSpec, sample_latents, solve
 from auk_app.auk.step_graphs import StepGraphs
+from auk_app.auk.step_reuse import StepTally
 from auk_app.config import Limits
 from auk_app.errors import Cancelled
 from tests.auk.test_pipeline import _tone, weights  # noqa: F401  (weights: the module's checkpoint fixture)
@@ -123,6 +124,30 @@ def test_concurrent_solves_share_steps_and_equal_their_solo_runs(dit):
     assert [s[-1] for s in steps] == [(6, 6), (4, 4), (8, 8), (3, 3)]  # each its own progress, in order
     assert all([d for d, _ in s] == list(range(1, len(s) + 1)) for s in steps)
     assert batcher.live == 0
+
+
+def test_cached_and_interval_guided_solves_share_steps_and_equal_their_solo_runs(dit):
+    # A step cache skips some of a request's DiT steps and a guidance interval switches its rows
+    # between two and one mid-solve; the others step on meanwhile, and each still gets its solo run.
+    knobs = [dict(nfe=12, cfg_strength=2.0, step_cache=1.0), dict(nfe=10, cfg_strength=2.0, cfg_interval=(0.2, 0.7)),
+             dict(nfe=10, cfg_strength=2.0, step_cache=1.0, cfg_interval=(0.3, 1.0)), dict(nfe=8, cfg_strength=0.0)]
+    requests = [_solve_request(i, frames, **k) for i, (frames, k) in enumerate(zip((40, 50, 33, 60), knobs))]
+    solo_tallies = [StepTally() for _ in requests]
+    solo = [solve(dit, SolveSpec(**request, tally=tally)) for request, tally in zip(requests, solo_tallies)]
+    tallies = [StepTally() for _ in requests]
+    for request, tally in zip(requests, tallies):
+        request["tally"] = tally
+    batcher = StepBatcher(StepGraphs(dit), max_batch=4)
+    got, errors = _batched(batcher, requests)
+    assert errors == [None] * 4 and batcher.largest_batch == 4
+    for want, result in zip(solo, got):
+        torch.testing.assert_close(result, want, **TOLERANCE)
+    assert [t.reused_steps for t in solo_tallies] == [5, 0, 4, 0]  # every other step but the first and last
+    assert [t.guided_steps for t in solo_tallies][1] < 10 and solo_tallies[3].guided_steps == 0
+    for alone, shared in zip(solo_tallies, tallies):
+        assert (shared.dit_steps, shared.reused_steps, shared.guided_steps) == (
+            alone.dit_steps, alone.reused_steps, alone.guided_steps)
+        assert alone.shared_steps == 0 and 0 < shared.shared_steps <= shared.dit_steps
 
 
 def test_max_batch_caps_a_step_and_the_others_take_turns(dit):
@@ -255,6 +280,18 @@ def test_concurrent_edits_share_steps_and_equal_their_solo_runs(pipeline, tmp_pa
     for want, result in zip(solo, got):
         np.testing.assert_allclose(result.wav, want, **TOLERANCE)
     assert [r.record.recipe.nfe for r in got] == [6, 4, 5, 3]
+    assert all(r.record.steps["dit_steps"] == r.record.recipe.nfe and r.record.steps["shared_steps"] > 0 for r in got)
+
+
+def test_an_edits_record_counts_the_steps_that_ran_the_dit(pipeline, tmp_path):
+    clip = _tone(tmp_path / "clip.wav", seconds=0.8)
+    plain = pipeline.generate(EditRequest("Raise the pitch by 2 semitones.", audio=clip, seed=1, nfe=8)).record
+    fewer = pipeline.generate(EditRequest("Raise the pitch by 2 semitones.", audio=clip, seed=1, nfe=8,
+                                          step_cache=1.0, cfg_interval="0.2, 0.9")).record
+    assert plain.steps == dict(dit_steps=8, reused_steps=0, guided_steps=8, shared_steps=0)
+    assert fewer.recipe.step_cache == 1.0 and fewer.recipe.cfg_interval == (0.2, 0.9)
+    assert fewer.steps["dit_steps"] + fewer.steps["reused_steps"] == 8 and fewer.steps["reused_steps"] == 3
+    assert 0 < fewer.steps["guided_steps"] < fewer.steps["dit_steps"]
 
 
 def test_stop_ends_only_its_own_edit(pipeline, tmp_path):
@@ -269,3 +306,75 @@ def test_stop_ends_only_its_own_edit(pipeline, tmp_path):
     for i in (0, 2):
         np.testing.assert_allclose(got[i].wav, solo[i], **TOLERANCE)
     assert pipeline.batcher.live == 0
+
+
+# ----------------------------------------------------------------------------- packed attention
+
+
+def test_packed_attention_is_each_rows_attention_over_its_valid_tokens_alone():
+    from auk_app.auk.packing import attend_packed, packing_of
+
+    generator = torch.Generator().manual_seed(3)
+    q, k, v = (torch.randn(3, 2, 10, 8, generator=generator) for _ in range(3))
+    mask = torch.ones(3, 10, dtype=torch.bool)
+    mask[0, 7:] = False
+    mask[1, 2:4] = False  # valid tokens need not be contiguous
+    mask[1, 9] = False
+    out = attend_packed(q, k, v, packing_of(mask))
+    for row in range(3):
+        keep = mask[row]
+        alone = torch.nn.functional.scaled_dot_product_attention(q[row:row + 1, :, keep], k[row:row + 1, :, keep],
+                                                                 v[row:row + 1, :, keep])
+        torch.testing.assert_close(out[row, keep], alone[0].transpose(0, 1).flatten(1), rtol=1e-6, atol=1e-6)
+        assert not out[row, ~keep].any()  # zeros at the padding
+
+
+def test_packed_shared_steps_equal_each_request_alone(dit, monkeypatch):
+    # Four requests of one bucket share steps with packed attention (counted: every shared step's
+    # attention calls pack); each equals its solo run, and a packed step equals the padded one.
+    from auk_app.auk import dit as dit_module
+
+    packed_calls = []
+    real = dit_module.attend_packed
+    monkeypatch.setattr(dit_module, "attend_packed", lambda *args: packed_calls.append(1) or real(*args))
+    knobs = [dict(nfe=5, cfg_strength=2.0), dict(nfe=4, cfg_strength=0.0), dict(nfe=6, cfg_strength=1.5),
+             dict(nfe=5, cfg_strength=2.0, cfg_interval=(0.2, 0.7))]
+    requests = [_solve_request(i, frames, **k) for i, (frames, k) in enumerate(zip((40, 50, 33, 60), knobs))]
+    solo = [solve(dit, SolveSpec(**request)) for request in requests]
+    assert not packed_calls  # alone, nothing is packed
+    batcher = StepBatcher(StepGraphs(dit), max_batch=4, pack=True)
+    got, errors = _batched(batcher, requests)
+    assert errors == [None] * 4 and batcher.largest_batch == 4 and batcher.batched_steps >= 3
+    assert len(packed_calls) == 2 * batcher.batched_steps  # one joint and one single block per shared step
+    for want, result in zip(solo, got):
+        torch.testing.assert_close(result, want, **TOLERANCE)
+    contexts = [dit.prepare(torch.randn(1, 6, 12), target_frames=64, mask=torch.arange(64)[None] < 40 + i,
+                            c_mask=torch.arange(6)[None] < 4 + i, ref=torch.randn(1, 30, 8),
+                            ref_mask=torch.arange(30)[None] < 29, cfg_infer=True) for i in range(2)]
+    padded = AuKStepContext.concat(contexts)
+    packed = padded.with_packing()
+    assert packed.packing is not None and padded.packing is None
+    x, time = torch.randn(4, 64, 8), torch.tensor([0.3, 0.3, 0.6, 0.6])
+    with torch.inference_mode():
+        valid = padded.target_mask[..., None]
+        torch.testing.assert_close(dit.step(x, time, packed) * valid, dit.step(x, time, padded) * valid, **TOLERANCE)
+
+
+@requires_cuda
+def test_on_cuda_packed_shared_steps_run_varlen_attention_and_stay_close():
+    from auk_app.auk import packing
+
+    device = torch.device("cuda")
+    torch.manual_seed(0)
+    model = AuKTransformer(dim=64, heads=2, dim_head=32, ff_mult=2.0, latent_dim=8, text_hidden_dim=12,
+                           num_layers=1, num_single_layers=1).to(device).eval()
+    requests = [{k: v.to(device) if isinstance(v, torch.Tensor) else v
+                 for k, v in _solve_request(i, 40 + 7 * i, nfe=4, cfg_strength=2.0).items()} for i in range(3)]
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        solo = [sample_latents(model, **request) for request in requests]
+        graphs = StepGraphs(model, compute=torch.bfloat16)
+        batcher = StepBatcher(graphs, max_batch=4, pack=True)
+        got, errors = _batched(batcher, requests)
+    assert packing.varlen_attn is not None and errors == [None] * 3 and batcher.batched_steps >= 2
+    for want, result in zip(solo, got):
+        torch.testing.assert_close(result, want, rtol=3e-2, atol=3e-2)  # bf16: other kernels, other sums

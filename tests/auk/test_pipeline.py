@@ -70,10 +70,10 @@ def sampler_inputs(monkeypatch):
     seen = []
     sample = AuKPipeline._sample
 
-    def record(self, model, batcher, graphs, plan, conditioning, on_step):
+    def record(self, model, batcher, graphs, plan, conditioning, *rest):
         _, _, ref, ref_mask = conditioning
         seen.append({"ref": ref.clone(), "ref_mask": ref_mask})
-        return sample(self, model, batcher, graphs, plan, conditioning, on_step)
+        return sample(self, model, batcher, graphs, plan, conditioning, *rest)
 
     monkeypatch.setattr(AuKPipeline, "_sample", record)
     return seen

@@ -62,6 +62,7 @@ def test_the_same_seed_gives_the_same_pcm_as_in_process(local, remote, serve_clu
     record = got.record
     assert (record.engine, record.engine_server, record.attempts) == ("ray-serve", serve_cluster.url[7:-4], 1)
     assert record.replica and record.region == want.record.region and record.seed == want.record.seed
+    assert record.steps == want.record.steps and record.steps["dit_steps"] == 16  # the replica's step tally
     knobs = {"audio": SPEECH, "instruction": request.instruction, "model": "demo", "seed": 7, "randomize_seed": False,
              "region_start": request.region_start, "region_end": request.region_end}
     (delivered,), _ = remote.fulfil(EditOrder.from_knobs(knobs, remote.config.limits))  # what every front end writes
