@@ -531,6 +531,8 @@ class Handlers:
                 temperature=temperature, top_k=top_k, seed=None if randomize_seed else seed,
                 compare_unmasked=compare_unmasked, limits=self.limits,
             )
+            for caution in self.studio.caption_warnings(ask.caption):  # before the run, as the edit's
+                gr.Warning(caution)
             made = self.studio.text_to_audio(ask, progress=_audex_progress(progress), should_stop=stop.is_set)
             _raise_if_stopped(stop)
             files = outputs.render_audex(made, randomized_seed=bool(randomize_seed), root=_output_root())
