@@ -2,7 +2,7 @@
 
 Each held-out caption is drawn from the held-out *templates* (word orders training never uses,
 often with words it never saw) with held-out values (``training/audex_captions.py``,
-``training/audex_sounds.py``), in English or Chinese as training draws them; it is run through
+``training/audex_sounds.py``), every third in Chinese; it is run through
 :meth:`Studio.text_to_audio` as the Text-to-audio tab runs it (the phase mask on, CFG 3,
 temperature 1, top-k 80, the demo's 3 s), for several seeds, and the decoded clip is measured
 (``training/audex_measures.py``). The first seed of every caption also samples the comparison
@@ -40,8 +40,9 @@ HELDOUT_SEED = 10_000  # caption draws; training draws from generators seeded (s
 
 
 def heldout_scenes(family: str, count: int, seed: int = HELDOUT_SEED):
+    """``count`` held-out scenes of ``family``, every third in Chinese."""
     rng = np.random.default_rng([seed, FAMILIES.index(family) if family in FAMILIES else 99])
-    return [draw(rng, held=True, family=family) for _ in range(count)]
+    return [draw(rng, held=True, family=family, lang="zh" if i % 3 == 2 else "en") for i in range(count)]
 
 
 def run(studio: Studio, caption: str, seed: int, *, compare: bool = False):

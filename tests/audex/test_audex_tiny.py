@@ -45,7 +45,7 @@ def test_the_event_codec_loads_through_the_xcodec_loader_and_decodes_scenes():
     codec = load_xcodec(shared_demo_snapshot().xcodec_dir, device="cpu")
     assert isinstance(codec, EventCodec)
     rng = np.random.default_rng(3)
-    for family in ("tone", "sweep", "clicks", "fade", "flat"):
+    for family in ("tone", "sweep", "siren", "clicks", "fade", "flat"):
         scene = draw(rng, held=True, family=family)
         grid = torch.from_numpy(frames(scene)) + torch.arange(4) * CODEBOOK_SIZE  # stream ids, layer offsets in
         wav = decode_frames(codec, grid)
