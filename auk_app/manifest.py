@@ -111,6 +111,7 @@ def audex_manifest(made: TextToAudioResult, *, output: dict[str, Any] | None, ra
         "seconds": report["seconds"],
         "frames": report["frames"],
         "end_reason": result.end_reason,
+        "warnings": list(made.warnings),
         "report": report,
         "output": output,
         "timings": {k: round(v, 4) for k, v in result.timings.items()},

@@ -545,7 +545,16 @@ class Studio:
             "engine": sampler.engine,
             "engine_server": sampler.host,
         }
-        return TextToAudioResult(request=request, result=result, unmasked=unmasked, model=model)
+        return TextToAudioResult(request=request, result=result, unmasked=unmasked, model=model,
+                                 warnings=tuple(self.caption_warnings(request.caption)))
+
+    def caption_warnings(self, caption: str) -> list[str]:
+        """With Audex-Tiny, one sentence naming the words of ``caption`` it does not know; none with
+        the released weights."""
+        if not self.audex_demo:
+            return []
+        from auk_app.demo.audex_vocabulary import caption_warnings  # the release path imports nothing of the demo
+        return caption_warnings(caption)
 
     # ------------------------------------------------------------------ status
 

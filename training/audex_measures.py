@@ -3,14 +3,15 @@
 Measured on the decoded audio, not on the codes: a tone's frequency (peak of a zero-padded
 spectrum with parabolic interpolation) and length (frames within 30 dB of the loudest), a glide's
 start and end (a straight line through the log-frequency of the spectrogram's peaks, read at the
-sound's first and last frame), clicks (onsets 20 dB above the floor, at least 50 ms apart), a
+sound's first and last frame), a siren's low and high frequency (the glide of its first half, which
+rises from the low one to the high one), clicks (onsets 20 dB above the floor, at least 50 ms apart), a
 fade's level slope (a line through the 20 ms levels in dB) and a noise's spectral flatness
 (geometric over arithmetic mean of its Welch power spectrum, 100 Hz–7 kHz).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -19,7 +20,7 @@ from training.audex_sounds import Scene
 SR = 16000
 TONE_FREQ_BAR = 0.03  # relative, median over runs
 TONE_LENGTH_BAR = 0.10
-SWEEP_BAR = 0.05  # start and end, relative, median over runs
+SWEEP_BAR = 0.05  # start and end (a siren's low and high), relative, median over runs
 SHARE_BAR = 0.8  # clicks exact, fades falling, white noise flat: share of runs
 FLATNESS_BAR = 0.5  # white noise's is about 0.9; pink noise's about 0.3, brown's under 0.1
 FADE_DROP_DB = 10.0  # a fade falls by at least this much over the sound
@@ -77,6 +78,12 @@ def glide(wav: np.ndarray) -> tuple[float, float]:
     return float(2 ** intercept), float(2 ** (intercept + slope * (b - a) / SR))
 
 
+def siren(wav: np.ndarray) -> tuple[float, float]:
+    """(low Hz, high Hz) of a siren: the start and end of its first half, up from low to high."""
+    a, b = active(wav)
+    return glide(wav[a: (a + b) // 2])
+
+
 def clicks(wav: np.ndarray) -> int:
     """How many clicks: 5 ms frames rising 20 dB above the floor, at least 50 ms apart."""
     db = _frames_db(wav, hop=80, size=80)
@@ -123,9 +130,15 @@ class Score:
     caption: str
     values: dict
     ok: bool
+    lang: str = "en"
 
 
 def score(scene: Scene, wav: np.ndarray) -> Score:
+    """``wav`` measured against the first event of ``scene``, by the scene's family."""
+    return replace(_score(scene, wav), lang=scene.lang)
+
+
+def _score(scene: Scene, wav: np.ndarray) -> Score:
     e = scene.events[0]
     fam = scene.family
     if fam == "tone":
@@ -139,6 +152,11 @@ def score(scene: Scene, wav: np.ndarray) -> Score:
         e0, e1 = abs(f0 / e.f0 - 1), abs(f1 / e.f1 - 1)
         return Score(fam, scene.caption, {"start": f0, "end": f1, "asked": [e.f0, e.f1], "start_err": e0, "end_err": e1},
                      max(e0, e1) <= SWEEP_BAR)
+    if fam == "siren":
+        low, high = siren(wav)
+        e0, e1 = abs(low / e.f0 - 1), abs(high / e.f1 - 1)
+        return Score(fam, scene.caption, {"low": low, "high": high, "asked": [e.f0, e.f1], "start_err": e0,
+                                          "end_err": e1}, max(e0, e1) <= SWEEP_BAR)
     if fam == "clicks":
         n = clicks(wav)
         return Score(fam, scene.caption, {"count": n, "asked": e.count}, n == e.count)

@@ -39,19 +39,21 @@ from pathlib import Path
 import numpy as np
 import torch
 import torch.nn.functional as F
-from safetensors.torch import save_file
+from safetensors.torch import load_file, save_file
 from tokenizers import AddedToken, Regex, Tokenizer, models, normalizers, pre_tokenizers
 from transformers import ArceeForCausalLM, PreTrainedTokenizerFast
 
 from auk_app.audex.prompt import AUDEX_SYSTEM_PROMPT, build_tta_cond_prompt, build_tta_null_prompt
 from auk_app.audex.thinker import arcee_config
 from auk_app.audex.tta import AUDEX_AUDIOCODEC_VOCAB_SIZE
-from auk_app.demo.audex_snapshot import PUNCTUATION, thinker_config
+from auk_app.demo.audex_snapshot import PUNCTUATION, snapshot_paths, thinker_config
 from auk_app.demo.event_codec import (
     CODEBOOK_SIZE, DIGIT_CODES, DIGITS_PER_CODE, HOP, NUM_CODEBOOKS, SAMPLE_RATE, EventCodec, segment_starts, slots_of,
 )
 from auk_app.resolve import AUDEX_AUDIOGEN_DIR, AUDEX_FULL_DIR, AUDEX_SHARD, WEIGHT_INDEX
 from training import audex_sounds
+from training.audex_captions import OUT_OF_VOCABULARY
+from training.audex_numbers import number_normalizers
 
 CHAT_MARKERS = ("<|im_start|>", "<|im_end|>", "<|text to audio|>", "<think>", "</think>")
 
@@ -73,33 +75,46 @@ HEADER_WEIGHT = 4.0
 PAD_THREE_DIGITS = normalizers.Replace(Regex(r"(?<!\d)(?<!\d\.)(?=\d{3}(?!\d)(?!\.\d))"), "0")
 
 
+def caption_normalizer() -> normalizers.Normalizer:
+    """Full-width forms folded (NFKC: "，" is ","), lower case, the Chinese full stop as ".", numbers
+    said in words or kHz written in figures, three-digit numbers zero-padded."""
+    return normalizers.Sequence([normalizers.NFKC(), normalizers.Lowercase(), normalizers.Replace("。", "."),
+                                 *number_normalizers(), PAD_THREE_DIGITS])
+
+
+def caption_pre_tokenizer() -> pre_tokenizers.PreTokenizer:
+    """Every Chinese character a word of its own, every digit a token, then words and punctuation."""
+    return pre_tokenizers.Sequence([pre_tokenizers.Split(Regex(r"\p{Han}"), "isolated"),
+                                    pre_tokenizers.Digits(individual_digits=True), pre_tokenizers.Whitespace()])
+
+
 @functools.cache
 def caption_words(seed: int = 12345, draws: int = 20000) -> tuple[str, ...]:
-    """Every word of the training captions (and of the prompt), in first-seen order (drawn once a
-    process: 20,000 captions take seconds)."""
+    """Every word of the training captions (and of the prompt) as the tokenizer splits them, in
+    first-seen order, less the out-of-vocabulary words some captions carry (drawn once a process:
+    20,000 captions take seconds)."""
     rng = np.random.default_rng(seed)
     text = [AUDEX_SYSTEM_PROMPT, "Generate audio for this caption."]
     text += [audex_sounds.draw(rng).caption for _ in range(draws)]
-    pre = pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True), pre_tokenizers.Whitespace()])
+    normalizer, pre = caption_normalizer(), caption_pre_tokenizer()
     words = []
     for line in text:
-        words += [w for w, _ in pre.pre_tokenize_str(line.lower())]
-    return tuple(dict.fromkeys(w for w in words if w not in PUNCTUATION))
+        words += [w for w, _ in pre.pre_tokenize_str(normalizer.normalize_str(line))]
+    unknown = set(OUT_OF_VOCABULARY) | set(PUNCTUATION)
+    return tuple(dict.fromkeys(w for w in words if w not in unknown))
 
 
 def build_tokenizer() -> PreTrainedTokenizerFast:
-    """Word-level, digits split one by one, lower-cased, three-digit numbers zero-padded; markers,
-    ``<unk>``, all 8192 codec tokens."""
+    """Word-level over :func:`caption_words`, digits one by one after :func:`caption_normalizer`;
+    markers, ``<unk>``, all 8192 codec tokens."""
     specials = ["<unk>", "<s>", "</s>", *CHAT_MARKERS]
     plain = [*caption_words(), *(str(d) for d in range(10)), *PUNCTUATION]
     plain = list(dict.fromkeys(plain))
     codecs = [f"<audiocodec_{n}>" for n in range(AUDEX_AUDIOCODEC_VOCAB_SIZE)]
     names = specials + plain + ["<audiogen_start>", "<audiogen_end>"] + codecs
     backend = Tokenizer(models.WordLevel({name: i for i, name in enumerate(names)}, unk_token="<unk>"))
-    backend.normalizer = normalizers.Sequence([normalizers.Lowercase(), PAD_THREE_DIGITS])
-    backend.pre_tokenizer = pre_tokenizers.Sequence(
-        [pre_tokenizers.Digits(individual_digits=True), pre_tokenizers.Whitespace()]
-    )
+    backend.normalizer = caption_normalizer()
+    backend.pre_tokenizer = caption_pre_tokenizer()
     backend.add_special_tokens(
         [AddedToken(name, special=True, normalized=False) for name in names if name.startswith("<")]
     )
@@ -179,6 +194,20 @@ class DigitRows(torch.nn.Module):
         summed = sum(self.digit[:, j, self.places[:, j]] for j in range(DIGITS_PER_CODE))
         return torch.cat([summed, self.spare], dim=1)
 
+    @torch.no_grad()
+    def fit(self, rows: torch.Tensor) -> None:
+        """Take digit rows whose sums are ``rows`` (``[4, 1024, hidden]``, as an export wrote them),
+        by least squares: exact up to the export's bf16 rounding. Sums fix the rows up to a constant
+        moved between places, so the digit 0 of the later places is held at zero."""
+        design = F.one_hot(self.places, 10).reshape(DIGIT_CODES, DIGITS_PER_CODE * 10).double()
+        free = [i for i in range(DIGITS_PER_CODE * 10) if i < 10 or i % 10]
+        design = design[:, free]
+        for q in range(NUM_CODEBOOKS):
+            solved = torch.zeros(DIGITS_PER_CODE * 10, rows.shape[-1], dtype=torch.float64)
+            solved[free] = torch.linalg.solve(design.T @ design, design.T @ rows[q, :DIGIT_CODES].double())
+            self.digit[q] = solved.reshape(DIGITS_PER_CODE, 10, -1).float()
+        self.spare.copy_(rows[:, DIGIT_CODES:])
+
 
 class Trainee(torch.nn.Module):
     """The thinker with its codec rows held as digit sums while it trains."""
@@ -233,6 +262,28 @@ class Trainee(torch.nn.Module):
         return model
 
 
+@torch.no_grad()
+def warm_start(trainee: Trainee, tokenizer, snapshot: Path) -> None:
+    """Start from an exported Audex-Tiny: its layers as they are, a word's rows where both tokenizers
+    have the word (a new word keeps its fresh rows) and the codec's digit rows fitted to its sums."""
+    paths = snapshot_paths(snapshot)
+    old_vocab = json.loads((paths.thinker_dir / "tokenizer.json").read_text(encoding="utf-8"))["model"]["vocab"]
+    state = {k: v.float() for k, v in load_file(str(paths.audex_root / AUDEX_FULL_DIR / AUDEX_SHARD)).items()}
+    own = trainee.model.state_dict()
+    rows = ("model.embed_tokens.weight", "lm_head.weight")
+    for key, value in state.items():
+        if key not in rows:
+            own[key].copy_(value)
+    new_vocab = tokenizer.get_vocab()
+    pairs = [(new_vocab[w], i) for w, i in old_vocab.items() if w in new_vocab and not w.startswith("<audiocodec_")]
+    new_ids, old_ids = (torch.tensor(ids) for ids in zip(*pairs, strict=True))
+    old_codec0 = old_vocab["<audiocodec_0>"]
+    for key, digit_rows in zip(rows, (trainee.codec_in, trainee.codec_out), strict=True):
+        own[key][new_ids] = state[key][old_ids]
+        digit_rows.fit(state[key][old_codec0: old_codec0 + NUM_CODEBOOKS * CODEBOOK_SIZE].reshape(
+            NUM_CODEBOOKS, CODEBOOK_SIZE, -1))
+
+
 def lr_at(step: int, steps: int, peak: float, warmup: int = 100) -> float:
     if step < warmup:
         return peak * (step + 1) / warmup
@@ -273,6 +324,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--save-every", type=int, default=100)
     parser.add_argument("--pause-after", type=int, default=None, help="stop after this many steps of this run")
+    parser.add_argument("--init", type=Path, default=None,
+                        help="start from the weights of an exported Audex-Tiny (a fine-tune; a resumed run ignores it)")
     args = parser.parse_args(argv)
     started = time.monotonic()
     torch.set_num_threads(args.threads)
@@ -281,12 +334,15 @@ def main(argv: list[str] | None = None) -> None:
     layout = Layout(tokenizer)
     model = ArceeForCausalLM(arcee_config(audex_tiny_config(layout.size), source="train_audex"))
     trainee = Trainee(model, layout)
+    state_file = args.out / "state.pt"
+    if args.init and not state_file.exists():
+        warm_start(trainee, tokenizer, args.init)
     average = copy.deepcopy(trainee).requires_grad_(False)
     optimizer = torch.optim.AdamW(trainee.parameters(), lr=args.lr, betas=(0.9, 0.98), weight_decay=0.01)
     held_rng = np.random.default_rng([args.seed, 999_999])
     held = collate([example(held_rng, tokenizer, layout, held=True) for _ in range(32)], layout)
     args.out.mkdir(parents=True, exist_ok=True)
-    state_file, step = args.out / "state.pt", 0
+    step = 0
     if state_file.exists():
         saved = torch.load(state_file, weights_only=False)
         trainee.load_state_dict(saved["model"])

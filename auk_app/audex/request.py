@@ -68,3 +68,4 @@ class TextToAudioResult:
     result: AudexResult
     unmasked: AudexResult | None
     model: dict[str, Any]  # name, demo flag, folder names, device, dtype: for the manifest
+    warnings: tuple[str, ...] = ()  # what the manifest must tell a reader: words the demo does not know

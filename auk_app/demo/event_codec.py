@@ -20,8 +20,13 @@ digits (``100·x + 10·y + z``; codes 1000–1023 decode as silence), so a frame
   by one, five frames a tenth), and the segment's last frame reads ``0 0 1``.
 
 A segment (one sound event) is a run of frames of one kind whose clock keeps falling; its
-parameters are each slot's most common digit over its frames, and it lasts as many frames as it
-has, whatever its clock says: the decode is frame-synchronous, as XCodec1's.
+parameters are its first frame's, and it lasts as many frames as it has, whatever its clock says:
+the decode is frame-synchronous, as XCodec1's. The first frame is where the caption decides the
+parameters; a later frame only copies them, and under classifier-free guidance a copy is fragile:
+where the conditional and the null prompt both copy with near certainty, guidance at scale 3
+magnifies the small difference between their runners-up (a digit the caption says elsewhere), so
+"300 Hz to 900 Hz" can copy 900 for two frames and then 300 for the rest. Reading the first frame
+makes the copies carry only the clock and the kind.
 
 Why digits: the captions say their numbers in digits ("a 470 Hz beep for 1.3 s") and Audex-Tiny's
 tokenizer writes every number's digits one token each (three-digit numbers with a leading zero),
@@ -110,7 +115,7 @@ class Segment:
     kind: int
     start: int  # first frame
     frames: int
-    params: tuple[int, ...]  # slots 1..8, each the most common digit over the segment
+    params: tuple[int, ...]  # slots 1..8 of the segment's first frame
 
 
 def segment_starts(slots: np.ndarray) -> np.ndarray:
@@ -128,8 +133,7 @@ def segments(codes: np.ndarray) -> list[Segment]:
     bounds = [*np.nonzero(segment_starts(slots))[0].tolist(), len(slots)] if len(slots) else [0]
     found = []
     for a, b in zip(bounds[:-1], bounds[1:], strict=True):
-        params = tuple(int(np.bincount(column, minlength=10).argmax()) for column in slots[a:b, 1:1 + PARAMS].T)
-        found.append(Segment(int(slots[a, 0]), a, b - a, params))
+        found.append(Segment(int(slots[a, 0]), a, b - a, tuple(int(d) for d in slots[a, 1:1 + PARAMS])))
     return found
 
 

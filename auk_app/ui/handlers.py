@@ -538,6 +538,8 @@ class Handlers:
         stop = self._runs.flag(request)
         try:
             ask = AudexRequest.from_knobs(values, self.limits, seconds=self.audex_seconds)
+            for caution in self.studio.caption_warnings(ask.caption):  # before the run, as the edit's
+                gr.Warning(caution)
             made = self.studio.text_to_audio(ask, progress=_audex_progress(progress), should_stop=stop.is_set)
             _raise_if_stopped(stop)
             files = outputs.render_audex(made, randomized_seed=values["randomize_seed"], root=_output_root())

@@ -1,17 +1,21 @@
 """Audex-Tiny against its bars on a few held-out captions, through /text_to_audio on the launched app.
 
 The app's defaults (phase mask on, CFG 3, temperature 1, top-k 80, the demo's 3 s) and seed 0;
-the benchmark's first held-out captions of each family (``bench/bench_audex_demo.py``: wordings and
-values training never used). Each family's clips must hold its bar (``training/audex_measures.py``),
-every stream must be phase-valid, and the comparison run without the mask must not be.
+the benchmark's first held-out captions of each family (``bench/bench_audex_demo.py``: templates
+and values training never used). Each family's clips must hold its bar (``training/audex_measures.py``),
+every stream must be phase-valid, and the comparison run without the mask must not be. Captions
+new users typed come out as they say, and a caption with words the demo does not know carries a
+warning naming them.
 """
 
 import numpy as np
 import pytest
 import soundfile as sf
 
+from auk_app.demo.audex_vocabulary import caption_warnings
 from bench.bench_audex_demo import FAMILIES, heldout_scenes, summarise
 from training import audex_measures as measures
+from training.audex_sounds import Event, Scene
 
 CLIPS = 3  # per family: a median of three holds a bar with one run off
 
@@ -46,8 +50,49 @@ def test_without_the_mask_the_stream_is_not_valid(made):
     assert manifest["unmasked"]["report"]["phase_valid"] is False
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+# Held-out templates whose only cue is a word Audex-Tiny never saw come out as the family's plain
+# form: "a sweep that begins at 1780 and ends at 1250 Hz after 1.9 seconds" as a steady tone, "brown
+# noise that dies down" and "白噪声越来越小" as steady noise (the page names those words); a click
+# spacing training never uses (0.7 s) comes out shorter and can split a click in two. The bench
+# measures the same (docs/demo-model.md#audex-tiny): the sweep and fade bars are not met, the clicks
+# bar is met in 25 of 30 runs but not by these three captions at seed 0.
+MISSED = {"sweep": "held-out sweep templates ('begins at … ends at … after …') read as a steady tone",
+          "fade": "held-out fades said only in unknown words ('dies down', '越来越小') read as steady noise",
+          "clicks": "the held-out spacing 0.7 s comes out shorter and splits a click in two"}
+
+
+@pytest.mark.parametrize("family", [pytest.param(f, marks=pytest.mark.xfail(strict=True, reason=MISSED[f]))
+                                    if f in MISSED else f for f in FAMILIES])
 def test_held_out_captions_meet_the_bars(made, family):
     scores = [measures.score(scene, data.astype(np.float64)) for scene, data, _, _ in made[family]]
     summary = summarise(family, scores)
     assert summary["bar"], [(s.caption, s.values) for s in scores]
+
+
+def test_every_manifest_names_the_words_its_caption_has_that_the_demo_does_not_know(made, client):
+    for runs in made.values():
+        for scene, _, _, manifest in runs:
+            assert manifest["warnings"] == caption_warnings(scene.caption)
+    _, _, _, manifest = client.predict("Rain falling on a tin roof.", seed=0, randomize_seed=False,
+                                       api_name="/text_to_audio")
+    (warning,) = manifest["warnings"]
+    assert '"Rain", "tin" and "roof"' in warning
+
+
+# Captions a new user typed: a siren without a length (its default is 2 s), a sweep ending at
+# 900 Hz (which guidance once made a steady tone), a Chinese caption.
+TYPED = [
+    Scene("A siren sweeping from 300 Hz to 900 Hz.", [Event("siren", 2.0, 300, 900)], "siren"),
+    Scene("A sweep from 400 Hz to 900 Hz over 1.5 seconds.", [Event("sweep", 1.5, 400, 900)], "sweep"),
+    Scene("一个440赫兹的提示音，持续1秒。", [Event("tone", 1.0, 440, 440)], "tone", "zh"),
+]
+
+
+@pytest.mark.parametrize("scene", TYPED, ids=["siren", "sweep", "chinese"])
+def test_captions_new_users_typed_come_out_as_they_say(client, scene):
+    wav, _, _, _ = client.predict(scene.caption, seed=0, randomize_seed=False, api_name="/text_to_audio")
+    data, _ = sf.read(wav, dtype="float64")
+    result = measures.score(scene, data)
+    start, end = measures.active(data)
+    assert result.ok and abs((end - start) / 16_000 / scene.events[0].seconds - 1) <= measures.TONE_LENGTH_BAR, (
+        result.values, (end - start) / 16_000)

@@ -45,7 +45,7 @@ def test_the_event_codec_loads_through_the_xcodec_loader_and_decodes_scenes():
     codec = load_xcodec(shared_demo_snapshot().xcodec_dir, device="cpu")
     assert isinstance(codec, EventCodec)
     rng = np.random.default_rng(3)
-    for family in ("tone", "sweep", "clicks", "fade", "flat"):
+    for family in ("tone", "sweep", "siren", "clicks", "fade", "flat"):
         scene = draw(rng, held=True, family=family)
         grid = torch.from_numpy(frames(scene)) + torch.arange(4) * CODEBOOK_SIZE  # stream ids, layer offsets in
         wav = decode_frames(codec, grid)
@@ -71,9 +71,9 @@ def test_segments_split_where_the_kind_changes_or_the_clock_starts_again():
     assert [(s.kind, s.start, s.frames, s.params[0]) for s in found] == [(CLICK, 0, 10, 2), (CLICK, 10, 10, 1), (SIREN, 20, 20, 0)]
 
 
-def test_a_stray_frame_does_not_change_a_segment_and_codes_over_999_are_silence():
+def test_a_segment_is_read_at_its_first_frame_and_codes_over_999_are_silence():
     codes = segment_codes(TONE, digits_of(440, 4) * 2, 5)
-    codes[7, 1] = 999  # one frame's f0 tens and units and f1 thousands wrong: each slot's most common digit wins
+    codes[7, 1] = 999  # one later frame's f0 tens and units and f1 thousands wrong
     (segment,) = segments(codes.T)
     assert segment.frames == 25 and segment.params == tuple(digits_of(440, 4) * 2)
     codec = EventCodec(json.loads((AUDEX_TINY_DIR / "xcodec" / "config.json").read_text()))
@@ -82,6 +82,21 @@ def test_a_stray_frame_does_not_change_a_segment_and_codes_over_999_are_silence(
     codes[:, 0] = 1000
     silent = codec.decode(torch.from_numpy(codes.T[None])).audio_values
     assert heard.shape == silent.shape == (1, 1, 25 * 320) and heard.abs().max() > 0.1 and silent.abs().max() == 0
+
+
+def test_copies_that_drift_after_the_first_frame_do_not_change_the_sound():
+    """What guidance at scale 3 made of "a sweep from 300 Hz to 900 Hz over 1.5 seconds": the first
+    two frames say 0300 0900, the other 73 copy 0300 0300 (a steady 300 Hz if the majority ruled)."""
+    codes = segment_codes(TONE, digits_of(300, 4) + digits_of(900, 4), 15)
+    drifted = segment_codes(TONE, digits_of(300, 4) * 2, 15)
+    codes[2:, 2] = drifted[2:, 2]
+    (segment,) = segments(codes.T)
+    assert segment.params == tuple(digits_of(300, 4) + digits_of(900, 4))
+    codec = EventCodec(json.loads((AUDEX_TINY_DIR / "xcodec" / "config.json").read_text()))
+    codec.level_db.copy_(EventCodec.tables()["level_db"])
+    wav = codec.decode(torch.from_numpy(codes.T[None])).audio_values[0, 0].double().numpy()
+    start, end = measures.glide(wav)
+    assert abs(start / 300 - 1) < 0.05 and abs(end / 900 - 1) < 0.05
 
 
 def test_a_codec_config_naming_an_unknown_codec_is_refused(tmp_path):

@@ -89,10 +89,13 @@ def test_sampled_streams_are_phase_valid_and_pairs_identical_over_many_seeds(rem
 
 
 def test_the_mask_is_what_makes_server_streams_valid(remote):
-    """A one-second beep in the demo's 3 s: Audex-Tiny keeps the phases by itself while the sound
-    lasts, and only the mask lets it end (unmasked, it writes a code where the end belongs)."""
-    made = remote.text_to_audio(AudexRequest.from_knobs(dict(caption=CAPTIONS[0], max_seconds=3.0, seed=1,
-                                                             compare_unmasked=True, randomize_seed=False), LIMITS))
+    """A greedy half-second tone in the demo's 3 s (greedy: the server's stream is the in-process one):
+    Audex-Tiny keeps the phases by itself while the sound lasts, and where it ends, unmasked, it
+    writes a code where the end belongs; only the mask keeps the stream valid. (Sampled, some
+    captions end by themselves unmasked: 12 % of the bench's unmasked runs are valid.)"""
+    made = remote.text_to_audio(AudexRequest.from_knobs(dict(caption="A 440 Hz tone for 0.5 seconds.", max_seconds=3.0,
+                                                             top_k=1, seed=0, compare_unmasked=True,
+                                                             randomize_seed=False), LIMITS))
     assert made.result.report["phase_valid"] and made.result.report["end_reason"] == "end_token"
     assert not made.unmasked.report["phase_valid"]
 
