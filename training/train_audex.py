@@ -34,6 +34,7 @@ import functools
 import json
 import math
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -312,7 +313,7 @@ def export(model, tokenizer, out: Path) -> None:
     save_file(EventCodec.tables(), str(codec_dir / "model.safetensors"), metadata={"format": "pt"})
 
 
-def main(argv: list[str] | None = None) -> None:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("runs/audex"))
     parser.add_argument("--export", type=Path, default=None)
@@ -326,12 +327,53 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--pause-after", type=int, default=None, help="stop after this many steps of this run")
     parser.add_argument("--init", type=Path, default=None,
                         help="start from the weights of an exported Audex-Tiny (a fine-tune; a resumed run ignores it)")
-    args = parser.parse_args(argv)
-    started = time.monotonic()
-    torch.set_num_threads(args.threads)
-    torch.manual_seed(args.seed)
-    tokenizer = build_tokenizer()
-    layout = Layout(tokenizer)
+    return parser
+
+
+@dataclass
+class Run:
+    """What a training run holds: the model being trained, its average (what is exported), the
+    optimiser, the step reached, and the state file it saves to and resumes from."""
+
+    trainee: Trainee
+    average: Trainee
+    optimizer: torch.optim.Optimizer
+    state_file: Path
+    step: int = 0
+
+    def save(self, args: argparse.Namespace) -> None:
+        tmp = self.state_file.with_suffix(".tmp")
+        torch.save({"model": self.trainee.state_dict(), "average": self.average.state_dict(),
+                    "optimizer": self.optimizer.state_dict(), "step": self.step, "args": vars(args)}, tmp)
+        tmp.replace(self.state_file)
+
+    def resume(self) -> None:
+        saved = torch.load(self.state_file, weights_only=False)
+        self.trainee.load_state_dict(saved["model"])
+        self.average.load_state_dict(saved["average"])
+        self.optimizer.load_state_dict(saved["optimizer"])
+        self.step = saved["step"]
+        print(f"resumed at step {self.step}", flush=True)
+
+    def train_step(self, batch, lr: float) -> float:
+        """One optimiser step on ``batch`` at ``lr``, then the average follows; the step's loss."""
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        loss = self.trainee.loss(*batch)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.trainee.parameters(), 1.0)
+        self.optimizer.step()
+        decay = min(0.995, (1 + self.step) / (10 + self.step))
+        with torch.no_grad():
+            for a, p in zip(self.average.parameters(), self.trainee.parameters(), strict=True):
+                a.lerp_(p, 1 - decay)
+        self.step += 1
+        return loss.item()
+
+
+def _new_run(args: argparse.Namespace, tokenizer, layout: Layout) -> Run:
+    """A run from scratch (or from ``--init``'s weights), or resumed from its state file."""
     model = ArceeForCausalLM(arcee_config(audex_tiny_config(layout.size), source="train_audex"))
     trainee = Trainee(model, layout)
     state_file = args.out / "state.pt"
@@ -339,50 +381,37 @@ def main(argv: list[str] | None = None) -> None:
         warm_start(trainee, tokenizer, args.init)
     average = copy.deepcopy(trainee).requires_grad_(False)
     optimizer = torch.optim.AdamW(trainee.parameters(), lr=args.lr, betas=(0.9, 0.98), weight_decay=0.01)
+    return Run(trainee, average, optimizer, state_file)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = _parser().parse_args(argv)
+    started = time.monotonic()
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    tokenizer = build_tokenizer()
+    layout = Layout(tokenizer)
+    run = _new_run(args, tokenizer, layout)
     held_rng = np.random.default_rng([args.seed, 999_999])
     held = collate([example(held_rng, tokenizer, layout, held=True) for _ in range(32)], layout)
     args.out.mkdir(parents=True, exist_ok=True)
-    step = 0
-    if state_file.exists():
-        saved = torch.load(state_file, weights_only=False)
-        trainee.load_state_dict(saved["model"])
-        average.load_state_dict(saved["average"])
-        optimizer.load_state_dict(saved["optimizer"])
-        step = saved["step"]
-        print(f"resumed at step {step}", flush=True)
-
-    def save() -> None:
-        tmp = state_file.with_suffix(".tmp")
-        torch.save({"model": trainee.state_dict(), "average": average.state_dict(),
-                    "optimizer": optimizer.state_dict(), "step": step, "args": vars(args)}, tmp)
-        tmp.replace(state_file)
-
-    running, pause = None, args.steps if args.pause_after is None else step + args.pause_after
-    stream = batches(step, args.batch, args.seed, tokenizer, layout)
-    while step < min(args.steps, pause) and (time.monotonic() - started) < args.minutes * 60:
-        for group in optimizer.param_groups:
-            group["lr"] = lr_at(step, args.steps, args.lr)
-        loss = trainee.loss(*next(stream))
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(trainee.parameters(), 1.0)
-        optimizer.step()
-        decay = min(0.995, (1 + step) / (10 + step))
-        with torch.no_grad():
-            for a, p in zip(average.parameters(), trainee.parameters(), strict=True):
-                a.lerp_(p, 1 - decay)
-        step += 1
-        running = loss.item() if running is None else 0.95 * running + 0.05 * loss.item()
-        if step % 20 == 0:
-            print(f"step {step} loss {running:.4f} lr {lr_at(step, args.steps, args.lr):.2e} "
+    if run.state_file.exists():
+        run.resume()
+    running, pause = None, args.steps if args.pause_after is None else run.step + args.pause_after
+    stream = batches(run.step, args.batch, args.seed, tokenizer, layout)
+    while run.step < min(args.steps, pause) and (time.monotonic() - started) < args.minutes * 60:
+        loss = run.train_step(next(stream), lr_at(run.step, args.steps, args.lr))
+        running = loss if running is None else 0.95 * running + 0.05 * loss
+        if run.step % 20 == 0:
+            print(f"step {run.step} loss {running:.4f} lr {lr_at(run.step, args.steps, args.lr):.2e} "
                   f"{time.monotonic() - started:.0f}s", flush=True)
-        if step % args.save_every == 0:
-            save()
-            print(f"step {step} held-out first frames right {average.header_accuracy(*held):.3f}", flush=True)
-    save()
+        if run.step % args.save_every == 0:
+            run.save(args)
+            print(f"step {run.step} held-out first frames right {run.average.header_accuracy(*held):.3f}", flush=True)
+    run.save(args)
     if args.export:
-        export(average.released(), tokenizer, args.export)
-        print(f"exported step {step} to {args.export}", flush=True)
+        export(run.average.released(), tokenizer, args.export)
+        print(f"exported step {run.step} to {args.export}", flush=True)
 
 
 if __name__ == "__main__":
