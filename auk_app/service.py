@@ -148,6 +148,7 @@ class Studio:
         self._editing = threading.Condition()  # guards _running: edits in flight per model key
         self._running: dict[str, int] = {}
         self._readers: dict[str, Callable[[str], str | None] | None] = {}  # per model: its instruction_reader
+        self._readers_lock = threading.Lock()
 
     # ------------------------------------------------------------------ registry
 
@@ -282,10 +283,11 @@ class Studio:
     def _instruction_problem(self, entry: ModelEntry, instruction: str) -> str | None:
         """What ``entry``'s text encoder refuses in ``instruction`` (more tokens than it has positions),
         read by its tokenizer alone, which is kept per model."""
-        if entry.key not in self._readers:
-            encoder = entry.checkpoint.text_encoder
-            locate = (lambda: self._qwen_dir(entry)) if encoder.kind == QWEN_OMNI else (lambda: None)
-            self._readers[entry.key] = instruction_reader(encoder, locate)
+        with self._readers_lock:  # validators run side by side: the tokenizer is loaded once
+            if entry.key not in self._readers:
+                encoder = entry.checkpoint.text_encoder
+                locate = (lambda: self._qwen_dir(entry)) if encoder.kind == QWEN_OMNI else (lambda: None)
+                self._readers[entry.key] = instruction_reader(encoder, locate)
         reader = self._readers[entry.key]
         return None if reader is None else reader(instruction)
 

@@ -24,10 +24,16 @@ def _handlers(demo):
     return info.fn.__self__
 
 
+def _inputs(**values) -> list:
+    """/edit_audio's inputs in order, as a raw client sends them: the schema's defaults and ``values``."""
+    from auk_app.knobs import EDIT
+
+    return [values.get(knob.name, knob.default) for knob in EDIT]
+
+
 def _join(url: str, fn_index: int, candidates: int = 1) -> httpx.Response:
-    """One raw arrival at the queue, as any client can make it: a text-only edit of 1 s (all 16 inputs,
-    the last one its candidates)."""
-    data = [None, "Say hi.", "auto", 1, None, None, None, "", 0, True, True, None, None, False, False, candidates]
+    """One raw arrival at the queue, as any client can make it: a text-only edit of 1 s."""
+    data = _inputs(instruction="Say hi.", seconds=1, candidates=candidates)
     body = {"data": data, "fn_index": fn_index, "session_hash": uuid.uuid4().hex, "event_data": None,
             "trigger_id": None}
     return httpx.post(f"{url.rstrip('/')}/gradio_api/queue/join", json=body, timeout=60)
@@ -59,7 +65,7 @@ def test_simultaneous_arrivals_cannot_pass_the_cap_and_model_info_still_answers(
         admitted = [r for r in replies if r.status_code == 200]
         refused = [r for r in replies if r.status_code != 200]
         assert len(replies) == ARRIVALS
-        assert len(admitted) == QUEUE_MAX_SIZE  # waiting and running alike
+        assert len(admitted) == QUEUE_MAX_SIZE, {_refusal(r) for r in refused}  # waiting and running alike
         assert all(r.status_code == 422 and f"the most it takes is {QUEUE_MAX_SIZE}. Try again in a minute."
                    in _refusal(r) for r in refused)
         started = time.monotonic()
@@ -119,8 +125,7 @@ def test_a_client_that_gives_up_during_the_upload_check_costs_no_run(app, clips,
 
     monkeypatch.setattr(handlers_module.upload_check, "check_upload", slow_check)
     monkeypatch.setattr(app.studio, "run_plan", recorded)
-    data = [_upload(app.url, clips.voice), "Abandoned.", "auto", 1, None, None, None, "", 0, True, True, None, None, False,
-            False, 1]
+    data = _inputs(audio=_upload(app.url, clips.voice), instruction="Abandoned.", seconds=1)
     body = {"data": data, "fn_index": _edit_fn_index(app.demo), "session_hash": uuid.uuid4().hex,
             "event_data": None, "trigger_id": None}
     try:
