@@ -155,7 +155,7 @@ def test_stopping_in_the_app_cancels_the_server_requests(local, remote, vllm_ser
 
     with pytest.raises(Cancelled, match="Generation was stopped after"):
         remote.text_to_audio(request, progress=progress, should_stop=stop.is_set)
-    assert 0 < max(seen) < request.codec_cap  # stopped where Stop was pressed, not at the cap
+    assert 0 < max(seen) < request.sampling.codec_cap  # stopped where Stop was pressed, not at the cap
     # Waits on the server's own state, not on a time budget: under a full two-core suite its prefill
     # and aborts can take long, and the generous bound only keeps a broken abort from hanging CI.
     deadline = time.monotonic() + 600
@@ -163,7 +163,7 @@ def test_stopping_in_the_app_cancels_the_server_requests(local, remote, vllm_ser
         time.sleep(0.2)
     assert _server_metric(url, "vllm:num_requests_running") == 0
     made = _server_metric(url, "vllm:generation_tokens_total") - made_before - 2 * masked  # the comparison pair's
-    assert 2 * max(seen) <= made < request.codec_cap  # both members ran, and both were aborted
+    assert 2 * max(seen) <= made < request.sampling.codec_cap  # both members ran, and both were aborted
 
 
 def test_a_server_that_is_not_there_is_one_sentence():
