@@ -24,8 +24,8 @@ from typing import Any
 
 import gradio as gr
 
-from auk_app import check, instructions
-from auk_app.ui import figures, outputs
+from auk_app import instructions
+from auk_app.ui import outputs
 from auk_app.ui import text as ui_text
 from auk_app.audex.params import MAX_SECONDS
 from auk_app.audex.request import DECODED_SECONDS
@@ -34,6 +34,7 @@ from auk_app.knobs import AUDEX, EDIT, MAX_CANDIDATES
 from auk_app.service import ModelEntry, Studio
 from auk_app.ui.handlers import (Handlers, field_updates, inputs_of, knob_updates, model_choices, recipe_knobs,
                                  task_choices)
+from auk_app.ui.warming import Warming
 from auk_app.ui.widgets import api_widget, page_widget
 
 GPU_QUEUE = "gpu"  # text to audio: one at a time
@@ -374,16 +375,31 @@ def _wire_audex(a: SimpleNamespace, h: Handlers, status) -> Any:
     return audex
 
 
-def build_demo(studio: Studio) -> gr.Blocks:
-    """The whole app over ``studio``; launch it with ``.launch(**launch_options(), ...)``."""
+def _loading_line(demo: gr.Blocks, h: Handlers, warming: Warming | None, status) -> None:
+    """Under the status line, what ``warming`` still loads, refreshed every second until it is done
+    (then the status line, which names the loaded model, follows)."""
+    pending = warming.pending() if warming is not None else []
+    line = gr.Markdown(ui_text.loading_line(pending), visible=bool(pending), elem_classes=["status-line"],
+                       elem_id="loading-line")
+    ticker = gr.Timer(1.0, active=bool(pending))
+
+    def refresh():
+        left = warming.pending() if warming is not None else []
+        return gr.update(value=ui_text.loading_line(left), visible=bool(left)), h.status(), gr.Timer(active=bool(left))
+
+    gr.on([ticker.tick, demo.load], refresh, None, [line, status, ticker], show_progress="hidden", **PRIVATE)
+
+
+def build_demo(studio: Studio, warming: Warming | None = None) -> gr.Blocks:
+    """The whole app over ``studio``; launch it with ``.launch(**launch_options(), ...)``. ``warming``
+    (started once the page is up) loads what first runs need, and the page says what it still loads."""
     h = Handlers(studio)
     default = studio.entry("auto")
-    figures.warm_up()  # the first figure's one-time costs, here rather than in the first edit
-    check.warm_up()  # and the edit check's (pYIN's numba compilation)
     with gr.Blocks(title="AuK Studio", delete_cache=(outputs.MAX_AGE_SECONDS, outputs.MAX_AGE_SECONDS)) as demo:
         gr.Markdown("# AuK Studio\nEdit speech and audio by instruction with **AuK**, or make sounds from text "
                     "with **Audex**. Everything runs in this process; nothing is sent elsewhere.")
         status = gr.Markdown(h.status(), elem_classes=["status-line"], elem_id="status-line")
+        _loading_line(demo, h, warming, status)
         # Collapsible, open on a desktop and folded on a phone (FOLD_ON_PHONES), where it filled the first screen.
         with gr.Accordion("About the demo model in use", open=True, visible=default.demo, elem_id="demo-banner-box"):
             gr.Markdown(ui_text.demo_banner(), elem_classes=["banner"], elem_id="demo-banner")
@@ -422,7 +438,6 @@ def build_demo(studio: Studio) -> gr.Blocks:
                              concurrency_limit=INTAKE_CONCURRENCY)
 
         _wire_edit_plumbing(e, h)
-        demo.load(h.status, None, status, **PRIVATE)
         demo.load(None, js=FOLD_ON_PHONES)
         demo.load(h.api_page, None, api_page, **PRIVATE)
 

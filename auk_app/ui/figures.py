@@ -21,6 +21,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.text import Text
 
+from auk_app.ui.mel import mel_power
 from auk_app.ui.token_plot import draw_token_stream
 
 N_FFT = 1024
@@ -39,20 +40,19 @@ _INK = "#8c8c8c"
 # cache predates their installation.
 CJK_FAMILIES = ("Noto Sans CJK SC", "Noto Sans CJK JP", "WenQuanYi Micro Hei", "WenQuanYi Zen Hei",
                 "Droid Sans Fallback", "Source Han Sans SC")
+# Beside them, the app's own Chinese wording in a shipped subset (assets/fonts, made by make_cjk_subset.py),
+# which the page's CSS serves to browsers without a CJK font too.
+SHIPPED_CJK_FONT = Path(__file__).resolve().parents[2] / "assets" / "fonts" / "auk-cjk-subset.ttf"
+SHIPPED_CJK_FAMILY = "AuK CJK Subset"
 _CJK_FILE = re.compile(r"noto\w*cjk|wqy|droidsansfallback|sourcehansans", re.IGNORECASE)
 log = logging.getLogger(__name__)
 
 
 def log_mel(mono: np.ndarray, sample_rate: int) -> np.ndarray:
     """[N_MELS, frames] power in dB re 1.0 (floored at −200 dB, which is below any real signal)."""
-    import librosa  # 1-2 s to import; only figure requests pay it
-
-    hop = sample_rate // FRAMES_PER_SECOND
     if mono.shape[0] < N_FFT:
         mono = np.pad(mono, (0, N_FFT - mono.shape[0]))
-    power = librosa.feature.melspectrogram(
-        y=mono.astype(np.float32), sr=sample_rate, n_fft=N_FFT, hop_length=hop, n_mels=N_MELS, power=2.0
-    )
+    power = mel_power(mono, sample_rate, n_fft=N_FFT, hop=sample_rate // FRAMES_PER_SECOND, n_mels=N_MELS)
     return 10.0 * np.log10(np.maximum(power, 1e-20))
 
 
@@ -167,10 +167,11 @@ def _draw_mel(ax, mel: np.ndarray, seconds: float, *, vmax: float):
 
 @functools.cache
 def font_family() -> tuple[str, ...]:
-    """DejaVu Sans (every Latin glyph and the minus sign) and then an installed CJK family, which
-    matplotlib falls back to glyph by glyph, so a Chinese instruction in a caption is drawn, not boxes.
-    Without one, figures keep DejaVu Sans and matplotlib's per-glyph warnings are silenced: one log
-    line says what to install instead of eight console warnings per run."""
+    """DejaVu Sans (every Latin glyph and the minus sign) and then a CJK family, which matplotlib
+    falls back to glyph by glyph, so a Chinese instruction in a caption is drawn, not boxes: an
+    installed one, else the shipped subset, which holds the app's own Chinese wording (the builder's
+    templates). With the subset, other Chinese still shows as boxes, and matplotlib's per-glyph
+    warnings are silenced: one log line says what to install instead of warnings on every run."""
     from matplotlib import font_manager
 
     manager = font_manager.fontManager
@@ -184,18 +185,19 @@ def font_family() -> tuple[str, ...]:
     known = {f.name for f in manager.ttflist}
     cjk = next((name for name in CJK_FAMILIES if name in known), None)
     if cjk is None:
+        manager.addfont(str(SHIPPED_CJK_FONT))
         warnings.filterwarnings("ignore", message=r"Glyph \d+ .* missing from font", category=UserWarning)
-        log.info("No CJK font found: Chinese text in figures shows as boxes (apt-get install fonts-noto-cjk).")
-        return ("DejaVu Sans",)
+        log.info("No CJK font installed: figures draw the app's own Chinese wording with the shipped subset; "
+                 "other Chinese shows as boxes (apt-get install fonts-wqy-microhei).")
+        return ("DejaVu Sans", SHIPPED_CJK_FAMILY)
     return ("DejaVu Sans", cjk)
 
 
 @functools.cache
 def warm_up() -> None:
     """Draw one tiny before/after figure, captioned in Chinese, and throw it away: the one-time costs
-    of the first figure (librosa's import, matplotlib's font cache and the CJK font, Agg's set-up)
-    are paid at start-up instead of by the first edit, which spent 30.9 s of 40 s drawing. Once per
-    process."""
+    of the first figure (matplotlib's font cache and the CJK font, Agg's set-up) are paid while the
+    app warms up (:mod:`auk_app.ui.warming`), not by the first edit. Once per process."""
     import tempfile
 
     clip = np.sin(np.linspace(0, 2 * np.pi * 40, 2400, dtype=np.float32)) * 0.1
