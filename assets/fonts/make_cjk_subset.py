@@ -1,6 +1,7 @@
-"""Writes ``auk-cjk-subset.ttf``, the page's and the figures' font for the app's own Chinese wording
-(run again after adding Chinese to the code; the file is committed): ``python assets/fonts/make_cjk_subset.py``,
-with Debian's fonts-wqy-microhei installed.
+"""Writes ``auk-cjk-subset.ttf`` (for the figures) and ``auk-cjk-subset.woff2`` (for the page), the
+font of the app's own Chinese wording (run again after adding Chinese to the code; the files are
+committed): ``python assets/fonts/make_cjk_subset.py``, with Debian's fonts-wqy-microhei installed
+(and the brotli module, which WOFF2 compresses with).
 
 The glyphs are every CJK character and CJK punctuation mark in ``auk_app``'s source (the
 cookbook's Chinese templates, the builder's labels), cut from WenQuanYi Micro Hei (Apache-2.0,
@@ -21,6 +22,7 @@ HERE = Path(__file__).parent
 SOURCE = Path("/usr/share/fonts/truetype/wqy/wqy-microhei.ttc")
 FAMILY = "AuK CJK Subset"
 OUT = HERE / "auk-cjk-subset.ttf"
+WEB = OUT.with_suffix(".woff2")
 CJK = re.compile(r"[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uff00-\uffef]")
 
 
@@ -51,7 +53,10 @@ def main() -> None:
         elif record.nameID == 6:  # PostScript name
             names.setName(FAMILY.replace(" ", ""), 6, record.platformID, record.platEncID, record.langID)
     font.save(OUT)
-    print(f"{OUT.name}: {len(app_characters())} characters, {OUT.stat().st_size} bytes")
+    font.flavor = "woff2"
+    font.save(WEB)
+    print(f"{OUT.name}, {WEB.name}: {len(app_characters())} characters, {OUT.stat().st_size} and "
+          f"{WEB.stat().st_size} bytes")
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import logging
 import re
+import textwrap
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -30,7 +31,12 @@ FRAMES_PER_SECOND = 100  # 10 ms hop: fine enough to see a 20 ms latent frame's 
 DYNAMIC_RANGE_DB = 80  # shown below the loudest bin of either clip
 ENVELOPE_BINS = 2000  # min/max per bin: a 30 s clip at 24 kHz is 720 000 points otherwise
 ENVELOPE_MIN_SECONDS = 0.01  # bins of at least 10 ms (one period at 100 Hz), so short clips show an envelope too
-DPI = 100
+# Sized for the page's column, not a poster: about 830 px wide, shown 340 to 550 px wide, where the
+# smallest text (ticks, legends) is 10 to 16 px high, readable without zooming.
+WIDTH_INCHES = 5.2
+DPI = 160
+SMALLEST_PT = 11
+CAPTION_CHARS = 56  # a caption line at the title's 12 pt across WIDTH_INCHES; longer ones wrap
 _INPUT, _OUTPUT = "0.55", "tab:blue"  # mid-grey and blue read on a light and on a dark page
 # Text, ticks and frames in a mid-grey on a transparent background: the figure follows the page's
 # light or dark theme instead of staying a white panel.
@@ -71,7 +77,7 @@ def before_after(
     An edited ``region`` (seconds) is shaded on every panel.
     """
     clips = [("source", source), ("result", output)] if source is not None else [("result", output)]
-    fig = Figure(figsize=(12, 2.2 + 2.0 * len(clips)), dpi=DPI, layout="constrained")
+    fig = Figure(figsize=(WIDTH_INCHES, 1.9 + 1.6 * len(clips)), dpi=DPI, layout="constrained")
     FigureCanvasAgg(fig)
     axes = fig.subplots(1 + len(clips), 1, sharex=True, height_ratios=[1.1] + [1.5] * len(clips))
     wave_ax, spec_axes = axes[0], axes[1:]
@@ -80,7 +86,6 @@ def before_after(
         _draw_envelope(wave_ax, source, sample_rate, colour=_INPUT, label="source (outline)", outline=True)
     wave_ax.set_ylim(-1.05, 1.05)
     wave_ax.set_ylabel("amplitude\n(full scale ±1)")
-    wave_ax.legend(loc="upper right", fontsize=8, ncols=len(clips))
     wave_ax.grid(alpha=0.3)
     mels = [log_mel(mono, sample_rate) for _, mono in clips]
     top = max(float(m.max()) for m in mels)
@@ -93,10 +98,11 @@ def before_after(
     if region is not None:
         for ax in axes:
             ax.axvspan(*region, color="gold", alpha=0.18, linewidth=0, label="edited region" if ax is wave_ax else None)
-        wave_ax.legend(loc="upper right", fontsize=8, ncols=len(clips) + 1)
+    # Under the panels: inside the waveform's panel it would hide the clip.
+    fig.legend(*wave_ax.get_legend_handles_labels(), loc="outside lower center", ncols=3, frameon=False)
     longest = max(mono.shape[0] for _, mono in clips) / sample_rate
     wave_ax.set_xlim(0, max(longest, 1e-3))
-    fig.suptitle(caption, fontsize=9)
+    fig.suptitle(_wrapped(caption))
     return _save(fig, path)
 
 
@@ -113,8 +119,8 @@ def audex_panel(
     ``token_streams`` are (title, codec ids, validity report) triples, drawn by
     :func:`auk_app.ui.token_plot.draw_token_stream`.
     """
-    heights = [0.8, 1.6] + [3.2] * len(token_streams)
-    fig = Figure(figsize=(10, sum(heights) + 0.4), dpi=DPI, layout="constrained")
+    heights = [1.0, 1.5] + [3.0] * len(token_streams)
+    fig = Figure(figsize=(WIDTH_INCHES, sum(heights) + 0.4), dpi=DPI, layout="constrained")
     FigureCanvasAgg(fig)
     axes = fig.subplots(len(heights), 1, height_ratios=heights)
     wave_ax, spec_ax = axes[0], axes[1]
@@ -124,10 +130,9 @@ def audex_panel(
             ax.set_axis_off()
     else:
         seconds = waveform.shape[0] / sample_rate
-        _draw_envelope(wave_ax, waveform, sample_rate, colour=_OUTPUT, label=f"{sample_rate / 1000:g} kHz result")
+        _draw_envelope(wave_ax, waveform, sample_rate, colour=_OUTPUT, label="result")  # its rate is in the caption
         wave_ax.set_ylim(-1.05, 1.05)
         wave_ax.set_xlim(0, seconds)
-        wave_ax.legend(loc="upper right", fontsize=8)
         wave_ax.set_ylabel("amplitude")
         mel = log_mel(waveform, sample_rate)
         image = _draw_mel(spec_ax, mel, seconds, vmax=float(mel.max()))
@@ -137,8 +142,12 @@ def audex_panel(
         fig.colorbar(image, cax=colour_axis, label="dB re 1.0")
     for ax, (title, codec_ids, report) in zip(axes[2:], token_streams):
         draw_token_stream(ax, codec_ids, report, heading=title)
-    fig.suptitle(caption, fontsize=9)
+    fig.suptitle(_wrapped(caption))
     return _save(fig, path)
+
+
+def _wrapped(caption: str) -> str:
+    return "\n".join(line for part in caption.split("\n") for line in textwrap.wrap(part, CAPTION_CHARS) or [""])
 
 
 def _draw_envelope(ax, mono: np.ndarray, sample_rate: int, *, colour: str, label: str, outline: bool = False) -> None:
@@ -210,6 +219,7 @@ def _save(fig: Figure, path: str | Path) -> Path:
     _follow_the_theme(fig)
     for text in fig.findobj(Text):  # per artist: rcParams are process-global and requests run concurrently
         text.set_fontfamily(list(font_family()))
+        text.set_fontsize(max(text.get_fontsize(), SMALLEST_PT))
     path = Path(path)
     fig.savefig(path, format="png", transparent=True)
     return path
@@ -222,7 +232,7 @@ def _follow_the_theme(fig: Figure) -> None:
             text.set_color(_INK)
     for ax in fig.axes:
         ax.set_facecolor("none")
-        ax.tick_params(colors=_INK, which="both")
+        ax.tick_params(colors=_INK, which="both", labelsize=SMALLEST_PT)
         for spine in ax.spines.values():
             spine.set_edgecolor(_INK)
         legend = ax.get_legend()

@@ -163,9 +163,10 @@ step); text-to-audio runs one at a time.
 
 
 def _parameters(endpoint: knobs.Knobs, limits: Limits) -> str:
-    """A table of an endpoint's knobs: name, default, what it does."""
-    rows = [f"| `{k.name}` | `{k.default!r}` | {k.describe(limits)} |" for k in endpoint]
-    return "\n".join(["| parameter | default | what it does |", "|---|---|---|", *rows])
+    """A table of an endpoint's knobs: the name with its default below it, and what it does. Two
+    columns, so that it reads on a phone too."""
+    rows = [f"| `{k.name}`<br>default `{k.default!r}` | {k.describe(limits)} |" for k in endpoint]
+    return "\n".join(["| parameter | what it does |", "|---|---|", *rows])
 
 
 def about_page(limits: Limits, max_file_size: str, audex_seconds: float, decoded_seconds: float) -> str:
