@@ -15,7 +15,7 @@ on a free port in the same environment and times, from its start:
 
 ``--cold`` gives both processes of each round empty folders for numba's cache, matplotlib's,
 Gradio's and Python's temp files and Python's bytecode (``PYTHONPYCACHEPREFIX``): nothing compiled
-by an earlier start is reused, as on a fresh install; the baseline then compiles its bytecode too.
+by a previous start is reused, as on a fresh install; the baseline then compiles its bytecode too.
 Without it they use the environment's caches, after one unmeasured start. Medians over rounds.
 """
 

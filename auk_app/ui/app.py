@@ -418,7 +418,7 @@ def _check_card(manifest: dict | None) -> dict:
 def _wire_views(e: SimpleNamespace, a: SimpleNamespace) -> None:
     """The page's views: the check card follows the result's manifest (a new edit's or a picked
     candidate's), the region is shaded on the source's waveform, and pressing Generate clears the
-    line an earlier Stop left (the last two in the browser)."""
+    line a previous Stop left (the last two in the browser)."""
     e.manifest.change(_check_card, e.manifest, e.check_card, **PRIVATE)
     region = [e.region_start, e.region_end]
     gr.on([e.audio.change, *(edge.change for edge in region)], None, region, None, js=page_js.SHADE_REGION,
@@ -469,7 +469,8 @@ def build_demo(studio: Studio, warming: Warming | None = None) -> gr.Blocks:
                     inspect_button = gr.Button("Call /inspect_audio on the source clip", size="sm")
                 api_result = gr.JSON(label="Result", elem_id="api-result")
             with gr.Tab("About", id="about"):
-                gr.Markdown(ui_text.about_page(studio.config.limits, MAX_FILE_SIZE, MAX_SECONDS, DECODED_SECONDS))
+                gr.Markdown(ui_text.about_page(studio.config.limits, MAX_FILE_SIZE, MAX_SECONDS, DECODED_SECONDS),
+                            elem_id="about-page")
 
         # Model endpoints: validated before the queue; edits batch in the pipeline, text to audio runs alone.
         edit = _wire_edit(e, endpoint, h, studio.config)

@@ -52,6 +52,7 @@ def gauge(check: dict[str, Any]) -> str:
 
     dot = "" if got is None else f'<circle class="got" cx="{x(got)}%" cy="17" r="5.5"/>'
     return (f'<svg role="img" aria-label="the accepted band, a tick at what was asked, a dot at the result">'
-            f'<rect class="band" x="{x(band[0])}%" y="9" width="{round(x(band[1]) - x(band[0]), 1)}%" height="16" rx="3"/>'
+            f'<rect class="band" x="{x(band[0])}%" y="9" width="{round(x(band[1]) - x(band[0]), 1)}%" '
+            f'height="16" rx="3"/>'
             f'<line class="axis" x1="0" y1="17" x2="100%" y2="17"/>'
             f'<line class="asked" x1="{x(asked)}%" y1="5" x2="{x(asked)}%" y2="29"/>{dot}</svg>')

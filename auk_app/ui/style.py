@@ -29,7 +29,8 @@ _ORDER = {
 _BASE = """
 .status-line {font-size: 0.92em; opacity: 0.9}
 .banner {border-left: 4px solid #f59e0b; background: rgba(245, 158, 11, 0.10); padding: 8px 14px; border-radius: 6px}
-.flash-note {border-left: 4px solid #6366f1; background: rgba(99, 102, 241, 0.08); padding: 6px 12px; border-radius: 6px}
+.flash-note {border-left: 4px solid #6366f1; background: rgba(99, 102, 241, 0.08); padding: 6px 12px;
+  border-radius: 6px}
 .note {font-size: 0.88em; opacity: 0.85}
 .prose table {display: block; max-width: 100%; overflow-x: auto}
 .prose table::-webkit-scrollbar, .prose pre::-webkit-scrollbar {height: 8px}

@@ -15,7 +15,8 @@ from auk_app.config import Limits
 from auk_app.resolve import AUDEX, AUK_BASE, AUK_FLASH, QWEN_OMNI, XCODEC1
 from auk_app.service import GET_WEIGHTS
 
-_RELIABILITY = {True: "reliable", False: "often unstable", None: "not tested"}  # community tests (peer_apps §1.1)
+# How the released weights fared in the community's tests, per task
+_RELIABILITY = {True: "reliable", False: "often unstable", None: "not tested"}
 _VERDICT_MARKS = {"ok": "✓ Ready:", "warning": "⚠ Usable, but:", "rejected": "✗ Refused:"}
 
 
@@ -46,7 +47,8 @@ def serving_line(info: dict[str, Any]) -> str:
     weights = "the embedded demo model (no released weights found)" if default["demo"] else "released weights"
     loading = ("the demo models load behind the page once it answers" if default["demo"]
                else "released weights load on first use unless --preload")
-    return f"AuK Studio serves {default['label']} ({weights}) and {audex} on {info['device']}, {info['dtype']}; {loading}."
+    return (f"AuK Studio serves {default['label']} ({weights}) and {audex} on {info['device']}, {info['dtype']}; "
+            f"{loading}.")
 
 
 def demo_banner() -> str:

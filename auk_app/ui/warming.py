@@ -89,5 +89,5 @@ def _trial_edit() -> EditRequest:
 
 
 def _trial_sound(studio: Studio) -> AudexRequest:
-    knobs = {"caption": "A 440 Hz beep lasting 0.2 seconds", "max_seconds": 0.2, "seed": 0, "randomize_seed": False}
+    knobs = {"caption": "A 440 Hz beep lasting 0.2 seconds", "max_seconds": 0.2}
     return AudexRequest.from_knobs(knobs, studio.config.limits, seconds=studio.audex_seconds)
