@@ -2,7 +2,9 @@
 ``launch_options()`` gives the launch-time look and limits (Gradio 6 takes theme and css at launch).
 
 Tabs: "Edit & generate (AuK)", "Text to audio (Audex)", "API", "About". The event functions live
-in :mod:`auk_app.ui.handlers`; the generated wording in :mod:`auk_app.ui.text`.
+in :mod:`auk_app.ui.handlers`; the generated wording in :mod:`auk_app.ui.text`; the look (theme,
+CSS, the order of a tab's sections on a phone) in :mod:`auk_app.ui.style`, the page's few scripts
+in :mod:`auk_app.ui.page_js`; what loads behind the page in :mod:`auk_app.ui.warming`.
 
 Public API (named; everything else is ``api_visibility="private"``): ``/edit_audio``,
 ``/text_to_audio``, ``/inspect_audio`` and ``/model_info``. ``/edit_audio`` is declared on hidden

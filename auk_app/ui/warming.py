@@ -64,9 +64,10 @@ class Warming:
 
 def startup_steps(studio: Studio) -> list[Step]:
     """What a first run would pay for: the first figure, a short run through each demo model (loading
-    it, under the pipelines' own locks, and paying its first inference), and the edit check, whose
-    pYIN numba compiles when it has no cache. Released weights load on first use or with --preload:
-    they may not fit on one device together, and loading both unasked would hold that memory."""
+    it, under the pipelines' own locks, and paying its first inference), and then the edit check,
+    whose pYIN numba compiles when it has no cache. Released weights load on first use or with
+    --preload: they may not fit on one device together, and loading both unasked would hold that
+    memory."""
     from auk_app import check
     from auk_app.ui import figures
 
@@ -74,9 +75,9 @@ def startup_steps(studio: Studio) -> list[Step]:
     default = studio.entry("auto")
     if default.demo and studio.auk_server is None:
         steps.append((default.label, lambda: studio.edit(_trial_edit(), default.key)))
-    steps.append(("the edit check", check.warm_up))
     if studio.audex_demo and not studio.config.audex_server:
         steps.append(("Audex-Tiny (demo)", lambda: studio.text_to_audio(_trial_sound(studio))))
+    steps.append(("the edit check", check.warm_up))  # last: the longest, and only edits wait for it
     return steps
 
 

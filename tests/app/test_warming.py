@@ -37,7 +37,7 @@ def test_after_the_warm_up_the_demo_models_are_loaded(demo_dir, gradio_temp):
 
     studio = Studio(StudioConfig(demo_dir=demo_dir, device="cpu"))
     steps = startup_steps(studio)
-    assert [name for name, _ in steps] == ["the figures", "AuK-Tiny (demo)", "the edit check", "Audex-Tiny (demo)"]
+    assert [name for name, _ in steps] == ["the figures", "AuK-Tiny (demo)", "Audex-Tiny (demo)", "the edit check"]
     warming = Warming(steps)
     warming.start()
     assert warming.wait(600)
