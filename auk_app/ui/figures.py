@@ -204,15 +204,21 @@ def font_family() -> tuple[str, ...]:
 
 @functools.cache
 def warm_up() -> None:
-    """Draw one tiny before/after figure, captioned in Chinese, and throw it away: the one-time costs
-    of the first figure (matplotlib's font cache and the CJK font, Agg's set-up) are paid while the
-    app warms up (:mod:`auk_app.ui.warming`), not by the first edit. Once per process."""
+    """Draw one tiny before/after figure, captioned in Chinese, and one Audex panel with a token
+    stream, and throw them away: the one-time costs of the first of each (matplotlib's font cache and
+    the CJK font, Agg's set-up, the first scatter and legend) are paid while the app warms up
+    (:mod:`auk_app.ui.warming`), not by the first run. Once per process."""
     import tempfile
 
     clip = np.sin(np.linspace(0, 2 * np.pi * 40, 2400, dtype=np.float32)) * 0.1
+    stream = [book * 1024 + 7 for _ in range(4) for book in range(4)]
+    report = {"phase_valid": True, "mismatch_count": 0, "first_mismatch": None, "codec_count": len(stream),
+              "frames": len(stream) // 4, "dropped_tokens": 0, "end_reason": "eos"}
     with tempfile.TemporaryDirectory(prefix="auk_warm_up_") as folder:
         before_after(Path(folder) / "warm_up.png", clip, 24_000, source=clip, caption="warm-up · 预热",
                      region=(0.02, 0.05))
+        audex_panel(Path(folder) / "warm_up_audex.png", clip, 16_000, token_streams=[("warm-up", stream, report)],
+                    caption="warm-up")
 
 
 def _save(fig: Figure, path: str | Path) -> Path:
