@@ -2,6 +2,7 @@
 second time, as ratios against ``import torch, gradio`` timed in a fresh process in the same round.
 
     python -m bench.bench_startup [--rounds 3] [--cold] [--runs-from ready|answer] [--out FILE]
+    python -m bench.bench_startup --table    # docs/running.md's table, from the newest records
 
 Each round times the baseline (``python -c "import torch, gradio"``), then starts ``python app.py``
 on a free port in the same environment and times, from its start:
@@ -167,6 +168,44 @@ def summary(rounds: list[dict]) -> dict:
     }
 
 
+RESULTS = REPO / "bench" / "results"
+# The records the table shows, by what names them, in its columns' order.
+COLUMNS = (("cold", "cold, runs once warmed up"), ("warm", "warm, runs once warmed up"),
+           ("cold-at-once", "cold, runs as soon as the page answers"))
+TABS = (("edit", "edit (Edit tab)"), ("text_to_audio", "text to audio"), ("inspect_audio", "/inspect_audio (API tab)"))
+
+
+def newest_records() -> dict[str, dict]:
+    """The newest record of each column: ``DATE-cpu-startup-<column>.json`` in bench/results."""
+    found = {}
+    for column, _ in COLUMNS:
+        paths = sorted(RESULTS.glob(f"*-cpu-startup-{column}.json"))
+        if paths:
+            found[column] = {"file": paths[-1].name, **json.loads(paths[-1].read_text())}
+    return found
+
+
+def table(records: dict[str, dict]) -> str:
+    """Medians of each record as a Markdown table: times, and ratios in parentheses."""
+    shown = [(column, title) for column, title in COLUMNS if column in records]
+
+    def row(label: str, cell) -> str:
+        cells = (cell(records[column]["median"], records[column]) for column, _ in shown)
+        return f"| {label} | " + " | ".join(cells) + " |"
+
+    def runs(tab: str):
+        return lambda m, _: f"{m['first_s'][tab]:.2f} · {m['second_s'][tab]:.2f} s ({m['first_vs_second'][tab]:.2f}×)"
+
+    return "\n".join([
+        "| | " + " | ".join(title for _, title in shown) + " |", "|---|" + "---|" * len(shown),
+        row("rounds (medians below)", lambda m, record: str(len(record["rounds"]))),
+        row(f"`{BASELINE}` in a fresh process", lambda m, _: f"{m['baseline_s']:.1f} s"),
+        row("the page answers", lambda m, _: f"{m['answer_s']:.1f} s ({m['answer_vs_baseline']:.2f}×)"),
+        row("the warm-up is done", lambda m, _: f"{m['ready_s']:.1f} s ({m['ready_vs_baseline']:.2f}×)"),
+        *(row(f"{label}: first · second run", runs(tab)) for tab, label in TABS),
+    ])
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
@@ -175,7 +214,11 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--runs-from", choices=("ready", "answer"), default="ready",
                         help="start the first runs once the warm-up is done (ready) or as soon as the page answers")
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--table", action="store_true", help="print docs/running.md's table from the newest records")
     args = parser.parse_args(argv)
+    if args.table:
+        print(table(newest_records()))
+        return {}
     if not args.cold:
         one_round(cold=False, runs_from="ready")  # fills the environment's caches; not counted
     rounds = []
