@@ -136,6 +136,7 @@ def main(argv: list[str] | None = None) -> None:
     # Heavy imports after argument parsing and the address, so --help is instant and a bad port is one sentence.
     from auk_app.ui.app import build_demo, launch_options
     from auk_app.ui.text import serving_line
+    from auk_app.ui.warming import Warming, startup_steps
     from auk_app.service import Studio, StudioConfig
 
     overrides = {"demo_dir": args.demo_dir} if args.demo_dir else {}
@@ -161,8 +162,13 @@ def main(argv: list[str] | None = None) -> None:
     if deployment is not None:
         print(f"AuK edits run on the Ray Serve deployment at {studio.auk_server.host}: {deployment['checkpoint_name']} "
               f"on {deployment['device']}, {deployment['dtype']} (one replica's answer).", flush=True)
-    demo = build_demo(studio)
-    demo.launch(server_name=host, server_port=port, share=args.share, **launch_options())
+    # The page answers first; what first runs need loads behind it, and the page says what is left.
+    warming = Warming(startup_steps(studio), on_done=lambda seconds: print(
+        f"Warm-up done, {seconds:.1f} s after the page came up.", flush=True))
+    demo = build_demo(studio, warming)
+    demo.launch(server_name=host, server_port=port, share=args.share, prevent_thread_lock=True, **launch_options())
+    warming.start()
+    demo.block_thread()
 
 
 if __name__ == "__main__":

@@ -40,8 +40,6 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-from torch._dynamo.exc import TorchDynamoException
-from torch._inductor.exc import InductorError
 
 from auk_app.auk.step_graphs import bucket
 from auk_app.auk.vae import AliasFreeActivation, AMPBlock, AuKVAE, lowpass, snake_beta, upsample
@@ -53,7 +51,15 @@ BUCKET_FRAMES = 50  # 1 s of latents: a 10 s clip pads nothing, 9.1 s pads 10 %
 MAX_GRAPHS = 8  # least recently used first out; they share one memory pool
 
 Activation = Callable[..., torch.Tensor]
-COMPILE_ERRORS = (TorchDynamoException, InductorError)  # what a missing compiler or an unsupported op raises
+
+
+def compile_errors() -> tuple[type[Exception], ...]:
+    """What a missing compiler or an unsupported op raises; imported when one is raised, since
+    importing torch's compiler takes seconds of the app's start."""
+    from torch._dynamo.exc import TorchDynamoException
+    from torch._inductor.exc import InductorError
+
+    return TorchDynamoException, InductorError
 
 
 def _hold_last(x: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
@@ -162,7 +168,7 @@ class FastDecoder:
             raise ValueError("this VAE's decoder looks ahead further than padded decoding can undo; decode it eagerly")
         self._vae = weakref.ref(vae)
         self.compiled = compile
-        self._activation = _COMPILED if compile else alias_free_snake
+        self._activation = _compiled() if compile else alias_free_snake
         self.bucket_frames = bucket_frames
         self._graphs = GraphCache(MAX_GRAPHS)  # of _Graph, keyed by (batch, bucket frames)
 
@@ -198,7 +204,7 @@ class FastDecoder:
     def _run(self, vae: AuKVAE, latents: torch.Tensor, frames: torch.Tensor) -> torch.Tensor:
         try:
             return decode_padded(vae, latents, frames, self._activation)
-        except COMPILE_ERRORS as error:  # an out-of-memory or a bug is no reason to drop the compiled code
+        except compile_errors() as error:  # an out-of-memory or a bug is no reason to drop the compiled code
             if self._activation is alias_free_snake:
                 raise
             logger.warning("VAE decode: torch.compile failed (%s: %s); decoding eagerly", type(error).__name__, error)
@@ -226,8 +232,18 @@ class FastDecoder:
         entry.failed = False
 
 
-# Dynamic shapes: one compile serves every channel count and length (the taps and geometry are alike).
-_COMPILED = torch.compile(fused_alias_free_snake, dynamic=True, fullgraph=True)
+_COMPILED: Activation | None = None  # made by _compiled() on first use: importing torch's compiler takes seconds
+
+
+def _compiled() -> Activation:
+    """The compiled activation, with dynamic shapes: one compile serves every channel count and
+    length (the taps and geometry are alike)."""
+    global _COMPILED
+    if _COMPILED is None:
+        _COMPILED = torch.compile(fused_alias_free_snake, dynamic=True, fullgraph=True)
+    return _COMPILED
+
+
 _DECODERS: weakref.WeakKeyDictionary[AuKVAE, FastDecoder] = weakref.WeakKeyDictionary()
 
 

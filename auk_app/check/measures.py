@@ -11,7 +11,6 @@ from functools import cached_property
 
 import librosa
 import numpy as np
-import pyloudnorm
 
 from auk_app.dsp import dbfs, resample, rms
 
@@ -55,6 +54,8 @@ class Clip:
     def loudness(self) -> float:
         """Integrated loudness in LUFS (K-weighted, gated: pauses do not count); nan for a clip
         shorter than one 400 ms block, -inf when every block is gated away."""
+        import pyloudnorm  # imports scipy.signal: seconds of the app's start, paid by the first check instead
+
         if self.seconds <= 0.4:
             return float("nan")
         return float(pyloudnorm.Meter(self.rate).integrated_loudness(self.wav.astype(np.float64)))

@@ -2,7 +2,9 @@
 ``launch_options()`` gives the launch-time look and limits (Gradio 6 takes theme and css at launch).
 
 Tabs: "Edit & generate (AuK)", "Text to audio (Audex)", "API", "About". The event functions live
-in :mod:`auk_app.ui.handlers`; the generated wording in :mod:`auk_app.ui.text`.
+in :mod:`auk_app.ui.handlers`; the generated wording in :mod:`auk_app.ui.text`; the look (theme,
+CSS, the order of a tab's sections on a phone) in :mod:`auk_app.ui.style`, the page's few scripts
+in :mod:`auk_app.ui.page_js`; what loads behind the page in :mod:`auk_app.ui.warming`.
 
 Public API (named; everything else is ``api_visibility="private"``): ``/edit_audio``,
 ``/text_to_audio``, ``/inspect_audio`` and ``/model_info``. ``/edit_audio`` is declared on hidden
@@ -25,8 +27,8 @@ from typing import Any
 
 import gradio as gr
 
-from auk_app import check, instructions
-from auk_app.ui import figures, outputs
+from auk_app import instructions
+from auk_app.ui import outputs, page_js, style
 from auk_app.ui import text as ui_text
 from auk_app.audex.params import MAX_SECONDS
 from auk_app.audex.request import DECODED_SECONDS
@@ -35,6 +37,8 @@ from auk_app.knobs import AUDEX, EDIT, MAX_CANDIDATES
 from auk_app.service import ModelEntry, Studio
 from auk_app.ui.handlers import (Handlers, field_updates, inputs_of, knob_updates, model_choices, recipe_knobs,
                                  task_choices)
+from auk_app.ui.check_card import manifest_card
+from auk_app.ui.warming import Warming
 from auk_app.ui.widgets import api_widget, page_widget
 
 GPU_QUEUE = "gpu"  # text to audio: one at a time
@@ -48,33 +52,24 @@ QUEUE_MAX_SIZE = 16  # model runs waiting or running (a candidate is a run); bey
 BACKSTOP_MAX_SIZE = 256  # all queued events: only cheap ones can fill what the model requests leave
 # 30 s at 48 kHz, 8 channels, 32-bit float is 46 MB: the largest clip the limits accept, with room.
 MAX_FILE_SIZE = "50mb"
-CSS = """
-.status-line {font-size: 0.92em; opacity: 0.9}
-.banner {border-left: 4px solid #f59e0b; background: rgba(245, 158, 11, 0.10); padding: 8px 14px; border-radius: 6px}
-.flash-note {border-left: 4px solid #6366f1; background: rgba(99, 102, 241, 0.08); padding: 6px 12px; border-radius: 6px}
-.note {font-size: 0.88em; opacity: 0.85}
-"""
-PHONE_WIDTH = 640  # px: below this the demo banner starts folded
-# Folds the banner on a narrow screen once the page has loaded (Gradio's accordion has no
-# per-device default); a click on its header opens it again.
-FOLD_ON_PHONES = f"""() => {{
-  if (window.innerWidth < {PHONE_WIDTH}) document.querySelector('#demo-banner-box .label-wrap.open')?.click();
-}}"""
-_EXAMPLE_INSTRUCTIONS = [
+_EXAMPLE_INSTRUCTIONS = [  # (instruction, seconds, its button's label)
     ['Generate speech based on the following description: "A calm, low male voice". '
-     'The content to speak is: "Welcome to the studio.".', 1.5],
-    ["Decrease the volume by 10 dB.", 0],
-    ["Raise the pitch by 2 semitones.", 0],
-    ["Remove only the background noise, preserve everything else, and output audio of the same length.", 0],
-    ["Generate a 450 Hz sine tone.", 2.0],  # the demo model's text-to-tone vocabulary: 200..700 Hz in 50 Hz steps
+     'The content to speak is: "Welcome to the studio.".', 1.5, "Speech from text, 1.5 s"],
+    ["Decrease the volume by 10 dB.", 0, "Volume −10 dB"],
+    ["Raise the pitch by 2 semitones.", 0, "Pitch +2 semitones"],
+    ["Remove only the background noise, preserve everything else, and output audio of the same length.", 0,
+     "Remove the background noise"],
+    # the demo model's text-to-tone vocabulary: 200..700 Hz in 50 Hz steps
+    ["Generate a 450 Hz sine tone.", 2.0, "A 450 Hz tone, 2 s"],
 ]
 # Made once with espeak-ng and numpy (assets/examples/make_examples.py): Spaces have no espeak-ng.
 EXAMPLE_DIR = Path(__file__).resolve().parents[2] / "assets" / "examples"
-_EXAMPLE_CLIPS = [  # what the demo model does, so a first visitor's click gives a real edit
-    ["speech.flac", "Decrease the volume by 10 dB."],
-    ["tone.flac", "Raise the pitch by 2 semitones."],
+_EXAMPLE_CLIPS = [  # what the demo model does, so a first visitor's click gives a real edit; (clip, instruction, label)
+    ["speech.flac", "Decrease the volume by 10 dB.", "Speech · volume −10 dB"],
+    ["tone.flac", "Raise the pitch by 2 semitones.", "Tone · pitch +2 semitones"],
     ["noisy_speech.flac",
-     "Remove only the background noise, preserve everything else, and output audio of the same length."],
+     "Remove only the background noise, preserve everything else, and output audio of the same length.",
+     "Noisy speech · remove the noise"],
 ]
 _EXAMPLE_CAPTIONS = [["Rain falling on a tin roof"], ["A dog barks twice in a quiet street"],
                      ["Footsteps on gravel, then a car door closes"]]
@@ -87,8 +82,8 @@ _DEMO_EXAMPLE_CAPTIONS = [["A 440 Hz beep lasting one second"], ["A sweep from 3
 def launch_options() -> dict[str, Any]:
     """What ``Blocks.launch`` needs besides host, port and share."""
     return {
-        "theme": gr.themes.Soft(primary_hue="indigo", secondary_hue="sky"),
-        "css": CSS,
+        "theme": style.theme(),
+        "css": style.css(),
         "max_file_size": MAX_FILE_SIZE,
         "footer_links": ["api", "gradio", "settings"],
     }
@@ -103,49 +98,71 @@ def _props(update: dict) -> dict:
 
 
 def _edit_tab(studio: Studio, handlers: Handlers) -> SimpleNamespace:
-    """What to edit on the left (clip, instruction, builder); on the right the settings, then the
-    action with its result right under it: Generate, Stop, progress, the audio and the figure stay
-    together, and on a phone, where the columns stack, the result is a few lines below Generate."""
+    """What to edit on the left (clip, instruction, examples, builder); on the right the settings,
+    then Generate with its result right under it. Each part is a section of its own, so that on a
+    phone, where the columns give way to one, the sections follow a person's order: clip,
+    instruction, Generate, result, then the rest (:mod:`auk_app.ui.style`)."""
     limits = studio.config.limits
     default = studio.entry("auto")
     c = SimpleNamespace()
     # Rendered in the right column; created first so the examples on the left can fill it.
     c.seconds = page_widget(EDIT["seconds"], limits, step=0.02, render=False)
-    with gr.Row(equal_height=False):
-        with gr.Column(scale=6):
-            _source_and_instruction(c, limits, default)
-            # Right under the instruction they fill. Not cached: Gradio keys its cache by component id, so
-            # a demo model's result would outlive a switch to the released weights, and it would skip the
-            # validator. A click fills the clip (with its verdict) and the instruction; Generate runs.
-            c.clip_examples = gr.Examples([[str(EXAMPLE_DIR / clip), text, 0] for clip, text in _EXAMPLE_CLIPS],
-                                          inputs=[c.audio, c.instruction, c.seconds], label="Example clips",
-                                          cache_examples=False, api_visibility="private",
-                                          elem_id="clip-examples")
-            _builder(c, handlers, default)
-            c.instruction_examples = gr.Examples(_EXAMPLE_INSTRUCTIONS, inputs=[c.instruction, c.seconds],
-                                                 label="Example instructions", cache_examples=False)
-        with gr.Column(scale=5):
-            _settings(c, studio)
-            _advanced(c, limits, default)
-            _action_and_result(c)
-    with gr.Accordion("Manifest: every knob, the seed, model, versions, timings", open=False):
+    with gr.Row(equal_height=False, elem_id="edit-layout"):
+        with gr.Column(scale=6, elem_id="edit-left"):
+            with gr.Column(elem_id="edit-source"):
+                _source_and_instruction(c, limits, default)
+            with gr.Column(elem_id="edit-examples"):
+                _clip_examples(c)
+            with gr.Column(elem_id="edit-builder"):
+                _builder(c, handlers, default)
+            with gr.Column(elem_id="edit-instruction-examples"):
+                c.instruction_examples = gr.Examples(
+                    [[text, seconds] for text, seconds, _ in _EXAMPLE_INSTRUCTIONS], inputs=[c.instruction, c.seconds],
+                    label="Example instructions", example_labels=[label for *_, label in _EXAMPLE_INSTRUCTIONS],
+                    cache_examples=False)
+        with gr.Column(scale=5, elem_id="edit-right"):
+            with gr.Column(elem_id="edit-settings"):
+                _settings(c, studio)
+            with gr.Column(elem_id="edit-advanced"):
+                _advanced(c, limits, default)
+            with gr.Column(elem_id="edit-action"):
+                _action(c)
+            with gr.Column(elem_id="edit-result"):
+                _result(c)
+    with gr.Accordion("Manifest: every knob, seed, version and timing", open=False):
         c.manifest = gr.JSON(label="Manifest", elem_id="edit-manifest")
     c.state = gr.State(None)
     return c
 
 
-def _action_and_result(c: SimpleNamespace) -> None:
-    """Generate and Stop with what they did, the result (where the progress shows) and its figure."""
+def _clip_examples(c: SimpleNamespace) -> None:
+    """Not cached: Gradio keys its cache by component id, so a demo model's result would outlive a
+    switch to the released weights, and it would skip the validator. A click fills the clip (with
+    its verdict) and the instruction; Generate runs. Shown as labelled buttons, which wrap on a
+    phone, rather than a table of three columns."""
+    c.clip_examples = gr.Examples([[str(EXAMPLE_DIR / clip), text, 0] for clip, text, _ in _EXAMPLE_CLIPS],
+                                  inputs=[c.audio, c.instruction, c.seconds], label="Example clips",
+                                  example_labels=[label for *_, label in _EXAMPLE_CLIPS],
+                                  cache_examples=False, api_visibility="private", elem_id="clip-examples")
+
+
+def _action(c: SimpleNamespace) -> None:
+    """Generate and Stop, and the line saying what Stop did (cleared by the next Generate)."""
     with gr.Row():
         c.run = gr.Button("Generate", variant="primary", elem_id="run-edit", scale=3)
         c.stop = gr.Button("Stop", variant="stop", elem_id="stop-edit", scale=1)
     c.stop_note = gr.Markdown(elem_id="stop-note", elem_classes=["note"])
+
+
+def _result(c: SimpleNamespace) -> None:
+    """The result (where the progress shows), its downloads, the check as a card beside the
+    before/after figure, and the candidates of a run of several."""
     c.output = gr.Audio(
         label="Result · 24 kHz WAV, level as generated",
         type="filepath", interactive=False, buttons=["download"], elem_id="edit-output",
     )
-    # The edit check: did the result do what was asked ("asked −6 dB · got −5.9 dB ✓")
-    c.check_line = gr.Markdown(elem_id="edit-check")
+    # /edit_audio's line ("asked −6 dB · got −5.9 dB ✓"); the page shows it as the card below
+    c.check_line = gr.Markdown(elem_id="edit-check", visible=False)
     with gr.Row():
         c.use_as_input = gr.Button("↩ Use the result as the source", size="sm", elem_id="use-as-input")
         c.flac_file = gr.DownloadButton("FLAC", visible=False, size="sm", elem_id="edit-flac-file")
@@ -153,20 +170,26 @@ def _action_and_result(c: SimpleNamespace) -> None:
         c.manifest_file = gr.DownloadButton("Manifest (JSON)", visible=False, size="sm",
                                             elem_id="edit-manifest-file")
     c.use_note = gr.Markdown(elem_id="use-note", elem_classes=["note"])
+    gr.Markdown("Before / after: waveforms and log-mel spectrograms on one time axis; beside them, the check of "
+                "what was asked against what the result measures", elem_classes=["note"])
+    with gr.Row(equal_height=False, elem_id="edit-view"):
+        c.check_card = gr.HTML(elem_id="check-card", visible=False, scale=1, min_width=170, padding=False)
+        c.figure = gr.Image(label="Before / after", show_label=False, type="filepath", format="png",
+                            interactive=False, buttons=["download", "fullscreen"], elem_id="edit-figure", scale=3,
+                            min_width=260)
     _candidates(c)
-    gr.Markdown("Before / after: waveforms and log-mel spectrograms on one time axis, with the level changes",
-                elem_classes=["note"])
-    c.figure = gr.Image(label="Before / after", show_label=False, type="filepath", format="png", interactive=False,
-                        buttons=["download", "fullscreen"], elem_id="edit-figure")
 
 
 def _candidates(c: SimpleNamespace) -> None:
-    """Every candidate of a run of several, best first, each playable with its check; the chosen one
-    can become the result or the next source. Hidden until a run has more than one."""
+    """Every candidate of a run of several as a ranked list, best first: each a slim player (the
+    browser's own) labelled with its seed and check; the one picked below can become the result or
+    the next source. Hidden until a run has more than one."""
+    slim = gr.WaveformOptions(show_recording_waveform=False)
     with gr.Column(visible=False, elem_id="edit-candidates") as c.candidate_box:
         gr.Markdown("**Candidates**, best first by the edit check", elem_classes=["note"])
         c.candidate_players = [gr.Audio(type="filepath", interactive=False, visible=False, buttons=["download"],
-                                        elem_id=f"candidate-{k + 1}") for k in range(MAX_CANDIDATES)]
+                                        waveform_options=slim, elem_id=f"candidate-{k + 1}",
+                                        elem_classes=["candidate"]) for k in range(MAX_CANDIDATES)]
         c.candidate_pick = gr.Radio([], label="Choose a candidate", elem_id="candidate-pick")
         with gr.Row():
             c.pick_result = gr.Button("Make it the result", size="sm", elem_id="candidate-result")
@@ -204,7 +227,7 @@ def _builder(c: SimpleNamespace, handlers: Handlers, default: ModelEntry) -> Non
     with gr.Accordion("Instruction builder: pick a task, fill in the fields", open=True):
         with gr.Row():
             c.task = gr.Dropdown(task_choices(default), value=first.key,
-                                 label="Task", scale=3, elem_id="builder-task")
+                                 label="Task", scale=3, min_width=300, elem_id="builder-task")
             c.mode = gr.Dropdown(scale=2, elem_id="builder-mode", **fields["mode"])
             c.language = gr.Radio(list(instructions.LANGUAGE_CHOICES), value=instructions.EN,
                                   label="Language", scale=1, elem_id="builder-language",
@@ -230,8 +253,9 @@ def _settings(c: SimpleNamespace, studio: Studio) -> None:
     c.seconds.render()
     for group, extra in (("region", {}), ("seed", {"step": 1})):
         with gr.Row():
-            for knob in EDIT.in_group(group):
-                setattr(c, knob.name, page_widget(knob, limits, **(extra if knob.widget == "number" else {})))
+            for knob in EDIT.in_group(group):  # min_width: on a phone a row wraps rather than squeeze a box
+                setattr(c, knob.name, page_widget(knob, limits, min_width=150,
+                                                  **(extra if knob.widget == "number" else {})))
 
 
 def _advanced(c: SimpleNamespace, limits: Limits, default: ModelEntry) -> None:
@@ -262,45 +286,60 @@ def _edit_endpoint(studio: Studio) -> SimpleNamespace:
 
 
 def _audex_tab(handlers: Handlers) -> SimpleNamespace:
+    """The caption, the knobs, Generate and the examples on the left; the result, its report and its
+    figure on the right. On a phone: caption, Generate, result, then knobs and examples."""
     c = SimpleNamespace()
     gr.Markdown(ui_text.audex_banner(), visible=handlers.audex_demo, elem_classes=["banner"], elem_id="audex-banner")
-    with gr.Row(equal_height=False):
-        with gr.Column(scale=4):
-            limits = handlers.limits
-            c.caption = page_widget(AUDEX["caption"], limits, lines=2, info=None,
-                                    placeholder="A 440 Hz beep lasting one second, then three clicks."
-                                    if handlers.audex_demo else "Rain falling on a tin roof, distant thunder.")
-            shown = {"cfg": {"step": 0.5}, "max_seconds": {"value": handlers.audex_seconds, "step": 0.5},
-                     "temperature": {"step": 0.1}, "top_k": {"step": 1}, "seed": {"step": 1}}
-            knobs = [k for k in AUDEX if k.widget != "text"]
-            for pair in (knobs[i:i + 2] for i in range(0, len(knobs), 2)):
+    with gr.Row(equal_height=False, elem_id="audex-layout"):
+        with gr.Column(scale=4, elem_id="audex-left"):
+            with gr.Column(elem_id="audex-caption"):
+                c.caption = page_widget(AUDEX["caption"], handlers.limits, lines=2, info=None,
+                                        placeholder="A 440 Hz beep lasting one second, then three clicks."
+                                        if handlers.audex_demo else "Rain falling on a tin roof, distant thunder.")
+            with gr.Column(elem_id="audex-knobs"):
+                _audex_knobs(c, handlers)
+            with gr.Column(elem_id="audex-action"):
                 with gr.Row():
-                    for knob in pair:
-                        prefix = "audex-" if knob.name in EDIT else ""
-                        setattr(c, knob.name, page_widget(knob, limits, prefix=prefix, **shown.get(knob.name, {})))
-            with gr.Row():
-                c.run = gr.Button("Generate sound", variant="primary", elem_id="run-audex", scale=3)
-                c.stop = gr.Button("Stop", variant="stop", elem_id="stop-audex", scale=1)
-            c.stop_note = gr.Markdown(elem_id="audex-stop-note", elem_classes=["note"])
-            gr.Examples(_DEMO_EXAMPLE_CAPTIONS if handlers.audex_demo else _EXAMPLE_CAPTIONS, inputs=[c.caption],
-                        label="Example captions", cache_examples=False)
-        with gr.Column(scale=6):
-            c.output = gr.Audio(label="Result · 16 kHz WAV (XCodec1)", type="filepath",
-                                interactive=False, buttons=["download"], elem_id="audex-output")
-            c.report_md = gr.Markdown("The RVQ-phase validity report appears here after a run.", elem_id="rvq-report")
-            with gr.Row():
-                c.flac_file = gr.DownloadButton("FLAC", visible=False, size="sm", elem_id="audex-flac-file")
-                c.mp3_file = gr.DownloadButton("MP3", visible=False, size="sm", elem_id="audex-mp3-file")
-                c.manifest_file = gr.DownloadButton("Manifest (JSON)", visible=False, size="sm",
-                                                    elem_id="audex-manifest-file")
-    gr.Markdown("#### Spectrogram of the result and the generated token stream")
-    c.figure = gr.Image(label="Spectrogram and token stream", show_label=False, type="filepath", format="png",
-                        interactive=False, buttons=["download", "fullscreen"], elem_id="audex-figure")
+                    c.run = gr.Button("Generate sound", variant="primary", elem_id="run-audex", scale=3)
+                    c.stop = gr.Button("Stop", variant="stop", elem_id="stop-audex", scale=1)
+                c.stop_note = gr.Markdown(elem_id="audex-stop-note", elem_classes=["note"])
+            with gr.Column(elem_id="audex-examples"):
+                captions = _DEMO_EXAMPLE_CAPTIONS if handlers.audex_demo else _EXAMPLE_CAPTIONS
+                gr.Examples(captions, inputs=[c.caption], label="Example captions", cache_examples=False)
+        with gr.Column(scale=6, elem_id="audex-right"):
+            with gr.Column(elem_id="audex-result"):
+                _audex_result(c)
     with gr.Accordion("Raw validity report and manifest (JSON)", open=False):
         c.report = gr.JSON(label="Validity report", elem_id="rvq-report-json")
         c.manifest = gr.JSON(label="Manifest", elem_id="audex-manifest")
     c.state = gr.State(None)
     return c
+
+
+def _audex_knobs(c: SimpleNamespace, handlers: Handlers) -> None:
+    """The sampling knobs, two to a row."""
+    shown = {"cfg": {"step": 0.5}, "max_seconds": {"value": handlers.audex_seconds, "step": 0.5},
+             "temperature": {"step": 0.1}, "top_k": {"step": 1}, "seed": {"step": 1}}
+    knobs = [k for k in AUDEX if k.widget != "text"]
+    for pair in (knobs[i:i + 2] for i in range(0, len(knobs), 2)):
+        with gr.Row():
+            for knob in pair:
+                prefix = "audex-" if knob.name in EDIT else ""
+                setattr(c, knob.name, page_widget(knob, handlers.limits, prefix=prefix, **shown.get(knob.name, {})))
+
+
+def _audex_result(c: SimpleNamespace) -> None:
+    c.output = gr.Audio(label="Result · 16 kHz WAV (XCodec1)", type="filepath",
+                        interactive=False, buttons=["download"], elem_id="audex-output")
+    c.report_md = gr.Markdown("The RVQ-phase validity report appears here after a run.", elem_id="rvq-report")
+    with gr.Row():
+        c.flac_file = gr.DownloadButton("FLAC", visible=False, size="sm", elem_id="audex-flac-file")
+        c.mp3_file = gr.DownloadButton("MP3", visible=False, size="sm", elem_id="audex-mp3-file")
+        c.manifest_file = gr.DownloadButton("Manifest (JSON)", visible=False, size="sm",
+                                            elem_id="audex-manifest-file")
+    gr.Markdown("Spectrogram of the result and the generated token stream", elem_classes=["note"])
+    c.figure = gr.Image(label="Spectrogram and token stream", show_label=False, type="filepath", format="png",
+                        interactive=False, buttons=["download", "fullscreen"], elem_id="audex-figure")
 
 
 # ----------------------------------------------------------------------------- the app
@@ -394,20 +433,52 @@ def _wire_audex(a: SimpleNamespace, h: Handlers, status) -> Any:
     return audex
 
 
-def build_demo(studio: Studio) -> gr.Blocks:
-    """The whole app over ``studio``; launch it with ``.launch(**launch_options(), ...)``."""
+def _check_card(manifest: dict | None) -> dict:
+    card = manifest_card(manifest)
+    return gr.update(value=card, visible=bool(card))
+
+
+def _wire_views(e: SimpleNamespace, a: SimpleNamespace) -> None:
+    """The page's views: the check card follows the result's manifest (a new edit's or a picked
+    candidate's), the region is shaded on the source's waveform, and pressing Generate clears the
+    line a previous Stop left (the last two in the browser)."""
+    e.manifest.change(_check_card, e.manifest, e.check_card, **PRIVATE)
+    region = [e.region_start, e.region_end]
+    gr.on([e.audio.change, *(edge.change for edge in region)], None, region, None, js=page_js.SHADE_REGION,
+          **PRIVATE)
+    for run, note in ((e.run, e.stop_note), (a.run, a.stop_note)):
+        run.click(None, None, note, js="() => ''", **PRIVATE)
+
+
+def _loading_line(demo: gr.Blocks, h: Handlers, warming: Warming | None, status) -> None:
+    """Under the status line, what ``warming`` still loads, refreshed every second until it is done
+    (then the status line, which names the loaded model, follows)."""
+    pending = warming.pending() if warming is not None else []
+    line = gr.Markdown(ui_text.loading_line(pending), visible=bool(pending), elem_classes=["status-line"],
+                       elem_id="loading-line")
+    ticker = gr.Timer(1.0, active=bool(pending))
+
+    def refresh():
+        left = warming.pending() if warming is not None else []
+        return gr.update(value=ui_text.loading_line(left), visible=bool(left)), h.status(), gr.Timer(active=bool(left))
+
+    gr.on([ticker.tick, demo.load], refresh, None, [line, status, ticker], show_progress="hidden", **PRIVATE)
+
+
+def build_demo(studio: Studio, warming: Warming | None = None) -> gr.Blocks:
+    """The whole app over ``studio``; launch it with ``.launch(**launch_options(), ...)``. ``warming``
+    (started once the page is up) loads what first runs need, and the page says what it still loads."""
     h = Handlers(studio)
     default = studio.entry("auto")
-    figures.warm_up()  # the first figure's one-time costs, here rather than in the first edit
-    check.warm_up()  # and the edit check's (pYIN's numba compilation)
     with gr.Blocks(title="AuK Studio", delete_cache=(outputs.MAX_AGE_SECONDS, outputs.MAX_AGE_SECONDS)) as demo:
         gr.Markdown("# AuK Studio\nEdit speech and audio by instruction with **AuK**, or make sounds from text "
                     "with **Audex**. Everything runs in this process; nothing is sent elsewhere.")
         status = gr.Markdown(h.status(), elem_classes=["status-line"], elem_id="status-line")
-        # Collapsible, open on a desktop and folded on a phone (FOLD_ON_PHONES), where it would fill the first screen.
+        _loading_line(demo, h, warming, status)
+        # Open on a desktop; folded on a phone (page_js.FOLD_ON_PHONES), where it would fill the first screen.
         with gr.Accordion("About the demo model in use", open=True, visible=default.demo, elem_id="demo-banner-box"):
             gr.Markdown(ui_text.demo_banner(), elem_classes=["banner"], elem_id="demo-banner")
-        with gr.Tabs():
+        with gr.Tabs(overflow_behavior="wrap"):  # every tab in sight on a phone, none behind a menu
             with gr.Tab("Edit & generate (AuK)", id="edit"):
                 e = _edit_tab(studio, h)
                 endpoint = _edit_endpoint(studio)
@@ -421,7 +492,8 @@ def build_demo(studio: Studio) -> gr.Blocks:
                     inspect_button = gr.Button("Call /inspect_audio on the source clip", size="sm")
                 api_result = gr.JSON(label="Result", elem_id="api-result")
             with gr.Tab("About", id="about"):
-                gr.Markdown(ui_text.about_page(studio.config.limits, MAX_FILE_SIZE, MAX_SECONDS, DECODED_SECONDS))
+                gr.Markdown(ui_text.about_page(studio.config.limits, MAX_FILE_SIZE, MAX_SECONDS, DECODED_SECONDS),
+                            elem_id="about-page")
 
         # Model endpoints: validated before the queue; edits batch in the pipeline, text to audio runs alone.
         edit = _wire_edit(e, endpoint, h, studio.config)
@@ -443,8 +515,9 @@ def build_demo(studio: Studio) -> gr.Blocks:
                              concurrency_limit=INTAKE_CONCURRENCY)
 
         _wire_edit_plumbing(e, h)
-        demo.load(h.status, None, status, **PRIVATE)
-        demo.load(None, js=FOLD_ON_PHONES)
+        _wire_views(e, a)
+        demo.load(None, js=page_js.FOLD_ON_PHONES)
+        demo.load(None, js=page_js.RENDER_TOASTS)
         demo.load(h.api_page, None, api_page, **PRIVATE)
 
     # The model requests' cap is the validators' (Admission): Gradio's own max_size is checked before

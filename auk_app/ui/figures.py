@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import logging
 import re
+import textwrap
 import warnings
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -22,6 +23,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.text import Text
 
+from auk_app.ui.mel import mel_power
 from auk_app.ui.token_plot import draw_token_stream
 
 N_FFT = 1024
@@ -30,7 +32,12 @@ FRAMES_PER_SECOND = 100  # 10 ms hop: fine enough to see a 20 ms latent frame's 
 DYNAMIC_RANGE_DB = 80  # shown below the loudest bin of either clip
 ENVELOPE_BINS = 2000  # min/max per bin: a 30 s clip at 24 kHz is 720 000 points otherwise
 ENVELOPE_MIN_SECONDS = 0.01  # bins of at least 10 ms (one period at 100 Hz), so short clips show an envelope too
-DPI = 100
+# Sized for the page's column, not a poster: about 830 px wide, shown 340 to 550 px wide, where the
+# smallest text (ticks, legends) is 10 to 16 px high, readable without zooming.
+WIDTH_INCHES = 5.2
+DPI = 160
+SMALLEST_PT = 11
+CAPTION_CHARS = 56  # a caption line at the title's 12 pt across WIDTH_INCHES; longer ones wrap
 _INPUT, _OUTPUT = "0.55", "tab:blue"  # mid-grey and blue read on a light and on a dark page
 # Text, ticks and frames in a mid-grey on a transparent background: the figure follows the page's
 # light or dark theme instead of staying a white panel.
@@ -40,6 +47,10 @@ _INK = "#8c8c8c"
 # cache predates their installation.
 CJK_FAMILIES = ("Noto Sans CJK SC", "Noto Sans CJK JP", "WenQuanYi Micro Hei", "WenQuanYi Zen Hei",
                 "Droid Sans Fallback", "Source Han Sans SC")
+# Beside them, the app's own Chinese wording in a shipped subset (assets/fonts, made by make_cjk_subset.py),
+# which the page's CSS serves to browsers without a CJK font too.
+SHIPPED_CJK_FONT = Path(__file__).resolve().parents[2] / "assets" / "fonts" / "auk-cjk-subset.ttf"
+SHIPPED_CJK_FAMILY = "AuK CJK Subset"
 _CJK_FILE = re.compile(r"noto\w*cjk|wqy|droidsansfallback|sourcehansans", re.IGNORECASE)
 log = logging.getLogger(__name__)
 # matplotlib opens a font file once per thread that draws with it (its font cache is per thread), so
@@ -58,14 +69,9 @@ def _on_the_figure_thread(draw):
 
 def log_mel(mono: np.ndarray, sample_rate: int) -> np.ndarray:
     """[N_MELS, frames] power in dB re 1.0 (floored at −200 dB, which is below any real signal)."""
-    import librosa  # 1-2 s to import; only figure requests pay it
-
-    hop = sample_rate // FRAMES_PER_SECOND
     if mono.shape[0] < N_FFT:
         mono = np.pad(mono, (0, N_FFT - mono.shape[0]))
-    power = librosa.feature.melspectrogram(
-        y=mono.astype(np.float32), sr=sample_rate, n_fft=N_FFT, hop_length=hop, n_mels=N_MELS, power=2.0
-    )
+    power = mel_power(mono, sample_rate, n_fft=N_FFT, hop=sample_rate // FRAMES_PER_SECOND, n_mels=N_MELS)
     return 10.0 * np.log10(np.maximum(power, 1e-20))
 
 
@@ -85,7 +91,7 @@ def before_after(
     An edited ``region`` (seconds) is shaded on every panel.
     """
     clips = [("source", source), ("result", output)] if source is not None else [("result", output)]
-    fig = Figure(figsize=(12, 2.2 + 2.0 * len(clips)), dpi=DPI, layout="constrained")
+    fig = Figure(figsize=(WIDTH_INCHES, 1.9 + 1.6 * len(clips)), dpi=DPI, layout="constrained")
     FigureCanvasAgg(fig)
     axes = fig.subplots(1 + len(clips), 1, sharex=True, height_ratios=[1.1] + [1.5] * len(clips))
     wave_ax, spec_axes = axes[0], axes[1:]
@@ -94,7 +100,6 @@ def before_after(
         _draw_envelope(wave_ax, source, sample_rate, colour=_INPUT, label="source (outline)", outline=True)
     wave_ax.set_ylim(-1.05, 1.05)
     wave_ax.set_ylabel("amplitude\n(full scale ±1)")
-    wave_ax.legend(loc="upper right", fontsize=8, ncols=len(clips))
     wave_ax.grid(alpha=0.3)
     mels = [log_mel(mono, sample_rate) for _, mono in clips]
     top = max(float(m.max()) for m in mels)
@@ -107,10 +112,11 @@ def before_after(
     if region is not None:
         for ax in axes:
             ax.axvspan(*region, color="gold", alpha=0.18, linewidth=0, label="edited region" if ax is wave_ax else None)
-        wave_ax.legend(loc="upper right", fontsize=8, ncols=len(clips) + 1)
+    # Under the panels: inside the waveform's panel it would hide the clip.
+    fig.legend(*wave_ax.get_legend_handles_labels(), loc="outside lower center", ncols=3, frameon=False)
     longest = max(mono.shape[0] for _, mono in clips) / sample_rate
     wave_ax.set_xlim(0, max(longest, 1e-3))
-    fig.suptitle(caption, fontsize=9)
+    fig.suptitle(_wrapped(caption))
     return _save(fig, path)
 
 
@@ -128,8 +134,8 @@ def audex_panel(
     ``token_streams`` are (title, codec ids, validity report) triples, drawn by
     :func:`auk_app.ui.token_plot.draw_token_stream`.
     """
-    heights = [0.8, 1.6] + [3.2] * len(token_streams)
-    fig = Figure(figsize=(10, sum(heights) + 0.4), dpi=DPI, layout="constrained")
+    heights = [1.0, 1.5] + [3.0] * len(token_streams)
+    fig = Figure(figsize=(WIDTH_INCHES, sum(heights) + 0.4), dpi=DPI, layout="constrained")
     FigureCanvasAgg(fig)
     axes = fig.subplots(len(heights), 1, height_ratios=heights)
     wave_ax, spec_ax = axes[0], axes[1]
@@ -139,10 +145,9 @@ def audex_panel(
             ax.set_axis_off()
     else:
         seconds = waveform.shape[0] / sample_rate
-        _draw_envelope(wave_ax, waveform, sample_rate, colour=_OUTPUT, label=f"{sample_rate / 1000:g} kHz result")
+        _draw_envelope(wave_ax, waveform, sample_rate, colour=_OUTPUT, label="result")  # its rate is in the caption
         wave_ax.set_ylim(-1.05, 1.05)
         wave_ax.set_xlim(0, seconds)
-        wave_ax.legend(loc="upper right", fontsize=8)
         wave_ax.set_ylabel("amplitude")
         mel = log_mel(waveform, sample_rate)
         image = _draw_mel(spec_ax, mel, seconds, vmax=float(mel.max()))
@@ -152,8 +157,12 @@ def audex_panel(
         fig.colorbar(image, cax=colour_axis, label="dB re 1.0")
     for ax, (title, codec_ids, report) in zip(axes[2:], token_streams):
         draw_token_stream(ax, codec_ids, report, heading=title)
-    fig.suptitle(caption, fontsize=9)
+    fig.suptitle(_wrapped(caption))
     return _save(fig, path)
+
+
+def _wrapped(caption: str) -> str:
+    return "\n".join(line for part in caption.split("\n") for line in textwrap.wrap(part, CAPTION_CHARS) or [""])
 
 
 def _draw_envelope(ax, mono: np.ndarray, sample_rate: int, *, colour: str, label: str, outline: bool = False) -> None:
@@ -182,10 +191,11 @@ def _draw_mel(ax, mel: np.ndarray, seconds: float, *, vmax: float):
 
 @functools.cache
 def font_family() -> tuple[str, ...]:
-    """DejaVu Sans (every Latin glyph and the minus sign) and then an installed CJK family, which
-    matplotlib falls back to glyph by glyph, so a Chinese instruction in a caption is drawn, not boxes.
-    Without one, figures keep DejaVu Sans and matplotlib's per-glyph warnings are silenced: one log
-    line says what to install instead of eight console warnings per run."""
+    """DejaVu Sans (every Latin glyph and the minus sign) and then a CJK family, which matplotlib
+    falls back to glyph by glyph, so a Chinese instruction in a caption is drawn, not boxes: an
+    installed one, else the shipped subset, which holds the app's own Chinese wording (the builder's
+    templates). With the subset, other Chinese still shows as boxes, and matplotlib's per-glyph
+    warnings are silenced: one log line says what to install instead of warnings on every run."""
     from matplotlib import font_manager
 
     manager = font_manager.fontManager
@@ -199,30 +209,38 @@ def font_family() -> tuple[str, ...]:
     known = {f.name for f in manager.ttflist}
     cjk = next((name for name in CJK_FAMILIES if name in known), None)
     if cjk is None:
+        manager.addfont(str(SHIPPED_CJK_FONT))
         warnings.filterwarnings("ignore", message=r"Glyph \d+ .* missing from font", category=UserWarning)
-        log.info("No CJK font found: Chinese text in figures shows as boxes (apt-get install fonts-noto-cjk).")
-        return ("DejaVu Sans",)
+        log.info("No CJK font installed: figures draw the app's own Chinese wording with the shipped subset; "
+                 "other Chinese shows as boxes (apt-get install fonts-wqy-microhei).")
+        return ("DejaVu Sans", SHIPPED_CJK_FAMILY)
     return ("DejaVu Sans", cjk)
 
 
 @functools.cache
 def warm_up() -> None:
-    """Draw one tiny before/after figure, captioned in Chinese, and throw it away: the one-time costs
-    of the first figure (librosa's import, matplotlib's font cache and the CJK font, Agg's set-up)
-    are paid at start-up, not by the first edit, where they would take most of its time. Once per
-    process."""
+    """Draw one tiny before/after figure, captioned in Chinese, and one Audex panel with a token
+    stream, and throw them away: the one-time costs of the first of each (matplotlib's font cache and
+    the CJK font, Agg's set-up, the first scatter and legend) are paid while the app warms up
+    (:mod:`auk_app.ui.warming`), not by the first run. Once per process."""
     import tempfile
 
     clip = np.sin(np.linspace(0, 2 * np.pi * 40, 2400, dtype=np.float32)) * 0.1
+    stream = [book * 1024 + 7 for _ in range(4) for book in range(4)]
+    report = {"phase_valid": True, "mismatch_count": 0, "first_mismatch": None, "codec_count": len(stream),
+              "frames": len(stream) // 4, "dropped_tokens": 0, "end_reason": "eos"}
     with tempfile.TemporaryDirectory(prefix="auk_warm_up_") as folder:
         before_after(Path(folder) / "warm_up.png", clip, 24_000, source=clip, caption="warm-up · 预热",
                      region=(0.02, 0.05))
+        audex_panel(Path(folder) / "warm_up_audex.png", clip, 16_000, token_streams=[("warm-up", stream, report)],
+                    caption="warm-up")
 
 
 def _save(fig: Figure, path: str | Path) -> Path:
     _follow_the_theme(fig)
     for text in fig.findobj(Text):  # per artist: rcParams are process-global and requests run concurrently
         text.set_fontfamily(list(font_family()))
+        text.set_fontsize(max(text.get_fontsize(), SMALLEST_PT))
     path = Path(path)
     fig.savefig(path, format="png", transparent=True)
     return path
@@ -235,7 +253,7 @@ def _follow_the_theme(fig: Figure) -> None:
             text.set_color(_INK)
     for ax in fig.axes:
         ax.set_facecolor("none")
-        ax.tick_params(colors=_INK, which="both")
+        ax.tick_params(colors=_INK, which="both", labelsize=SMALLEST_PT)
         for spine in ax.spines.values():
             spine.set_edgecolor(_INK)
         legend = ax.get_legend()

@@ -439,7 +439,7 @@ class Handlers:
         players = [gr.update(value=c["audio"], visible=True, label=line) for c, line in zip(found, lines)]
         players += [gr.update(value=None, visible=False)] * (MAX_CANDIDATES - len(found))
         many = len(found) > 1
-        return (gr.update(visible=many), gr.update(choices=[(line, k) for k, line in enumerate(lines)],
+        return (gr.update(visible=many), gr.update(choices=[(f"#{k + 1}", k) for k in range(len(found))],
                                                    value=0 if many else None), *players)
 
     def pick_candidate(self, state, choice):

@@ -31,13 +31,23 @@ def status_line(info: dict[str, Any]) -> str:
     )
 
 
+def loading_line(pending: list[str]) -> str:
+    """What the app still loads in the background, which a run started now waits for ("" once done)."""
+    if not pending:
+        return ""
+    return (f"⏳ **Still loading:** {', '.join(pending)}. The page works meanwhile; a run started now waits "
+            "for what it needs.")
+
+
 def serving_line(info: dict[str, Any]) -> str:
     """The console's first word on what this server runs, from Studio.info()."""
     default = info["models"][info["default_model"]]
     audex = "the Audex-Tiny demo" if info["audex_demo"] else "Nemotron-Labs-Audex-2B"
     weights = "the embedded demo model (no released weights found)" if default["demo"] else "released weights"
-    return (f"AuK Studio serves {default['label']} ({weights}) and {audex} on {info['device']}, "
-            f"{info['dtype']}; models load on first use unless --preload.")
+    loading = ("the demo models load behind the page once it answers" if default["demo"]
+               else "released weights load on first use unless --preload")
+    return (f"AuK Studio serves {default['label']} ({weights}) and {audex} on {info['device']}, {info['dtype']}; "
+            f"{loading}.")
 
 
 def demo_banner() -> str:
@@ -167,9 +177,10 @@ step); text-to-audio runs one at a time.
 
 
 def _parameters(endpoint: knobs.Knobs, limits: Limits) -> str:
-    """A table of an endpoint's knobs: name, default, what it does."""
-    rows = [f"| `{k.name}` | `{k.default!r}` | {k.describe(limits)} |" for k in endpoint]
-    return "\n".join(["| parameter | default | what it does |", "|---|---|---|", *rows])
+    """A table of an endpoint's knobs: the name with its default below it, and what it does. Two
+    columns, so that it reads on a phone too."""
+    rows = [f"| `{k.name}`<br>default `{k.default!r}` | {k.describe(limits)} |" for k in endpoint]
+    return "\n".join(["| parameter | what it does |", "|---|---|", *rows])
 
 
 def about_page(limits: Limits, max_file_size: str, audex_seconds: float, decoded_seconds: float) -> str:

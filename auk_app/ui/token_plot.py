@@ -8,6 +8,7 @@ touched and concurrent requests cannot draw into each other's figures.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from matplotlib.figure import Figure
 from auk_app.audex.tta import AUDEX_AUDIOCODEC_VOCAB_SIZE, XCODEC1_CODEBOOK_SIZE, XCODEC1_NUM_CODEBOOKS
 
 _PHASE_COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:purple")
+TITLE_CHARS = 44  # a title line in the page-sized figure (auk_app.ui.figures.WIDTH_INCHES) at 11 pt
 
 
 def _title(report: Mapping[str, Any]) -> str:
@@ -49,9 +51,11 @@ def draw_token_stream(ax, codec_ids: Sequence[int], report: Mapping[str, Any], *
     ax.set_ylim(-100, AUDEX_AUDIOCODEC_VOCAB_SIZE + 100)
     ax.set_xlabel("index in the codec stream")
     ax.set_ylabel("codec id")
-    ax.set_title(f"{heading}\n{_title(report)}" if heading else _title(report), fontsize=9, loc="left")
-    if codec_ids:
-        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, markerscale=2)
+    title = "\n".join(textwrap.wrap(heading) + [line for part in _title(report).split("\n")
+                                                  for line in textwrap.wrap(part, TITLE_CHARS)])
+    ax.set_title(title, loc="left")
+    if codec_ids:  # under the plot, where it hides no points and leaves the plot the figure's width
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.28), ncols=2, markerscale=2)
 
 
 def save_token_plot(codec_ids: Sequence[int], report: Mapping[str, Any], path: str | Path) -> Path:

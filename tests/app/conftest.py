@@ -72,11 +72,11 @@ def port() -> int:
 
 
 @contextlib.contextmanager
-def launched(studio):
-    """The app over ``studio`` on a free port, closed at the end."""
+def launched(studio, warming=None):
+    """The app over ``studio`` (and its ``warming``, not started) on a free port, closed at the end."""
     from auk_app.ui.app import build_demo, launch_options
 
-    demo = build_demo(studio)
+    demo = build_demo(studio, warming)
     _, url, _ = demo.launch(prevent_thread_lock=True, server_port=free_port(), quiet=True, **launch_options())
     try:
         yield SimpleNamespace(url=url, demo=demo, studio=studio)

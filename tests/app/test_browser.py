@@ -2,7 +2,9 @@
 
 Loads the app (demo model plus a Flash entry), uploads a WAV, runs an edit, waits for the
 result player, checks the seed echo, then checks that choosing Flash locks the sampling knobs;
-and runs a short text-to-audio generation with the unmasked comparison.
+runs a short text-to-audio generation with the unmasked comparison; and reads every tab at a
+phone's and a desktop's width (tabs in sight, Generate by the instruction, nothing cut off
+unseen), runs an edit at both, and checks what it leaves on the page.
 Screenshots go to the pytest tmp dir and, when AUK_APP_SCREENSHOTS names a folder, also there.
 """
 
@@ -27,6 +29,7 @@ SAMPLING = ("nfe", "cfg", "sway")
 LOCKABLE = ("nfe", "cfg")  # Flash locks these; sway, which its grid replaces, is hidden
 KNOBS_DISABLED = "[" + ", ".join(f"document.querySelector('#{k} input').disabled" for k in LOCKABLE) + "]"
 PLAYER = "#source-audio audio, #source-audio .waveform-container"  # present while a clip is loaded
+EXAMPLE_CLIP = "#clip-examples button.gallery-item"  # the first: speech, "Decrease the volume by 10 dB."
 SLIDER_VALUES = "[" + ", ".join(f"document.querySelector('#{k} input[type=range]')?.value" for k in SAMPLING) + "]"
 
 
@@ -65,8 +68,11 @@ def test_upload_edit_and_flash_lock_in_chromium(flash_app, clips, browser, tmp_p
                      " && document.querySelector('#seed input').value !== '0'")
     seed = browser.evaluate("document.querySelector('#seed input').value")
     assert f"_seed{seed}.wav" in wav_url  # the used (randomised) seed is written back
-    # The edit check, right under the result's player.
-    assert browser.wait_for("document.querySelector('#edit-check')?.innerText").startswith("asked −10 dB · got ")
+    # The edit check, as a card beside the figure: what was asked, what the result measures, a gauge.
+    card = browser.wait_for("document.querySelector('#check-card')?.innerText")
+    mark, *words = card.split()
+    assert mark in "✓✗" and words[:4] == ["Volume", "asked", "−10", "dB"] and "got" in words, card
+    assert browser.evaluate("document.querySelector('#check-card svg circle.got') !== null")
     # FLAC and MP3 beside the WAV, named like it.
     for kind in ("flac", "mp3"):
         browser.wait_for(f"document.querySelector('#edit-{kind}-file')?.offsetParent != null")
@@ -84,8 +90,12 @@ def test_upload_edit_and_flash_lock_in_chromium(flash_app, clips, browser, tmp_p
     browser.wait_for("document.querySelector('#candidate-2')?.offsetParent != null"
                      " && document.querySelector('#candidate-2 audio, #candidate-2 .waveform-container') !== null",
                      timeout=180)
-    labels = browser.evaluate("[...document.querySelectorAll('#candidate-pick label')].map(l => l.innerText)")
+    # A ranked list: each candidate's slim player labelled with its place, seed and check; picked by place.
+    labels = browser.evaluate("[1, 2].map(k => document.querySelector(`#candidate-${k} [data-testid=block-label]`)"
+                              "?.innerText.trim())")
     assert [label[:3] for label in labels] == ["#1 ", "#2 "] and all("asked −10 dB · got " in x for x in labels)
+    assert browser.evaluate("[...document.querySelectorAll('#candidate-pick label')].map(l => l.innerText.trim())") \
+        == ["#1", "#2"]
     second = labels[1].split(" · ")[1].removeprefix("seed ")
     browser.click("#candidate-pick label:nth-of-type(2) input")
     browser.click("#candidate-result")
@@ -119,16 +129,21 @@ def _top(browser: Browser, selector: str) -> float:
     return browser.evaluate(f"document.querySelector('{selector}').getBoundingClientRect().top + window.scrollY")
 
 
-def test_on_a_phone_the_result_sits_by_generate_and_the_banner_folds(app, tmp_path):
-    """At 420 px the result sits within 700 px below Generate, the builder comes before them, and the
-    banner starts folded rather than filling the first screen."""
+def _bottom(browser: Browser, selector: str) -> float:
+    return browser.evaluate(f"document.querySelector('{selector}').getBoundingClientRect().bottom + window.scrollY")
+
+
+def test_on_a_phone_generate_and_the_result_follow_the_instruction_and_the_banner_folds(app, tmp_path):
+    """At 420 px: the clip, the instruction, Generate and the result come first, in that order, the
+    builder after them; the banner starts folded, as it would fill the first screen."""
     phone = Browser(tmp_path / "phone", width=420, height=900)
     try:
         phone.goto(app.url)
         phone.wait_for("document.querySelector('#run-edit') !== null")
+        source, instruction = _top(phone, "#source-audio"), _bottom(phone, "#instruction")
         run, result = _top(phone, "#run-edit"), _top(phone, "#edit-output")
-        assert 0 < result - run < 700, (run, result)
-        assert _top(phone, "#builder-task") < run  # the builder comes before the action
+        assert source < instruction < run < result and run - instruction < 700 and result - run < 700
+        assert _top(phone, "#builder-task") > result  # the builder and the settings follow the result
         # The banner starts folded on a phone; its header opens and closes it.
         phone.wait_for("!document.querySelector('#demo-banner-box .label-wrap').classList.contains('open')")
         assert phone.evaluate("document.querySelector('#demo-banner')?.offsetParent ?? null") is None
@@ -187,19 +202,19 @@ def test_switching_the_builders_task_is_clean_and_the_api_tab_names_this_server(
 
 
 def test_an_example_clip_fills_the_source_and_instruction_and_is_checked(app, browser):
-    """One click on an example clip loads it (with its verdict) and its instruction."""
+    """One click on an example clip's button loads it (with its verdict) and its instruction."""
     browser.goto(app.url)
-    browser.wait_for("document.querySelector('#clip-examples tbody tr') !== null")
+    browser.wait_for(f"document.querySelector('{EXAMPLE_CLIP}') !== null")
     # Retried (loading an example is safe to repeat): a click while the page lays itself out can miss.
-    browser.click_until("#clip-examples tbody tr", "document.querySelector('#instruction textarea').value")
+    browser.click_until(EXAMPLE_CLIP, "document.querySelector('#instruction textarea').value")
     browser.wait_for("document.querySelector('#upload-verdict').innerText.includes('Ready: 2.05 s')", timeout=60)
     assert browser.evaluate("document.querySelector('#instruction textarea').value") == "Decrease the volume by 10 dB."
     assert browser.evaluate(f"document.querySelector('{PLAYER}') !== null")
 
 
 def test_the_result_plays_while_its_figure_is_still_drawing(app, clips, browser, monkeypatch):
-    """With drawing held on an Event (in this process, where the app runs), the
-    result's WAV reaches the page; the figure and the FLAC/MP3 buttons follow once it is released."""
+    """With drawing held on an Event (in this process, where the app runs), the result's WAV reaches
+    the page; the figure and the FLAC/MP3 buttons follow once it is released."""
     import threading
 
     from auk_app.ui import figures
@@ -220,3 +235,152 @@ def test_the_result_plays_while_its_figure_is_still_drawing(app, clips, browser,
         release.set()
     browser.wait_for("document.querySelector('#edit-figure img')?.complete", timeout=120)
     browser.wait_for("document.querySelector('#edit-flac-file')?.offsetParent != null")
+
+
+# ----------------------------------------------------------------------------- the page at two widths
+
+WIDTHS = [360, 420, 1280]  # the narrowest phones, a common one, a laptop
+# Every visible element that reaches past the window's right edge outside a box that scrolls
+# sideways; every box that scrolls sideways, with the height of its bar (0: nothing shows that it
+# scrolls); and every box that cuts its content off sideways without scrolling. Text fields scroll
+# their text as it is typed, and screen-reader-only text is meant to be invisible: both are left out.
+OVERFLOW = """(() => {
+  const width = document.documentElement.clientWidth;
+  const scrolls = (el) => ['auto', 'scroll'].includes(getComputedStyle(el).overflowX);
+  const name = (el) => el.tagName.toLowerCase() + (el.id ? '#' + el.id : '') + ' ' + (el.innerText || '').slice(0, 30);
+  const found = {beyond: [], scrollers: [], cut: []};
+  for (const el of document.querySelectorAll('body *')) {
+    const box = el.getBoundingClientRect();
+    if (el.offsetParent === null || box.width === 0 || box.height === 0) continue;
+    if (el.matches('input, textarea, .sr-only, .sr-only *')) continue;
+    let inScroller = false;
+    for (let up = el.parentElement; up && !inScroller; up = up.parentElement) {
+      inScroller = scrolls(up) && up.scrollWidth > up.clientWidth + 1;
+    }
+    if (!inScroller && box.right > width + 1) found.beyond.push(name(el));
+    if (el.scrollWidth > el.clientWidth + 1) {
+      if (scrolls(el)) found.scrollers.push([name(el), el.offsetHeight - el.clientHeight]);
+      else if (getComputedStyle(el).overflowX !== 'visible') found.cut.push(name(el));
+    }
+  }
+  return found;
+})()"""
+# Each visible dropdown whose text can run under its arrow: the field's content box reaches past the arrow.
+UNDER_THE_ARROW = """[...document.querySelectorAll('.secondary-wrap')].filter((wrap) => {
+  const field = wrap.querySelector('input'), arrow = wrap.querySelector('.icon-wrap');
+  if (!field || !arrow || field.offsetParent === null) return false;
+  const right = field.getBoundingClientRect().right - parseFloat(getComputedStyle(field).paddingRight);
+  return right > arrow.getBoundingClientRect().left + 1;
+}).map((wrap) => wrap.closest('[id]')?.id)"""
+TABS = """[...document.querySelectorAll('button[role=tab]')].map((tab) => {
+  const box = tab.getBoundingClientRect();
+  return [tab.innerText.trim(), tab.offsetParent !== null && box.left >= 0
+          && box.right <= document.documentElement.clientWidth && tab.scrollWidth <= tab.clientWidth];
+})"""
+TAB_LABELS = ["Edit & generate (AuK)", "Text to audio (Audex)", "API", "About"]
+
+
+def _read_tab(browser: Browser, number: int, ready: str) -> dict:
+    """Open tab ``number`` (from 1), wait for ``ready``, and check what the tests of every tab check."""
+    browser.click_until(f"button[role=tab]:nth-of-type({number})", ready)
+    time.sleep(1)  # the tab's blocks finish laying themselves out
+    assert browser.evaluate(TABS) == [[label, True] for label in TAB_LABELS]  # every tab in sight, whole
+    assert browser.evaluate("document.querySelector('button[aria-label=\"More tabs\"]')?.offsetParent ?? null") is None
+    found = browser.evaluate(OVERFLOW)
+    assert found["beyond"] == [] and found["cut"] == [], found
+    assert all(bar > 0 for _, bar in found["scrollers"]), found  # what scrolls sideways shows its bar
+    assert browser.evaluate(UNDER_THE_ARROW) == []
+    return found
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_every_tab_reads_at_a_phones_and_a_desktops_width(app, tmp_path, width):
+    """Every tab in sight with its whole label; Generate within 700 px (under a screen) below the
+    instruction, and Generate sound below the caption; nothing reaching past the column's edge unless it
+    scrolls and shows that it does; no dropdown's text under its arrow; the app's Chinese has a font."""
+    page = Browser(tmp_path / f"w{width}", width=width, height=800)
+    try:
+        page.goto(app.url)
+        page.wait_for("document.querySelector('#run-edit') !== null")
+        _read_tab(page, 1, "document.querySelector('#instruction textarea')?.getBoundingClientRect().width > 0")
+        assert 0 <= _top(page, "#run-edit") - _bottom(page, "#instruction") < 700
+        page.click("#advanced .label-wrap")  # the advanced knobs and the builder's Chinese read too
+        page.click("#builder-language label:nth-of-type(2)")
+        page.wait_for("document.querySelector('#builder-preview').innerText.includes('将音量')")
+        _read_tab(page, 1, "document.querySelector('#nfe input') !== null")
+        # The page's own Chinese has a face even where the system has no CJK font: the shipped subset.
+        faces = "document.fonts.load(\"16px 'AuK CJK Subset'\", '将音量降低').then(found => found.length)"
+        assert page.evaluate(faces) == 1
+        _read_tab(page, 2, "document.querySelector('#caption textarea')?.getBoundingClientRect().width > 0")
+        assert 0 <= _top(page, "#run-audex") - _bottom(page, "#caption") < 700
+        _read_tab(page, 3, "document.querySelector('#api-page table') !== null")
+        _read_tab(page, 4, "document.querySelector('#about-page table')?.offsetParent != null")
+        _keep(page.screenshot(tmp_path / f"auk_studio_about_{width}.png"))
+    finally:
+        page.close()
+
+
+@pytest.mark.parametrize("width", [420, 1280])
+def test_a_run_at_both_widths_leaves_no_stale_note_renders_its_toast_and_reads(app, tmp_path, width):
+    """Stop's note goes when a later run is started; a warning toast shows its Markdown rendered, not
+    backticks; the region is shaded on the source's waveform; the check card stands by the figure,
+    whose smallest text is at least 9.5 px high at the column's width."""
+    from auk_app.ui import figures
+
+    page = Browser(tmp_path / f"run{width}", width=width, height=900)
+    try:
+        page.goto(app.url)
+        page.wait_for(f"document.querySelector('{EXAMPLE_CLIP}') !== null")
+        page.click_until(EXAMPLE_CLIP, "document.querySelector('#instruction textarea').value")
+        page.wait_for("document.querySelector('#upload-verdict').innerText.includes('Ready: 2.05 s')", timeout=60)
+        page.click("#stop-edit")
+        page.wait_for("document.querySelector('#stop-note').innerText.startsWith('Stopped at ')")
+        page.type_into("#region-start input", "0.5", replace=True)
+        page.type_into("#region-end input", "1.5", replace=True)
+        shade = page.wait_for("(() => { const s = document.querySelector('#source-audio .region-shade');"
+                              " return s && [parseFloat(s.style.left), parseFloat(s.style.width)]; })()")
+        assert abs(shade[0] - 100 * 0.5 / 2.05) < 0.5 and abs(shade[1] - 100 * 1.0 / 2.05) < 0.5, shade
+        # Speed is a task the demo was not trained for: the warning names the weights' download commands.
+        page.type_into("#instruction textarea", "Adjust the speech speed to 1.5x.", replace=True)
+        page.click("#run-edit")
+        toast = page.wait_for("document.querySelector('[data-testid=toast-text]')?.innerHTML", timeout=60)
+        assert "`" not in toast and "<code>hf download tencent/AuK" in toast, toast
+        page.wait_for("document.querySelector('#edit-figure img')?.complete", timeout=240)
+        assert page.evaluate("document.querySelector('#stop-note').innerText.trim()") == ""
+        assert "Speed" in page.wait_for("document.querySelector('#check-card')?.innerText")
+        card, figure = (page.evaluate(f"document.querySelector('{s}').getBoundingClientRect().toJSON()")
+                        for s in ("#check-card", "#edit-figure img"))
+        beside = card["right"] <= figure["left"] and card["top"] < figure["bottom"]
+        above = card["bottom"] <= figure["top"] + 1 and figure["top"] - card["bottom"] < 100
+        assert (beside if width > 720 else above), (card, figure)
+        natural, shown = page.evaluate("(i => [i.naturalWidth, i.clientWidth])(document.querySelector("
+                                       "'#edit-figure img'))")
+        assert natural == round(figures.WIDTH_INCHES * figures.DPI)
+        assert figures.SMALLEST_PT / 72 * figures.DPI * shown / natural >= 9.5, (natural, shown)
+        _keep(page.screenshot(tmp_path / f"auk_studio_run_{width}.png"))
+    finally:
+        page.close()
+
+
+def test_the_page_says_what_is_still_loading_until_it_is_loaded(demo_dir, gradio_temp, tmp_path):
+    """A page opened while the app warms up names what is still loading, and the line goes once it is done."""
+    import threading
+
+    from auk_app.service import Studio, StudioConfig
+    from auk_app.ui.warming import Warming
+    from tests.app.conftest import launched
+
+    release = threading.Event()
+    warming = Warming([("a slow model", lambda: release.wait(120))])
+    page = Browser(tmp_path / "loading", width=1280, height=900)
+    try:
+        with launched(Studio(StudioConfig(demo_dir=demo_dir, device="cpu")), warming) as running:
+            warming.start()
+            page.goto(running.url)
+            line = page.wait_for("document.querySelector('#loading-line')?.innerText")
+            assert "Still loading: a slow model." in line
+            release.set()
+            page.wait_for("!document.querySelector('#loading-line')?.offsetParent", timeout=30)
+    finally:
+        release.set()
+        page.close()

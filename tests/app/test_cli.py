@@ -54,7 +54,11 @@ def test_compiling_the_dit_follows_the_device_unless_the_flag_turns_it_off(tmp_p
     assert all(block._compiled_call_impl is not None for block in blocks)
 
 
-def test_app_starts_serves_the_demo_and_writes_nothing_where_it_runs(app_command, port, client_for, tmp_path):
+def test_app_starts_serves_the_demo_warms_it_up_and_writes_nothing_where_it_runs(app_command, port, client_for,
+                                                                                  tmp_path):
+    """The page answers first; the demo models then load behind it, and the console says when."""
+    import threading
+
     workdir = tmp_path / "cwd"
     workdir.mkdir()
     (tmp_path / "tmp").mkdir()
@@ -62,19 +66,25 @@ def test_app_starts_serves_the_demo_and_writes_nothing_where_it_runs(app_command
            "GRADIO_ANALYTICS_ENABLED": "False", "TMPDIR": str(tmp_path / "tmp")}
     server = subprocess.Popen(app_command, cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                               text=True)
+    console, warmed = [], threading.Event()
+    threading.Thread(target=lambda: [(console.append(line), "Warm-up done" in line and warmed.set())
+                                     for line in server.stdout], daemon=True).start()
     try:
         deadline = time.monotonic() + 150
         while True:
             if server.poll() is not None:
-                pytest.fail(f"app.py exited with {server.returncode}:\n{server.stdout.read()}")
+                pytest.fail(f"app.py exited with {server.returncode}:\n{''.join(console)}")
             try:
-                info = client_for(f"http://127.0.0.1:{port}/").predict(api_name="/model_info")
+                client = client_for(f"http://127.0.0.1:{port}/")
+                info = client.predict(api_name="/model_info")
                 break
             except Exception:  # not listening yet
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(1)
         assert info["demo"] is True and info["default_model"] == "demo"
+        assert warmed.wait(600), "".join(console)
+        assert client.predict(api_name="/model_info")["loaded_model"] == "demo"  # loaded behind the page
     finally:
         server.terminate()
         try:
@@ -82,9 +92,8 @@ def test_app_starts_serves_the_demo_and_writes_nothing_where_it_runs(app_command
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait()
-    console = server.stdout.read()
     assert list(workdir.iterdir()) == []
-    assert "AuK Studio serves AuK-Tiny (demo) (the embedded demo model" in console  # says what it serves
+    assert "AuK Studio serves AuK-Tiny (demo) (the embedded demo model" in "".join(console)  # says what it serves
 
 
 def _start_refusal(capsys, monkeypatch, *argv: str) -> str:

@@ -218,10 +218,7 @@ def test_the_pages_edit_returns_the_audio_before_its_figure_is_drawn(handlers, c
     assert flac["visible"] and flac["value"] == str(Path(audio).with_suffix(".flac"))  # the downloads come here too
 
 
-def test_the_audio_is_set_by_an_event_that_does_not_draw_and_figures_are_warm_at_build(app, monkeypatch):
-    from auk_app.ui import figures
-    from auk_app.ui.app import build_demo
-
+def test_the_audio_is_set_by_an_event_that_does_not_draw(app):
     fns = {getattr(f.fn, "__name__", ""): (index, f) for index, f in app.demo.fns.items()}
     page_index, page = fns["_edit_from_ui"]
     _, figure = fns["finish_edit"]
@@ -229,10 +226,6 @@ def test_the_audio_is_set_by_an_event_that_does_not_draw_and_figures_are_warm_at
     assert "edit-output" in ids and "edit-manifest" in ids
     assert figure.trigger_after == page_index and figure.trigger_only_on_success
     assert [block.elem_id for block in figure.outputs][0] == "edit-figure"
-    calls = []
-    monkeypatch.setattr(figures, "warm_up", lambda: calls.append("warm"))
-    build_demo(app.studio)
-    assert calls == ["warm"]
 
 
 def test_the_example_clips_are_small_shipped_files_listed_on_the_page(app):
