@@ -465,6 +465,27 @@ def _loading_line(demo: gr.Blocks, h: Handlers, warming: Warming | None, status)
     gr.on([ticker.tick, demo.load], refresh, None, [line, status, ticker], show_progress="hidden", **PRIVATE)
 
 
+def _api_tab(studio: Studio) -> SimpleNamespace:
+    """How to call the app from Python, and two buttons that call its model-free helpers."""
+    api = SimpleNamespace()
+    api.page = gr.Markdown(ui_text.api_page(studio.info()["available_models"], studio.config.limits),
+                           elem_id="api-page")
+    with gr.Row():
+        api.info = gr.Button("Call /model_info", size="sm")
+        api.inspect = gr.Button("Call /inspect_audio on the source clip", size="sm")
+    api.result = gr.JSON(label="Result", elem_id="api-result")
+    return api
+
+
+def _wire_helpers(api: SimpleNamespace, e: SimpleNamespace, h: Handlers) -> None:
+    """The public helpers without a model: /model_info outside the queue, /inspect_audio in its own."""
+    api.info.click(h.model_info, None, api.result, api_name="model_info", queue=False,
+                   api_description=h.model_info.__doc__)
+    api.inspect.click(h.inspect_audio, e.audio, api.result, api_name="inspect_audio",
+                      api_description=h.inspect_audio.__doc__, concurrency_id=INTAKE_QUEUE,
+                      concurrency_limit=INTAKE_CONCURRENCY)
+
+
 def build_demo(studio: Studio, warming: Warming | None = None) -> gr.Blocks:
     """The whole app over ``studio``; launch it with ``.launch(**launch_options(), ...)``. ``warming``
     (started once the page is up) loads what first runs need, and the page says what it still loads."""
@@ -485,12 +506,7 @@ def build_demo(studio: Studio, warming: Warming | None = None) -> gr.Blocks:
             with gr.Tab("Text to audio (Audex)", id="audex"):
                 a = _audex_tab(h)
             with gr.Tab("API", id="api"):
-                api_page = gr.Markdown(ui_text.api_page(studio.info()["available_models"], studio.config.limits),
-                                       elem_id="api-page")
-                with gr.Row():
-                    info_button = gr.Button("Call /model_info", size="sm")
-                    inspect_button = gr.Button("Call /inspect_audio on the source clip", size="sm")
-                api_result = gr.JSON(label="Result", elem_id="api-result")
+                api = _api_tab(studio)
             with gr.Tab("About", id="about"):
                 gr.Markdown(ui_text.about_page(studio.config.limits, MAX_FILE_SIZE, MAX_SECONDS, DECODED_SECONDS),
                             elem_id="about-page")
@@ -507,18 +523,12 @@ def build_demo(studio: Studio, warming: Warming | None = None) -> gr.Blocks:
         e.stop.click(h.stop, None, e.stop_note, cancels=[edit, figure], **PRIVATE)
         a.stop.click(h.stop, None, a.stop_note, cancels=[audex], **PRIVATE)
 
-        # Public helpers without a model: /model_info outside the queue, /inspect_audio in its own.
-        info_button.click(h.model_info, None, api_result, api_name="model_info", queue=False,
-                          api_description=h.model_info.__doc__)
-        inspect_button.click(h.inspect_audio, e.audio, api_result, api_name="inspect_audio",
-                             api_description=h.inspect_audio.__doc__, concurrency_id=INTAKE_QUEUE,
-                             concurrency_limit=INTAKE_CONCURRENCY)
-
+        _wire_helpers(api, e, h)
         _wire_edit_plumbing(e, h)
         _wire_views(e, a)
         demo.load(None, js=page_js.FOLD_ON_PHONES)
         demo.load(None, js=page_js.RENDER_TOASTS)
-        demo.load(h.api_page, None, api_page, **PRIVATE)
+        demo.load(h.api_page, None, api.page, **PRIVATE)
 
     # The model requests' cap is the validators' (Admission): Gradio's own max_size is checked before
     # validation, so it gives way to simultaneous arrivals, and it counts every event, cheap ones too.
