@@ -49,10 +49,11 @@ class _Request:
 
 def _request_fields() -> list[tuple]:
     """The instruction first (``EditRequest("Say hi.", seconds=1)``), then every other knob the run
-    reads, left out as None (the checkpoint's default, automatic, a drawn seed) or a switch's default."""
-    knobs = sorted((k for k in EDIT if k.run), key=lambda k: k.widget != "text")
+    reads in the schema's order, left out as None (the checkpoint's default, automatic, a drawn seed)
+    or a switch's default."""
+    rest = [k for k in EDIT if k.run and k.name != "instruction"]
     return [("instruction", str), *((k.name, Any, field(default=k.default if isinstance(k.default, bool) else None))
-                                    for k in knobs[1:]),
+                                    for k in rest),
             ("limits", Limits, field(default_factory=Limits, repr=False, compare=False))]
 
 
