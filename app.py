@@ -83,6 +83,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     run.add_argument("--auk-batch", type=_positive, metavar="N", default=os.environ.get("AUK_BATCH", DEFAULT_AUK_BATCH),
                      help="AuK edits served at once: concurrent edits of one shape bucket share each DiT step, up to N "
                           f"(default: $AUK_BATCH, else {DEFAULT_AUK_BATCH}; 1 = one edit at a time)")
+    run.add_argument("--auk-pack", dest="pack", action="store_true",
+                     help="concurrent edits sharing a DiT step attend over their own frames only (variable-length "
+                          "attention on CUDA) instead of their bucket's padding; off by default until measured on a "
+                          "GPU (docs/speed.md)")
     run.add_argument("--no-compile", dest="compile", action="store_false",
                      help="run the DiT's blocks uncompiled on CUDA (compiled by default there: a step takes about half "
                           "the time, after a compilation of up to a minute in the first edits)")
@@ -143,7 +147,7 @@ def main(argv: list[str] | None = None) -> None:
     config = StudioConfig(
         auk_base=args.auk_base, auk_flash=args.auk_flash, extra_auk=tuple(args.auk_extra), qwen=args.qwen,
         audex=args.audex, xcodec=args.xcodec, device=args.device, dtype=args.dtype, offload=args.offload,
-        auk_batch=args.auk_batch, compile=None if args.compile else False, download=args.download,
+        auk_batch=args.auk_batch, pack=args.pack, compile=None if args.compile else False, download=args.download,
         default_model=args.default_model, audex_server=args.audex_server,
         auk_server=args.auk_server, **overrides,
     )

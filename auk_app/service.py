@@ -105,6 +105,7 @@ class StudioConfig:
     dtype: str | None = None
     offload: bool = False
     auk_batch: int = DEFAULT_MAX_BATCH  # most concurrent edits per DiT step (and concurrent edits the app admits)
+    pack: bool = False  # shared steps attend over each edit's own frames (auk_app.auk.packing), not padding
     compile: bool | None = None  # compile the DiT's blocks; None: on CUDA
     download: bool = False
     default_model: str = "auto"
@@ -215,7 +216,7 @@ class Studio:
                 pipeline = AuKPipeline(
                     entry.checkpoint, text_encoder_path=text_encoder, device=self.device, dtype=self.precision,
                     offload=self.config.offload, limits=self.config.limits, max_batch=self.config.auk_batch,
-                    compile=self.config.compile,
+                    compile=self.config.compile, pack=self.config.pack,
                 )
                 for other in self._pipelines.values():
                     other.unload()

@@ -13,7 +13,7 @@ import pytest
 from tests.conftest import REPO
 
 OPTIONS = ("--host", "--port", "--share", "--auk-base", "--auk-flash", "--qwen", "--audex", "--xcodec", "--download",
-           "--device", "--dtype", "--preload", "--default-model", "--auk-batch", "--no-compile")
+           "--device", "--dtype", "--preload", "--default-model", "--auk-batch", "--auk-pack", "--no-compile")
 
 
 def test_help_lists_every_option_and_the_defaults(app_command):
@@ -38,6 +38,17 @@ def test_auk_batch_comes_from_the_flag_then_the_environment(monkeypatch, capsys)
         with pytest.raises(SystemExit):
             parse_args(["--auk-batch", bad])
         assert "at least 1" in capsys.readouterr().err
+
+
+def test_packed_shared_steps_are_a_flag_that_reaches_the_step_batcher():
+    from app import parse_args
+    from auk_app.service import Studio, StudioConfig
+
+    assert parse_args([]).pack is False and parse_args(["--auk-pack"]).pack is True
+    studio = Studio(StudioConfig(device="cpu", pack=True))
+    pipeline = studio.pipeline(studio.entry("demo"))
+    pipeline.load()
+    assert pipeline.pack and pipeline.batcher.pack
 
 
 def test_compiling_the_dit_follows_the_device_unless_the_flag_turns_it_off(tmp_path):
