@@ -35,6 +35,8 @@ from auk_app.progress import Progress, ShouldStop
 from auk_app.serve.client import ENGINE, ServeRunner
 from auk_app.whole_file import WholeFileResult, as_edit_result
 
+MAX_IN_FLIGHT = 64  # windows sent at once whatever the deployment says: a thread and a stream each
+
 
 class AppCodec:
     """A checkpoint's codec alone, in the app, loaded on first use on ``device``: the demo's harmonic
@@ -78,7 +80,7 @@ class ServeWindows:
     def __init__(self, runner: ServeRunner, checkpoint: AuKCheckpoint, limits: Limits, codec: AppCodec):
         info = runner.check()  # now, per edit: the replicas running at the time
         self.runner, self.checkpoint, self.limits, self.codec = runner, checkpoint, limits, codec
-        self.max_batch = _whole(info.get("replicas")) * _whole(info.get("max_batch"))  # windows in flight
+        self.max_batch = min(MAX_IN_FLIGHT, _whole(info.get("replicas")) * _whole(info.get("max_batch")))  # in flight
         self.ran: Counter[str] = Counter()  # windows per replica
         self.attempts = 1  # the most sends a window took
         self.made_on = {"device": str(info["device"]), "dtype": str(info["dtype"])}
