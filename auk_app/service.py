@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import logging
 import threading
 import time
@@ -150,6 +151,7 @@ class Studio:
         self._running: dict[str, int] = {}
         self._readers: dict[str, Callable[[str], str | None] | None] = {}  # per model: its instruction_reader
         self._readers_lock = threading.Lock()
+        self._codecs: dict[str, Any] = {}  # per model on Serve: its codec alone, for whole recordings
 
     # ------------------------------------------------------------------ registry
 
@@ -443,26 +445,38 @@ class Studio:
         if refusal is None and order.candidates > 1:
             refusal = (f"A whole recording longer than the model's {window:g} s window is edited once; ask for one "
                        "candidate, or choose a region to try several.")
-        if refusal is None and self.auk_server is not None:
-            refusal = (f"On a Serve deployment a recording longer than the model's {window:g} s window is edited by "
-                       f"region: choose one of at most {limits.max_target_seconds:g} s (region_start and region_end).")
         if refusal is not None and clip.seconds > limits.max_input_seconds:
             raise InputError(refusal)
         warning = None if refusal is None else long_clip_warning(clip.seconds, entry.label, window)
         return LongSource(clip, refusal is None, (warning,) if warning else ())
 
     def _edit_whole(self, order: EditOrder, entry: ModelEntry, clip: MonoClip, progress, should_stop) -> Candidate:
-        """The whole recording edited in windows, checked like any edit."""
+        """The whole recording edited in windows, here or on the Serve replicas, checked like any edit."""
         request = order.request
         knobs = {k: v for k, v in request.knobs().items() if k not in ("instruction", "seconds", "seed")}
-        with self._resident(entry) as pipeline:
-            made = edit_whole(pipeline, clip.mono, clip.sample_rate, request.instruction, seed=request.seed,
-                              knobs=knobs, progress=progress, should_stop=should_stop)
-        result = as_edit_result(made, clip, device=str(pipeline.device), dtype=pipeline.precision.name)
+        run = functools.partial(edit_whole, audio=clip.mono, sample_rate=clip.sample_rate,
+                                instruction=request.instruction, seed=request.seed, knobs=knobs, progress=progress,
+                                should_stop=should_stop)
+        if self.auk_server is not None:  # each window a request to the replicas; joined and decoded here
+            windows = self._serve_windows(entry)
+            result = windows.edit_result(run(windows), clip)
+        else:
+            with self._resident(entry) as pipeline:
+                made = run(pipeline)
+            result = as_edit_result(made, clip, device=str(pipeline.device), dtype=pipeline.precision.name)
         target = order.target or target_from_text(request.instruction)
         started = time.perf_counter()
         checked = _checked(target, _SharedSource(), result)
         return Candidate(result, checked, time.perf_counter() - started)
+
+    def _serve_windows(self, entry: ModelEntry):
+        """A whole-recording edit's windows on the Serve deployment, with ``entry``'s codec in this
+        process (loaded on the first such edit, kept for the next)."""
+        from auk_app.serve.windows import AppCodec, ServeWindows
+
+        with self._lock:
+            codec = self._codecs.setdefault(entry.key, AppCodec(entry.checkpoint, self.device))
+        return ServeWindows(self.auk_server, entry.checkpoint, self.config.limits, codec)
 
     def _heard(self, entry: ModelEntry) -> Callable[[EditResult], EditCheck] | None:
         """The content check of ``entry``'s results (what the thinker hears against the text the

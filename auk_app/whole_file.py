@@ -54,7 +54,8 @@ WHOLE_FILE_TARGETS = (VOLUME, PITCH, DENOISE)  # free wording, as the edit check
 
 class WindowEngine(Protocol):
     """What :func:`edit_whole` runs windows on: an :class:`~auk_app.auk.pipeline.AuKPipeline`, or
-    anything that plans, solves, encodes and decodes as it does (replicas behind a server)."""
+    anything that plans, solves, encodes and decodes as it does (Serve replicas:
+    :class:`~auk_app.serve.windows.ServeWindows`). ``max_batch`` is how many windows it solves at once."""
 
     checkpoint: AuKCheckpoint
     limits: Limits

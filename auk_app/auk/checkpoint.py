@@ -164,6 +164,20 @@ def load_auk_checkpoint(
     dit.load_state_dict(state, strict=True, assign=True)
     dit = dit.to(device=device, dtype=dtype).eval()  # the rotary frequencies stay float32, as stored
 
+    vae = load_codec(checkpoint, device=device)
+    return AuKModel(
+        checkpoint=checkpoint,
+        dit=dit,
+        vae=vae,
+        layer_weights=fusion["layer_weights"].float().to(device),
+        layer_scale=fusion["layer_scale"].float().to(device),
+    )
+
+
+def load_codec(checkpoint: AuKCheckpoint, *, device: str | torch.device = "cpu") -> torch.nn.Module:
+    """Build and load a checkpoint's codec alone (float32, eval mode) on ``device``: what encodes a
+    clip and decodes latents where the DiT runs elsewhere (an app whose edits run on Serve replicas)."""
+    device = torch.device(device)
     try:
         with torch.device(device):
             vae = registry.codec_class(checkpoint.codec).from_config(checkpoint.codec_config)
@@ -172,17 +186,12 @@ def load_auk_checkpoint(
     missing, unexpected = vae.load_weights(checkpoint.vae_file, device=device)
     if missing or unexpected:
         raise mismatch(checkpoint.vae_file, vae.description, missing=missing, unexpected=unexpected)
-    if vae.latent_dim != dit.latent_dim:
+    wanted = checkpoint.dit_config.latent_dim
+    if vae.latent_dim != wanted:
         raise CheckpointError(
-            f"{checkpoint.vae_file.parent}: the codec makes {vae.latent_dim} latent channels, the DiT takes {dit.latent_dim}."
+            f"{checkpoint.vae_file.parent}: the codec makes {vae.latent_dim} latent channels, the DiT takes {wanted}."
         )
-    return AuKModel(
-        checkpoint=checkpoint,
-        dit=dit,
-        vae=vae.eval(),
-        layer_weights=fusion["layer_weights"].float().to(device),
-        layer_scale=fusion["layer_scale"].float().to(device),
-    )
+    return vae.eval()
 
 
 # ----------------------------------------------------------------------------- layouts

@@ -5,6 +5,9 @@ plan the Studio made, sends its window (:mod:`auk_app.serve.wire`), reports the 
 progress lines as they come and watches ``should_stop`` in the caller's thread; Stop hangs up,
 and Serve cancels the request on its replica. A region's window goes back into the whole
 recording here, and the record is the plan's, with the replica's measures and its name.
+:meth:`ServeRunner.latents` sends a window of a whole recording the same way and gets its edited
+latents back, held to the plan's shape, for the app to join and decode
+(:mod:`auk_app.serve.windows`).
 
 Failures are one sentence (:class:`ServeError`): the deployment that cannot be reached, one that
 refuses the request, one silent for ``idle_timeout`` seconds. Heartbeats prove the connection,
@@ -32,6 +35,7 @@ from typing import Any
 
 import httpx
 import numpy as np
+import torch
 
 from auk_app.audex.remote import hang_up
 from auk_app.audex.token_sampler import Deadline
@@ -55,6 +59,11 @@ MAX_EDIT_SECONDS = 900.0
 INFO_BYTES = 64 << 10  # GET /: what a replica serves, a few hundred bytes
 REFUSAL_BYTES = 64 << 10
 INFO_FIELDS = ("checkpoint_name", "device", "dtype")  # what the app's start-up line names
+_MADE_ON = {"timings": dict, "device": str, "dtype": str}
+RESULT_FIELDS = {  # what a result line holds, per op, and each field's type
+    "edit": {"wav": str, "sample_rate": int, "ref_latent_frames": int, "condition_cache_hit": bool, **_MADE_ON},
+    "latents": {"latents": str, "shape": list, **_MADE_ON},
+}
 
 
 class ServeError(AppError):
@@ -135,17 +144,7 @@ class ServeRunner:
         record naming the engine and the replica. ``on_start`` gets each attempt's start line (the
         replica's id, node, pid, device) as it arrives."""
         started = time.perf_counter()
-        body = json.dumps(plan_body(window_plan(plan), request_id=uuid.uuid4().hex)).encode()
-        send = _Send(body, progress or silent, should_stop, on_start, self.deadline(plan), result_line_bytes(plan))
-        for attempt in range(1, self.attempts + 1):
-            try:
-                start, result = self._attempt(send, first=attempt == 1)
-                break
-            except _Lost as lost:
-                if attempt == self.attempts:
-                    raise ServeError(f"The AuK Serve deployment at {self.host} lost the edit {self.attempts} times "
-                                     f"({lost}), so nothing was made; check `serve status` and try again.") from None
-                self._pause(should_stop)
+        start, result, attempt = self._send(plan, "edit", progress, should_stop, on_start)
         wav = self._held_to_plan(result, plan)
         if plan.region is not None:
             wav = splice(plan.whole, plan.region, wav)
@@ -158,6 +157,32 @@ class ServeRunner:
         record = replace(record, engine=ENGINE, engine_server=self.host, replica=start.get("replica"),
                          replica_node=start.get("node"), attempts=attempt, steps=result.get("steps"))
         return EditResult(wav=wav, sample_rate=result["sample_rate"], record=record, source=plan.source)
+
+    def latents(self, plan: EditPlan, *, progress: Progress | None = None, should_stop: ShouldStop | None = None,
+                on_start: Callable[[dict[str, Any]], None] | None = None) -> ServedLatents:
+        """``plan``'s edited latents from a replica, as :meth:`AuKPipeline.latents` makes them in
+        process (a window of a whole recording), with where they were made."""
+        start, result, attempt = self._send(plan, "latents", progress, should_stop, on_start)
+        return ServedLatents(latents=self._latents_held_to_plan(result, plan), replica=start.get("replica"),
+                             node=start.get("node"), attempts=attempt, device=result["device"], dtype=result["dtype"])
+
+    def _send(self, plan: EditPlan, op: str, progress: Progress | None, should_stop: ShouldStop | None,
+              on_start: Callable[[dict[str, Any]], None] | None) -> tuple[dict, dict, int]:
+        """``plan``'s window sent as ``op`` until a replica finishes it: (the start line, the result
+        line, the sends it took). A stream that breaks is sent again, ``attempts`` times in all."""
+        body = json.dumps(plan_body(window_plan(plan), request_id=uuid.uuid4().hex, op=op)).encode()
+        send = _Send(body, progress or silent, should_stop, on_start, self.deadline(plan),
+                     result_line_bytes(plan, op), RESULT_FIELDS[op])
+        attempt = 1
+        while True:
+            try:
+                return (*self._attempt(send, first=attempt == 1), attempt)
+            except _Lost as lost:
+                if attempt >= self.attempts:
+                    raise ServeError(f"The AuK Serve deployment at {self.host} lost the edit {self.attempts} times "
+                                     f"({lost}), so nothing was made; check `serve status` and try again.") from None
+            self._pause(should_stop)
+            attempt += 1
 
     def _held_to_plan(self, result: dict[str, Any], plan: EditPlan) -> np.ndarray:
         """The replica's waveform, refused unless it is what the plan asked for: readable, at the
@@ -177,9 +202,32 @@ class ServeRunner:
         elif not np.isfinite(wav).all():
             problem = "NaN or infinite samples"
         if problem:
-            raise EngineError(f"The AuK Serve deployment at {self.host} sent {problem}, so nothing was written; "
-                              "run the same AuK Studio version in the app and the deployment, and check the replica.")
+            raise self._refused(problem)
         return wav
+
+    def _latents_held_to_plan(self, result: dict[str, Any], plan: EditPlan) -> torch.Tensor:
+        """The replica's latents [frames, L], refused unless they are what the plan asked for: the
+        plan's frames by the checkpoint's latent channels, readable, finite. Nothing else is joined."""
+        wanted = [plan.gen_frames, plan.checkpoint.dit_config.latent_dim]
+        shape = result["shape"]
+        try:
+            latents = unpack(result["latents"])
+        except ValueError:
+            latents = None
+        problem = None
+        if shape != wanted:
+            problem = f"latents of shape {said(shape, 40)} where the plan asked for {wanted}"
+        elif latents is None or latents.size != wanted[0] * wanted[1]:
+            problem = f"latents that do not hold the {wanted[0]} × {wanted[1]} values their shape says"
+        elif not np.isfinite(latents).all():
+            problem = "NaN or infinite latents"
+        if problem:
+            raise self._refused(problem)
+        return torch.from_numpy(latents.reshape(wanted))
+
+    def _refused(self, problem: str) -> EngineError:
+        return EngineError(f"The AuK Serve deployment at {self.host} sent {problem}, so nothing was written; "
+                           "run the same AuK Studio version in the app and the deployment, and check the replica.")
 
     def _pause(self, should_stop: ShouldStop | None) -> None:
         until = time.monotonic() + self.retry_pause
@@ -236,7 +284,7 @@ class ServeRunner:
                 clock.step, clock.progress = step, time.monotonic()
                 send.report(*step)
         elif name == "result":
-            return self._result(event)
+            return self._result(event, send.fields)
         elif name == "error":
             error = {"cancelled": Cancelled, "input": InputError}.get(event.get("kind"), ServeError)
             raise error(said(event.get("message") or "The replica failed the edit."))
@@ -258,10 +306,9 @@ class ServeRunner:
                              f"{deadline.seconds:g} s deadline ({deadline.basis}), so it was given up; the deployment "
                              "is overloaded or stuck.")
 
-    def _result(self, event: dict[str, Any]) -> dict[str, Any]:
-        """The result line's fields, each of the type the record takes; ServeError if one is not."""
-        types = {"wav": str, "sample_rate": int, "ref_latent_frames": int, "condition_cache_hit": bool,
-                 "timings": dict, "device": str, "dtype": str}
+    def _result(self, event: dict[str, Any], types: dict[str, type]) -> dict[str, Any]:
+        """The result line's fields (``types``: each field's type), each of the type the record takes;
+        ServeError if one is not."""
         wrong = [key for key, kind in types.items()
                  if not isinstance(event.get(key), kind) or kind is int and isinstance(event.get(key), bool)]
         if wrong:
@@ -320,9 +367,22 @@ class ServeRunner:
                 f"{said(text, 160)!r}); point --auk-server at its route, e.g. http://host:8000/auk.")
 
 
+@dataclass(frozen=True)
+class ServedLatents:
+    """A window's edited latents [frames, L] (float32, on the CPU) and the replica that made them."""
+
+    latents: torch.Tensor
+    replica: str | None
+    node: str | None
+    attempts: int
+    device: str
+    dtype: str
+
+
 @dataclass
 class _Send:
-    """What every send of one edit shares: its body, its callbacks, its deadline and its line limit."""
+    """What every send of one edit shares: its body, its callbacks, its deadline, its line limit and
+    the fields its result line holds."""
 
     body: bytes
     report: Progress
@@ -330,6 +390,7 @@ class _Send:
     on_start: Callable[[dict[str, Any]], None] | None
     deadline: Deadline
     line_bytes: int
+    fields: dict[str, type]
 
 
 @dataclass
@@ -343,11 +404,11 @@ class _Clock:
     start: dict[str, Any] = field(default_factory=dict)
 
 
-def result_line_bytes(plan: EditPlan) -> int:
-    """The most a line of ``plan``'s stream may hold: its result, the window's float32 samples (a
-    frame more than planned) in base64, with room for the other fields."""
-    samples = (plan.gen_frames + 1) * plan.checkpoint.hop
-    return 4 * math.ceil(samples * 4 / 3) + REFUSAL_BYTES
+def result_line_bytes(plan: EditPlan, op: str = "edit") -> int:
+    """The most a line of ``plan``'s stream may hold: its result, the window's float32 samples or
+    latents (a frame more than planned) in base64, with room for the other fields."""
+    per_frame = plan.checkpoint.dit_config.latent_dim if op == "latents" else plan.checkpoint.hop
+    return 4 * math.ceil((plan.gen_frames + 1) * per_frame * 4 / 3) + REFUSAL_BYTES
 
 
 def _count(value: Any) -> int | None:

@@ -2,10 +2,12 @@
 
 Runs inside Ray (``import_path: auk_app.serve.deployment:build`` in deploy/serve.yaml). A replica
 loads its checkpoint once, at start, and serves ``POST /`` (a plan from :mod:`auk_app.serve.wire`)
-as a stream of JSON lines, and ``GET /`` (what it serves). Each request runs
-:meth:`AuKPipeline.run <auk_app.auk.pipeline.AuKPipeline.run>` in a thread of its own, so the
-requests a replica admits (``max_ongoing_requests``) run side by side in one process and those of
-one shape bucket share each DiT step through the pipeline's step batcher, up to ``max_batch``.
+as a stream of JSON lines, and ``GET /`` (what it serves, and how many replicas are running). Each
+request runs :meth:`AuKPipeline.run <auk_app.auk.pipeline.AuKPipeline.run>` (an edit) or
+:meth:`AuKPipeline.latents <auk_app.auk.pipeline.AuKPipeline.latents>` (a window of a whole
+recording) in a thread of its own, so the requests a replica admits (``max_ongoing_requests``) run
+side by side in one process and those of one shape bucket share each DiT step through the
+pipeline's step batcher, up to ``max_batch``.
 
 When the client goes away (Stop in the app closes the connection) Serve cancels the request: the
 stream's generator is cancelled, which sets the run's stop flag, and the run ends at its next
@@ -76,9 +78,20 @@ class AuKReplica:
                 "node": self.node, "pid": os.getpid(), "device": str(self.pipeline.device),
                 "dtype": self.pipeline.precision.name, "max_batch": self.pipeline.max_batch}
 
+    def running_replicas(self) -> int | None:
+        """The deployment's running replicas, as Serve's controller counts them (None if it cannot
+        say): the app sends a whole recording's windows to all of them at once."""
+        try:
+            context = serve.get_replica_context()
+            application = serve.status().applications[context.app_name]
+            states = application.deployments[context.deployment].replica_states
+        except Exception:  # noqa: BLE001 (a controller that does not answer: the app assumes one)
+            return None
+        return int(states.get("RUNNING", 0)) or None
+
     async def __call__(self, request: Request):
-        if request.method == "GET":
-            return JSONResponse(self.info())
+        if request.method == "GET":  # the controller's count is a remote call: off the event loop
+            return JSONResponse({**self.info(), "replicas": await asyncio.to_thread(self.running_replicas)})
         body = await request.json()
         return StreamingResponse(self._stream(body), media_type="application/x-ndjson")
 
@@ -118,11 +131,7 @@ class AuKReplica:
 
         try:
             plan = read_plan(body, self.pipeline.checkpoint, self.limits)
-            result = self.pipeline.run(plan, progress=progress, should_stop=stop.is_set)
-            record = result.record
-            emit({"event": "result", "wav": pack(result.wav), "sample_rate": result.sample_rate,
-                  "ref_latent_frames": record.ref_latent_frames, "condition_cache_hit": record.condition_cache_hit,
-                  "timings": record.timings, "device": record.device, "dtype": record.dtype, "steps": record.steps})
+            emit(self._result(body["op"], plan, progress, stop))
             outcome = "done"
         except Cancelled as exc:
             outcome = "cancelled"
@@ -139,9 +148,23 @@ class AuKReplica:
                   "message": f"The replica {self.replica} failed the run ({type(exc).__name__}: {str(exc)[:200]})."})
         finally:
             emit(None)
-            self._write_journal({"request_id": body.get("request_id"), "replica": self.replica, "outcome": outcome,
-                                 "steps": steps[0], "of": steps[1], "stop_requested": stop.is_set(),
-                                 "seconds": round(time.perf_counter() - started, 3)})
+            self._write_journal({"request_id": body.get("request_id"), "op": body.get("op"), "replica": self.replica,
+                                 "outcome": outcome, "steps": steps[0], "of": steps[1],
+                                 "stop_requested": stop.is_set(), "seconds": round(time.perf_counter() - started, 3)})
+
+    def _result(self, op: str, plan, progress, stop: threading.Event) -> dict[str, Any]:
+        """The result line of ``plan`` run as ``op`` asks: the window's waveform, or its edited latents."""
+        if op == "latents":
+            started = time.perf_counter()
+            latents = self.pipeline.latents(plan, progress=progress, should_stop=stop.is_set)
+            return {"event": "result", "latents": pack(latents.numpy()), "shape": list(latents.shape),
+                    "timings": {"total": time.perf_counter() - started}, "device": str(self.pipeline.device),
+                    "dtype": self.pipeline.precision.name}
+        result = self.pipeline.run(plan, progress=progress, should_stop=stop.is_set)
+        record = result.record
+        return {"event": "result", "wav": pack(result.wav), "sample_rate": result.sample_rate,
+                "ref_latent_frames": record.ref_latent_frames, "condition_cache_hit": record.condition_cache_hit,
+                "timings": record.timings, "device": record.device, "dtype": record.dtype, "steps": record.steps}
 
     def _write_journal(self, entry: dict[str, Any]) -> None:
         if self.journal is None:

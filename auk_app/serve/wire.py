@@ -1,4 +1,6 @@
-"""What the app and a Serve replica exchange: a window plan in, a window waveform and the run's measures out.
+"""What the app and a Serve replica exchange: a window plan in, a window waveform and the run's measures out
+(``op`` "edit"), or a window's edited latents (``op`` "latents": a window of a whole recording, which
+the app joins with its neighbours and decodes).
 
 The app makes the plan (every check, the instruction, the region's window) and sends only what
 the model reads: the recipe, the frame budget, the window's audio at the rates the models read it,
@@ -10,7 +12,8 @@ app splices a region's window back into the whole recording and writes the recor
 as base64 float32 (little-endian), so the samples arrive bit for bit.
 
 The stream back is one JSON object a line: ``start`` (which replica), ``progress``, ``heartbeat``
-(while a phase is quiet), then ``result`` or ``error`` (a sentence and its kind).
+(while a phase is quiet), then ``result`` or ``error`` (a sentence and its kind). A latents
+result holds them as float32 with their ``shape``.
 """
 
 from __future__ import annotations
@@ -30,7 +33,8 @@ from auk_app.config import Limits
 from auk_app.errors import InputError
 from auk_app.validate import check_clip
 
-VERSION = 1  # bumped when the body changes shape; a replica refuses another
+VERSION = 2  # bumped when the body changes shape; a replica refuses another
+OPS = ("edit", "latents")  # a window's waveform; a window's edited latents, not decoded
 
 
 def pack(wav: np.ndarray | None) -> str | None:
@@ -46,11 +50,11 @@ def window_plan(plan: EditPlan) -> EditPlan:
     return replace(plan, request=plan.request.without_region(), region=None, whole=None)
 
 
-def plan_body(plan: EditPlan, *, request_id: str) -> dict[str, Any]:
+def plan_body(plan: EditPlan, *, request_id: str, op: str = "edit") -> dict[str, Any]:
     """The request body of ``plan`` (a window plan: the region, if any, stays with the caller)."""
     clip = plan.clip
     return {
-        "version": VERSION, "request_id": request_id,
+        "version": VERSION, "request_id": request_id, "op": op,
         "checkpoint": {"name": plan.checkpoint.name, "variant": plan.checkpoint.variant},
         "request": plan.request.knobs(),
         "recipe": asdict(plan.recipe),
@@ -67,6 +71,9 @@ def read_plan(body: dict[str, Any], checkpoint: AuKCheckpoint, limits: Limits) -
     if body.get("version") != VERSION:
         raise InputError(f"This replica reads request version {VERSION}, not {body.get('version')!r}: run the same "
                          "AuK Studio version in the app and in the deployment.")
+    if body.get("op") not in OPS:
+        raise InputError(f"This replica serves the ops {', '.join(OPS)}, not {str(body.get('op'))[:40]!r}: run the "
+                         "same AuK Studio version in the app and in the deployment.")
     wanted = body["checkpoint"]
     if (wanted["name"], wanted["variant"]) != (checkpoint.name, checkpoint.variant):
         raise InputError(f"The Serve deployment serves {checkpoint.name} ({checkpoint.variant}), not "

@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
+import soundfile as sf
 
 from auk_app.auk.plan import plan_edit
 from auk_app.auk.request import EditRequest
@@ -20,11 +21,13 @@ from auk_app.serve.client import ServeError
 from auk_app.service import Studio, StudioConfig
 from tests.conftest import REPO
 from tests.ports import free_port
+from training.long_recordings import slow_tones
 
 SPEECH = str(REPO / "assets" / "examples" / "speech.flac")
 NOISY = str(REPO / "assets" / "examples" / "noisy_speech.flac")
 BATCHED = dict(rtol=1e-5, atol=1e-5)  # a step shared with other edits vs one alone (tests/auk/test_batching.py)
 LONG = dict(nfe=32, seconds=8.0)  # a run of a few seconds on a replica: long enough to kill or stop in
+QUIETER = "Decrease the volume by 6 dB."
 
 
 @pytest.fixture(scope="module")
@@ -35,6 +38,23 @@ def local():
 @pytest.fixture(scope="module")
 def remote(serve_cluster):
     return Studio(StudioConfig(device="cpu", auk_server=serve_cluster.url))
+
+
+@pytest.fixture(scope="module")
+def long_tones(tmp_path_factory):
+    """16 s of sustained notes: three of the demo's 6 s windows, a whole recording past its window."""
+    path = tmp_path_factory.mktemp("long") / "tones.wav"
+    sf.write(path, slow_tones(16, seed=4), 24_000, subtype="FLOAT")
+    return str(path)
+
+
+def _whole_order(studio: Studio, path: str, **knobs) -> EditOrder:
+    values = {"audio": path, "instruction": QUIETER, "model": "demo", "seed": 5, "randomize_seed": False, **knobs}
+    return EditOrder.from_knobs(values, studio.config.limits)
+
+
+def _journal_lines(cluster) -> list[dict]:
+    return [json.loads(line) for path in cluster.journal.glob("*.jsonl") for line in path.read_text().splitlines()]
 
 
 def _journal(cluster, request_id: str, timeout: float = 30.0) -> dict:
@@ -146,3 +166,40 @@ def test_the_app_on_serve_writes_a_manifest_naming_the_engine_and_replica(remote
         demo.close()
     assert manifest["engine"] == "ray-serve" and manifest["engine_server"] == serve_cluster.url[7:-4]
     assert manifest["replica"] and manifest["attempts"] == 1 and manifest["region"] == [0.5, 1.5]
+
+
+def test_a_whole_recording_s_windows_run_on_both_replicas_as_in_process(local, remote, serve_cluster, long_tones):
+    """Each window a request returning its latents, several at once; joined and decoded in the app."""
+    (want,), _ = local.fulfil(_whole_order(local, long_tones, nfe=8))
+    events = []
+    (got,), _ = remote.fulfil(_whole_order(remote, long_tones, nfe=8), progress=lambda *event: events.append(event))
+    np.testing.assert_allclose(got.wav, want.wav, **BATCHED)
+    windows = got.record["windows"]
+    assert windows["count"] == want.record["windows"]["count"] == 3 and sum(windows["replicas"].values()) == 3
+    assert len(windows["replicas"]) == 2  # both replicas ran windows
+    assert (got.record["engine"], got.record["engine_server"]) == ("ray-serve", serve_cluster.url[7:-4])
+    assert got.record["check"]["task"] == "volume" and got.record["attempts"] == 1
+    assert ("windows", 3, 3) in events and [e for e in events if e[0] == "sample"][-1] == ("sample", 24, 24)
+    latents = [line for line in _journal_lines(serve_cluster) if line["op"] == "latents"]
+    assert {line["replica"] for line in latents} == set(windows["replicas"])
+
+
+@pytest.mark.alone  # Stop must land before the windows' last steps
+def test_stop_ends_a_whole_recording_s_windows_on_their_replicas(remote, serve_cluster, long_tones):
+    before = {line["request_id"] for line in _journal_lines(serve_cluster)}
+    stop = threading.Event()
+
+    def progress(phase, done, total):
+        if phase == "sample" and done >= 6:
+            stop.set()
+
+    began = time.monotonic()
+    with pytest.raises(Cancelled, match="nothing was produced"):
+        remote.fulfil(_whole_order(remote, long_tones, nfe=32), progress=progress, should_stop=stop.is_set)
+    assert time.monotonic() - began < 40
+    until, ended = time.monotonic() + 30, []
+    while time.monotonic() < until and len(ended) < 3:  # every window's replica writes its line
+        ended = [line for line in _journal_lines(serve_cluster) if line["request_id"] not in before]
+        time.sleep(0.2)
+    assert len(ended) == 3 and all(line["op"] == "latents" and line["stop_requested"] for line in ended)
+    assert all(line["outcome"] == "cancelled" and line["steps"] < line["of"] == 32 for line in ended)

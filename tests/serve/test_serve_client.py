@@ -1,7 +1,8 @@
 """The app's Serve client without a cluster: a bad URL, a deployment that is down (at start and
 later), and fake replicas (a few lines of http.server) that go silent, send heartbeats and no
 steps, never finish, flood a line, say too much, answer without their fields, or send a result
-that is not what the plan asked for."""
+that is not what the plan asked for (a window's waveform, or a whole recording's window's latents);
+and the app's own codec, which joins and decodes those windows."""
 
 from __future__ import annotations
 
@@ -135,6 +136,19 @@ def _start_line(write) -> None:
     write(b'{"event": "start", "replica": "fake", "pid": 1}\n')
 
 
+def _latents_result(body: dict, change) -> bytes:
+    """A latents result line for the window in ``body``: the plan's frames × the demo's 87 channels
+    after ``change``, with the shape the changed latents have."""
+    import json
+
+    from auk_app.serve.wire import pack
+
+    latents = change(np.full((body["gen_frames"], 87), 0.1, np.float32)).astype(np.float32)
+    line = {"event": "result", "latents": pack(latents), "shape": list(latents.shape), "timings": {"total": 0.1},
+            "device": "cpu", "dtype": "float32"}
+    return (json.dumps(line) + "\n").encode()
+
+
 def _result(body: dict, change) -> bytes:
     """A result line for the plan in ``body``, its waveform as the plan asks (the clip's length, an
     automatic length) after ``change(samples) -> (samples, rate)``."""
@@ -169,9 +183,18 @@ MISBEHAVIOURS = {  # the URL's path → what the fake replica streams after its 
                                                % (b"p" * 300_000)),
                              w(b'{"event": "error", "kind": "engine", "message": "%s"}\n' % (b"m " * 100_000))),
 }
+WRONG_LATENTS = {  # the URL's path → how the fake replica's latents for a window differ from its plan's
+    "latents_short": lambda latents: latents[1:],
+    "latents_wide": lambda latents: np.pad(latents, ((0, 0), (0, 1))),
+    "latents_not_finite": lambda latents: np.where(np.arange(latents.shape[0])[:, None] == 5, np.inf, latents),
+}
+GOOD_INFO = (b'{"engine": "ray-serve", "checkpoint_name": "AuK-Tiny", "device": "cpu", "dtype": "float32", '
+             b'"max_batch": 2, "replicas": 2}')
 INFOS = {  # GET on the URL's path → the body the fake answers with (None: an endless one)
     "no_device": b'{"engine": "ray-serve", "checkpoint_name": "AuK-Tiny", "dtype": "float32"}',
     "endless_info": None,
+    "no_counts": b'{"engine": "ray-serve", "checkpoint_name": "AuK-Tiny", "device": "cpu", "dtype": "float32"}',
+    **{name: GOOD_INFO for name in WRONG_LATENTS},
 }
 
 
@@ -202,6 +225,9 @@ class _Replica(BaseHTTPRequestHandler):
             if name in WRONG_RESULTS:
                 _start_line(write)
                 write(_result(body, WRONG_RESULTS[name]))
+            elif name in WRONG_LATENTS:
+                _start_line(write)
+                write(_latents_result(body, WRONG_LATENTS[name]))
             else:
                 MISBEHAVIOURS[name](write)
         except OSError:
@@ -246,6 +272,32 @@ def test_a_result_that_is_not_what_the_plan_asked_for_is_refused(replica, name, 
     request = VOLUME_EDIT if region is None else replace(VOLUME_EDIT, region_start=region[0], region_end=region[1])
     message, _ = _edit(replica(name), request=request, refusal=EngineError)
     assert words in message and "so nothing was written" in message and "\n" not in message
+
+
+@pytest.mark.parametrize("name, words", [
+    ("latents_short", "latents of shape [299, 87] where the plan asked for [300, 87]"),
+    ("latents_wide", "latents of shape [300, 88] where the plan asked for [300, 87]"),
+    ("latents_not_finite", "NaN or infinite latents"),
+])
+def test_a_window_s_latents_that_are_not_what_its_plan_asked_for_are_refused(replica, tmp_path, name, words):
+    """A whole recording's windows on the deployment: a window's latents are joined only when they are
+    the plan's frames by the model's channels, all finite; otherwise one sentence and nothing written."""
+    import soundfile as sf
+
+    from auk_app.errors import EngineError
+    from auk_app.results import EditOrder
+    from training.long_recordings import slow_tones
+
+    path = tmp_path / "tones.wav"
+    sf.write(path, slow_tones(20, seed=1), 24_000, subtype="FLOAT")
+    studio = Studio(StudioConfig(device="cpu", auk_server=replica(name)))
+    order = EditOrder.from_knobs({"audio": str(path), "instruction": "Decrease the volume by 6 dB.", "model": "demo"},
+                                 studio.config.limits)
+    with pytest.raises(EngineError) as refused:
+        studio.fulfil(order)
+    message = str(refused.value)
+    assert words in message and "so nothing was written" in message and "\n" not in message
+    assert message.count(". ") == 0
 
 
 @pytest.mark.parametrize("name", ["heartbeats", "same_step"])
@@ -315,3 +367,36 @@ def test_a_deployment_answering_without_its_fields_stops_the_app_in_one_sentence
     err = capsys.readouterr().err.strip()
     assert exited.value.code == 2 and "\n" not in err and err.startswith("AuK Studio cannot start: The server at ")
     assert words in err, err
+
+
+def test_windows_go_out_replicas_times_max_batch_at_a_time(replica):
+    """The deployment's GET / names its running replicas and each one's batch; without them, one and one."""
+    from auk_app.config import Limits
+    from auk_app.serve.windows import AppCodec, ServeWindows
+
+    studio = Studio(StudioConfig(device="cpu"))
+    checkpoint = studio.entry("demo").checkpoint
+    codec = AppCodec(checkpoint, studio.device)
+    assert ServeWindows(ServeRunner(replica("latents_short")), checkpoint, Limits(), codec).max_batch == 2 * 2
+    assert ServeWindows(ServeRunner(replica("no_counts")), checkpoint, Limits(), codec).max_batch == 1
+
+
+def test_the_app_s_codec_alone_encodes_and_decodes_as_the_pipeline_does():
+    """A whole recording on Serve is joined and decoded in the app with the checkpoint's codec alone:
+    the same latents for a silent window and the same samples as the in-process pipeline's."""
+    import torch
+
+    from auk_app.auk.pipeline import AuKPipeline
+    from auk_app.config import Limits
+    from auk_app.serve.windows import AppCodec
+    from training.long_recordings import slow_tones
+
+    pipeline = AuKPipeline(Studio(StudioConfig(device="cpu")).entry("demo").checkpoint, limits=Limits(), device="cpu")
+    codec = AppCodec(pipeline.checkpoint, torch.device("cpu"))
+    tones = slow_tones(3, seed=1)
+    latents = codec.encode(tones)
+    assert torch.equal(latents, pipeline.encode(tones)) and latents.shape[1] == 87
+    ours, theirs = codec.stream_decoder(), pipeline.stream_decoder()
+    got = np.concatenate([ours.push(latents[:70]), ours.push(latents[70:]), ours.end()])
+    want = np.concatenate([theirs.push(latents[:70]), theirs.push(latents[70:]), theirs.end()])
+    assert got.size == latents.shape[0] * 480 and np.array_equal(got, want)
