@@ -152,9 +152,17 @@ PREFIX_RATE = 0.15
 # Words no training template uses, dropped into some training captions: the tokenizer leaves them
 # out of its vocabulary, so they teach the LM to pass over an <unk>, as it must for a new word.
 OUT_OF_VOCABULARY = ("very", "nice", "really", "little", "cool", "weird", "digital", "retro", "vintage", "analog",
-                     "funny", "strange", "old", "typical", "basic")
+                     "funny", "strange", "old", "typical", "basic", "某", "种", "特", "别", "酷", "怪")
 OOV_RATE = 0.08
+# Words replaced by an out-of-vocabulary one in some training captions (word dropout): a new
+# user's word in place of a known one ("begins at" for "starting at", "越来越小" for "渐弱") reaches
+# the LM as <unk>, and it must then read the caption from what is left (the noun, the numbers and
+# their order), not copy the wrong slots.
+REPLACE_RATE = 0.15
 NUMBER_PARTS = {*UNITS, *TEENS, *TENS, "zero", "hundred", "thousand", "and", "point", "half", "a"}
+# Units stay: a number's unit says which slots it fills.
+UNIT_WORDS = {"hz", "hertz", "khz", "kilohertz", "s", "sec", "second", "seconds", "ms", "milliseconds"}
+KEPT_CHINESE = set("零一二三四五六七八九十百千点两半赫兹秒毫")
 
 
 def pick(rng: np.random.Generator, options) -> str:
@@ -241,11 +249,36 @@ def _with_unknown_word(text: str, rng: np.random.Generator) -> str:
     return " ".join(words)
 
 
+def _replaceable(word: str) -> bool:
+    bare = word.strip(",.;").lower()
+    return bool(bare) and not any(c.isdigit() for c in bare) and bare not in NUMBER_PARTS | UNIT_WORDS
+
+
+def _with_word_replaced(text: str, lang: str, rng: np.random.Generator) -> str:
+    """``text`` with one word (a Chinese character) that is not part of a number or its unit
+    replaced by an out-of-vocabulary one."""
+    if lang == "zh":
+        places = [i for i, c in enumerate(text) if "\u4e00" <= c <= "\u9fff" and c not in KEPT_CHINESE]
+        if not places:
+            return text
+        i = int(rng.choice(places))
+        return text[:i] + pick(rng, [w for w in OUT_OF_VOCABULARY if not w.isascii()]) + text[i + 1:]
+    words = text.split()
+    places = [i for i, w in enumerate(words) if _replaceable(w)]
+    if places:
+        i = int(rng.choice(places))
+        words[i] = pick(rng, [w for w in OUT_OF_VOCABULARY if w.isascii()]) + words[i][len(words[i].rstrip(",.;")):]
+    return " ".join(words)
+
+
 def finish(text: str, lang: str, held: bool, rng: np.random.Generator) -> str:
-    """Spacing, "an", an optional prefix, out-of-vocabulary words (training only), capitals, a stop."""
+    """Spacing, "an", an optional prefix, out-of-vocabulary words in place of known ones or
+    beside them (training only), capitals, a stop."""
     text = " ".join(text.split())
     if rng.random() < PREFIX_RATE:
         text = pick(rng, PREFIXES[lang, held]) + text
+    if not held and rng.random() < REPLACE_RATE:
+        text = _with_word_replaced(text, lang, rng)
     if lang == "en":
         text = " ".join("an" if w == "a" and nxt[:1] in "aeiou8" and rng.random() < 0.7 else w
                         for w, nxt in zip(text.split(), [*text.split()[1:], ""], strict=True))

@@ -152,3 +152,31 @@ def test_a_segments_first_frame_and_the_end_weigh_more(tokenizer):
     assert len(weights) == len(ids) - prompt and ids[-1] == layout.end and weights[-1] == HEADER_WEIGHT
     assert weights[:NUM_CODEBOOKS] == [HEADER_WEIGHT] * NUM_CODEBOOKS  # the first frame starts a segment
     assert set(weights) == {1.0, HEADER_WEIGHT} and weights.count(1.0) > weights.count(HEADER_WEIGHT)
+
+
+def test_a_replaced_word_is_unknown_and_numbers_and_units_stay():
+    from training.audex_captions import OUT_OF_VOCABULARY, _with_word_replaced
+
+    rng = np.random.default_rng(0)
+    english = "a smooth sweep from four hundred and forty hz to 880 Hz over 1.5 seconds."
+    for _ in range(50):
+        before, after = english.split(), _with_word_replaced(english, "en", rng).split()
+        changed = [(b, a) for b, a in zip(before, after, strict=True) if b != a]
+        assert len(changed) == 1 and changed[0][1].rstrip(".") in OUT_OF_VOCABULARY
+        assert changed[0][0].rstrip(".") not in {"four", "hundred", "and", "forty", "hz", "Hz", "1.5", "seconds"}
+    chinese = "从四百四十滑到880赫兹的滑音，持续一点五秒"
+    for _ in range(50):
+        after = _with_word_replaced(chinese, "zh", rng)
+        changed = [(b, a) for b, a in zip(chinese, after, strict=True) if b != a]
+        assert len(changed) == 1 and changed[0][1] in OUT_OF_VOCABULARY and changed[0][0] in "从滑到的音持续"
+
+
+def test_held_out_captions_carry_no_word_training_put_there():
+    from training.audex_captions import OUT_OF_VOCABULARY
+    from training.audex_sounds import draw
+
+    rng = np.random.default_rng(1)
+    held = [draw(rng, held=True).caption.lower() for _ in range(400)]
+    assert not [c for c in held if set(c.replace(",", " ").replace(".", " ").split()) & set(OUT_OF_VOCABULARY)]
+    training = [draw(rng).caption for _ in range(400)]
+    assert sum(any(w in c for w in "某种特别酷怪") for c in training) > 5  # Chinese captions get them too
