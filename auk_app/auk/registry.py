@@ -50,24 +50,29 @@ def load(target: str) -> Any:
     return getattr(import_module(module), attribute)
 
 
+# How a kind outside the releases gets a name, said wherever a name is missing.
+NOT_REGISTERED = "a kind outside the releases is entered when its package is imported (AuK-Tiny's: import auk_app.demo)"
+
+
 def codec_class(name: str) -> Any:
     """The codec class a config's ``vae.codec`` names; ValueError for a name not registered."""
     if name not in CODECS:
-        raise ValueError(f"vae.codec must be one of {sorted(CODECS)}, not {name!r}")
+        raise ValueError(f"vae.codec must be one of {sorted(CODECS)}, not {name!r}; {NOT_REGISTERED}.")
     return load(CODECS[name])
 
 
 def audex_codec_class(name: str) -> Any:
     """The Audex codec class a codec config's ``codec`` field names; ValueError for a name not registered."""
     if name not in AUDEX_CODECS:
-        raise ValueError(f"codec must be one of {sorted(AUDEX_CODECS)}, not {name!r}")
+        raise ValueError(f"codec must be one of {sorted(AUDEX_CODECS)}, not {name!r}; {NOT_REGISTERED}.")
     return load(AUDEX_CODECS[name])
 
 
 def text_encoder(kind: str) -> TextEncoderKind:
     """The registered text encoder ``kind``; ValueError for a name not registered."""
     if kind not in TEXT_ENCODERS:
-        raise ValueError(f"Unknown text encoder kind {kind!r}; expected {' or '.join(map(repr, TEXT_ENCODERS))}.")
+        raise ValueError(f"Unknown text encoder kind {kind!r}; expected {' or '.join(map(repr, TEXT_ENCODERS))}; "
+                         f"{NOT_REGISTERED}.")
     return TEXT_ENCODERS[kind]
 
 

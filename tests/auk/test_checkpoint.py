@@ -249,3 +249,15 @@ def test_loading_a_release_imports_nothing_of_the_demo(tmp_path, layout):
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_whatever_reads_auk_tiny_by_its_folder_has_its_kinds_registered():
+    """A fresh process that imports the long-recording bench (or the docs' snippet's imports) can
+    load AuK-Tiny: the demo's codec and text encoder enter the registry with ``DEMO_DIR``."""
+    import subprocess
+    import sys
+
+    probe = ("import bench.bench_long, auk_app.auk.registry as r; "
+             "assert {'harmonic_noise'} <= set(r.CODECS) and 'minilm' in r.TEXT_ENCODERS, r.CODECS")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
