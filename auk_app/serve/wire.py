@@ -3,10 +3,11 @@
 the app joins with its neighbours and decodes).
 
 The app makes the plan (every check, the instruction, the region's window) and sends only what
-the model reads: the recipe, the frame budget, the window's audio at the rates the models read it,
-and the request's knobs. The replica checks the request again against its own limits (a client's
-word is no limit), rebuilds an :class:`~auk_app.auk.plan.EditPlan` without a region on its own
-checkpoint and runs it through
+the model reads: the frame budget, the window's audio at the rates the models read it, and the
+request's knobs. The replica checks the request again against its own limits (a client's word is
+no limit), derives the recipe from the knobs and its own checkpoint, holds the frame budget to what
+a plan under its limits can ask, rebuilds an :class:`~auk_app.auk.plan.EditPlan` without a region
+on its own checkpoint and runs it through
 :meth:`AuKPipeline.run <auk_app.auk.pipeline.AuKPipeline.run>`, as the app would in process; the
 app splices a region's window back into the whole recording and writes the record. Arrays travel
 as base64 float32 (little-endian), so the samples arrive bit for bit.
@@ -19,21 +20,20 @@ result holds them as float32 with their ``shape``.
 from __future__ import annotations
 
 import base64
-from dataclasses import asdict, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from auk_app.audio_io import MonoClip
 from auk_app.auk.checkpoint import AuKCheckpoint
-from auk_app.auk.configs import Recipe
-from auk_app.auk.plan import Clip, EditPlan
+from auk_app.auk.plan import Clip, EditPlan, recipe_for, window_seconds
 from auk_app.auk.request import EditRequest
-from auk_app.config import Limits
+from auk_app.config import MAX_TOTAL_FRAMES, Limits, frames_for_seconds
 from auk_app.errors import InputError
 from auk_app.validate import check_clip
 
-VERSION = 2  # bumped when the body changes shape; a replica refuses another
+VERSION = 3  # bumped when the body changes shape; a replica refuses another
 OPS = ("edit", "latents")  # a window's waveform; a window's edited latents, not decoded
 
 
@@ -57,7 +57,6 @@ def plan_body(plan: EditPlan, *, request_id: str, op: str = "edit") -> dict[str,
         "version": VERSION, "request_id": request_id, "op": op,
         "checkpoint": {"name": plan.checkpoint.name, "variant": plan.checkpoint.variant},
         "request": plan.request.knobs(),
-        "recipe": asdict(plan.recipe),
         "clip": None if clip is None else {"wav_24k": pack(clip.wav_24k), "wav_16k": pack(clip.wav_16k),
                                            "digest": clip.digest, "hop": clip.hop},
         "gen_frames": plan.gen_frames, "ref_frames": plan.ref_frames, "frames_capped": plan.frames_capped,
@@ -88,9 +87,21 @@ def read_plan(body: dict[str, Any], checkpoint: AuKCheckpoint, limits: Limits) -
                     source=MonoClip(mono=wav_24k, sample_rate=rate, channels=1, clipping=False),
                     digest=sent["digest"], hop=int(sent["hop"]))
     request = EditRequest(**body["request"], audio=None if clip is None else (clip.wav_24k, rate), limits=limits)
-    recipe = dict(body["recipe"])
-    recipe["ignored"] = tuple(recipe["ignored"])
-    return EditPlan(checkpoint=checkpoint, request=request, recipe=Recipe(**recipe), clip=clip, whole=None,
-                    region=None, gen_frames=int(body["gen_frames"]), ref_frames=int(body["ref_frames"]),
+    gen_frames, ref_frames = _held_frames(body, clip, checkpoint, limits)
+    return EditPlan(checkpoint=checkpoint, request=request, recipe=recipe_for(request, checkpoint), clip=clip,
+                    whole=None, region=None, gen_frames=gen_frames, ref_frames=ref_frames,
                     frames_capped=bool(body["frames_capped"]), fit_to_source=bool(body["fit_to_source"]),
                     planned_in=0.0)
+
+
+def _held_frames(body: dict[str, Any], clip: Clip | None, checkpoint: AuKCheckpoint, limits: Limits) -> tuple[int, int]:
+    """(target, reference) frames of ``body``, held to what a plan under ``limits`` can ask: the
+    reference is the clip's, the target at most the longest target plus a region's window around it."""
+    gen_frames, ref_frames = int(body["gen_frames"]), int(body["ref_frames"])
+    own = clip.ref_frames if clip else 0
+    most = min(frames_for_seconds(limits.max_target_seconds + window_seconds(checkpoint, limits)), MAX_TOTAL_FRAMES - own)
+    if ref_frames != own or not 1 <= gen_frames <= most:
+        raise InputError(f"This replica runs 1 to {most} target frames with the clip's own {own} reference frames, "
+                         f"not {gen_frames} and {ref_frames}: run the same AuK Studio version and limits in the app "
+                         "and in the deployment.")
+    return gen_frames, ref_frames
