@@ -39,6 +39,10 @@ def _positive(text: str) -> int:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    return build_parser().parse_args(argv)
+
+
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="app.py",
         description="AuK Studio: instruction-driven speech/audio editing (AuK, 24 kHz) and text-to-audio "
@@ -94,7 +98,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     run.add_argument("--default-model", default="auto", metavar="NAME",
                      help="the model 'auto' means: auto (released weights when found, else demo), demo, base, flash, "
                           "or an --auk-extra folder name")
-    return parser.parse_args(argv)
+    return parser
 
 
 def server_address(args: argparse.Namespace) -> tuple[str, int]:

@@ -151,3 +151,20 @@ def test_a_candidate_that_cannot_be_written_leaves_no_file_behind(tmp_path, caps
     last = capsys.readouterr().err.strip().splitlines()[-1]  # after the model's loading bar
     assert status == 2 and "Is a directory" in last, last
     assert set(tmp_path.rglob("*")) == before
+
+
+def test_the_running_docs_name_every_option_of_the_app_and_the_command_line():
+    """docs/running.md says it has every option: each flag of ``app.py`` and of ``python -m auk_app
+    edit`` is named there (a switch by either of its names)."""
+    import re
+
+    from app import build_parser
+
+    from auk_app.__main__ import _parser
+
+    edit = next(a for a in _parser()._actions if a.dest == "command").choices["edit"]
+    flags = {tuple(a.option_strings) for p in (build_parser(), edit) for a in p._actions if a.option_strings}
+    flags.discard(("-h", "--help"))
+    docs = (REPO / "docs" / "running.md").read_text()
+    missing = [names for names in flags if not any(re.search(rf"(?<![\w-]){n}(?![\w-])", docs) for n in names)]
+    assert len(flags) > 30 and not missing, missing
