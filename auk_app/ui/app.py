@@ -50,8 +50,8 @@ FIGURE_CONCURRENCY = 2
 PRIVATE = {"queue": False, "api_visibility": "private"}  # UI plumbing: no queue, no API entry
 QUEUE_MAX_SIZE = 16  # model runs waiting or running (a candidate is a run); beyond this a request is refused at once
 BACKSTOP_MAX_SIZE = 256  # all queued events: only cheap ones can fill what the model requests leave
-# 30 s at 48 kHz, 8 channels, 32-bit float is 46 MB: the largest clip the limits accept, with room.
-MAX_FILE_SIZE = "50mb"
+# An hour, the longest whole recording: as 16 kHz mono PCM16 WAV 115 MB, as MP3, OGG or FLAC less.
+MAX_FILE_SIZE = "120mb"
 _EXAMPLE_INSTRUCTIONS = [  # (instruction, seconds, its button's label)
     ['Generate speech based on the following description: "A calm, low male voice". '
      'The content to speak is: "Welcome to the studio.".', 1.5, "Speech from text, 1.5 s"],

@@ -30,6 +30,7 @@ from auk_app.ui import outputs, rvq_table
 from auk_app.ui import text as ui_text
 from auk_app.audex.request import AudexRequest
 from auk_app.check import Target, target_from_fields
+from auk_app.config import Limits
 from auk_app.errors import AppError, Cancelled
 from auk_app.knobs import AUDEX, EDIT, MAX_CANDIDATES, SUGGEST, Knobs
 from auk_app.results import EditOrder
@@ -56,10 +57,11 @@ def inputs_of(handler) -> list[str]:
     return [name for name in inspect.signature(handler).parameters if name not in ("progress", "request")]
 
 
-def taking(knobs: Knobs, fn, **extra):
+def taking(knobs: Knobs, fn, limits: Limits | None = None, **extra):
     """``fn(values, progress, request)`` as an event function with one parameter per knob in ``knobs``
     (then ``extra``'s), defaulting as the schema says: the API's parameters as gradio_client shows
-    them, and how Gradio passes the page's inputs, its progress bar and the request."""
+    them, and how Gradio passes the page's inputs, its progress bar and the request. With ``limits``
+    its docstring (the API's description) ends with each knob's help under those limits."""
     keyword = inspect.Parameter.POSITIONAL_OR_KEYWORD
     signature = inspect.Signature(
         [inspect.Parameter(k.name, keyword, default=k.default) for k in knobs]
@@ -76,6 +78,9 @@ def taking(knobs: Knobs, fn, **extra):
     event.__signature__ = signature
     event.__annotations__ = {"request": gr.Request}  # Gradio finds the request by this type hint
     event.__name__, event.__qualname__, event.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
+    if limits is not None:
+        event.__doc__ = inspect.cleandoc(fn.__doc__) + "\n\nParameters:\n" + "\n".join(
+            f"    {k.name}: {k.describe(limits)}" for k in knobs)
     return event
 
 
@@ -306,9 +311,9 @@ class Handlers:
         self.audex_seconds = studio.audex_seconds
         self._runs = Runs()
         # The public endpoints take the schema's knobs; the page's Generate also its builder's state.
-        self._api_edit = taking(EDIT, self._edit_audio)
+        self._api_edit = taking(EDIT, self._edit_audio, self.limits)
         self._page_edit = taking(EDIT, self._edit_from_ui, built=None)
-        self._api_audex = taking(AUDEX, self._text_to_audio)
+        self._api_audex = taking(AUDEX, self._text_to_audio, self.limits)
         self._api_suggest = taking(SUGGEST, self._suggest_instruction)
         # The page's Generate (a private event) waits for the model like /edit_audio. A request of N
         # candidates holds N places (its ``candidates`` input, at the same place in both edits').
@@ -381,21 +386,11 @@ class Handlers:
     def _edit_audio(self, values, progress, request):
         """Edit a clip, or generate speech/audio from the instruction alone, with AuK.
 
-        Returns the 24 kHz WAV (PCM16, at the level the model produced), the before/after PNG and the
-        manifest. seconds 0 = automatic (exactly the source's length); nfe/cfg/sway/t_grid left empty
-        use the chosen model's defaults (Flash always runs its fixed recipe). vae_sample True draws the
-        clip's latent from the VAE posterior with the seed, as upstream AuK does; False takes its mean.
-        region_start/region_end (seconds) edit only that part of a clip of up to 10 minutes and return
-        the whole clip; seconds then sets the region's new length (0: unchanged). headroom True scales
-        the result down so its peak stays under −1 dBFS; False (default) writes the level the model
-        produced, and the manifest's output.clipped_samples and warnings say when it clips.
-
-        Every result is checked against what the instruction asks for (volume, pitch, speed, noise,
-        silence, tone): the manifest's ``check`` (task, asked, got, unit, tolerance, pass) and the
-        fourth return, its line ("asked −6 dB · got −5.9 dB ✓", or why it cannot be measured).
-        candidates (1–8) runs that many seeds (seed, seed+1, …) side by side and returns the best by
-        the check as the result; the fifth return is the table of all, best first (rank, seed,
-        check, file), the sixth their WAVs in that order (the table's ``file`` names them).
+        Returns the 24 kHz WAV (PCM16), the before/after PNG, the manifest, the edit check's line
+        ("asked −6 dB · got −5.9 dB ✓", or why it cannot be measured; the manifest's ``check`` holds
+        task, asked, got, unit, tolerance and pass), the table of candidates best first (rank, seed,
+        check, file) and their WAVs in that order; with several candidates the best by the check is
+        the result.
         """
         files, state = self._edit(values, progress, request)
         return _edit_outputs(files, state, self._draw(files[0].figure))
@@ -531,9 +526,8 @@ class Handlers:
         """Generate a sound from a caption with Audex (16 kHz).
 
         Returns the WAV (None when nothing decodable came out), the figure (spectrogram and token
-        stream), the RVQ-phase validity report and the manifest. max_seconds sets the codec cap
-        (200 tokens per second). compare_unmasked also samples the same seed without the phase mask:
-        its report goes into the manifest ("unmasked") and its token stream into the figure.
+        stream), the RVQ-phase validity report and the manifest; with compare_unmasked the unmasked
+        run's report is the manifest's "unmasked" and its token stream is in the figure.
         """
         stop = self._runs.flag(request)
         try:

@@ -19,6 +19,8 @@ from gradio_client.exceptions import AppError, ValidationError
 
 from auk_app.auk.checkpoint import FLASH_T_GRID, read_auk_checkpoint
 from auk_app.check import EditCheck, rank
+from auk_app.config import Limits
+from auk_app.knobs import AUDEX, EDIT
 from auk_app.service import GET_WEIGHTS
 
 # gradio's queue uses pandas options that pandas 3 deprecates; not ours to fix.
@@ -64,6 +66,15 @@ def test_view_api_is_the_documented_contract(client):
                         "sway": None, "t_grid": None, "seed": 0, "randomize_seed": True, "vae_sample": True,
                         "region_start": None, "region_end": None, "headroom": False, "enhance": False, "candidates": 1,
                         "step_cache": None, "cfg_interval": None}
+
+
+def test_each_endpoint_s_description_gives_every_knob_s_help_from_the_schema(client):
+    endpoints = client.view_api(return_format="dict", print_info=False)["named_endpoints"]
+    for name, knobs in (("/edit_audio", EDIT), ("/text_to_audio", AUDEX)):
+        text = endpoints[name]["description"]
+        assert [line.split(":")[0].strip() for line in text.split("Parameters:")[1].strip().splitlines()] == [
+            k.name for k in knobs], name
+    assert f"seconds: The target length, up to {Limits().max_target_seconds:g} s" in endpoints["/edit_audio"]["description"]
 
 
 def test_model_info(client, demo_dir):
@@ -546,11 +557,18 @@ def test_a_huge_caption_is_refused_before_the_queue(client):
         client.predict("rain " * 9000 + "x", max_seconds=20, api_name="/text_to_audio")
 
 
+def test_an_hour_long_recording_fits_the_upload_limit():
+    from auk_app.ui.app import MAX_FILE_SIZE
+
+    hour_as_16k_mono_wav = 44 + Limits().max_whole_file_seconds * 16_000 * 2
+    assert int(MAX_FILE_SIZE.removesuffix("mb")) * 1024 * 1024 >= hour_as_16k_mono_wav
+
+
 def test_uploads_above_the_size_limit_are_refused(client, tmp_path):
     big = tmp_path / "big.wav"
     with open(big, "wb") as handle:
-        handle.truncate(51 * 1024 * 1024)  # sparse: 51 MB > the 50 MB limit
-    with pytest.raises(ValueError, match="exceeds the maximum file size of 52428800 bytes"):
+        handle.truncate(121 * 1024 * 1024)  # sparse: 121 MB > the 120 MB limit
+    with pytest.raises(ValueError, match="exceeds the maximum file size of 125829120 bytes"):
         client.predict(handle_file(str(big)), api_name="/inspect_audio")
 
 
