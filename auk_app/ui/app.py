@@ -50,7 +50,7 @@ FIGURE_CONCURRENCY = 2
 PRIVATE = {"queue": False, "api_visibility": "private"}  # UI plumbing: no queue, no API entry
 QUEUE_MAX_SIZE = 16  # model runs waiting or running (a candidate is a run); beyond this a request is refused at once
 BACKSTOP_MAX_SIZE = 256  # all queued events: only cheap ones can fill what the model requests leave
-# An hour, the longest whole recording: as 16 kHz mono PCM16 WAV 115 MB, as MP3, OGG or FLAC less.
+# An hour, the longest whole recording: 115 MB as 16 kHz mono PCM16 WAV, less as MP3 or OGG.
 MAX_FILE_SIZE = "120mb"
 _EXAMPLE_INSTRUCTIONS = [  # (instruction, seconds, its button's label)
     ['Generate speech based on the following description: "A calm, low male voice". '
