@@ -28,7 +28,7 @@ import time
 from collections import deque
 from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Protocol
 
 import numpy as np
@@ -39,6 +39,7 @@ from auk_app.auk.checkpoint import AuKCheckpoint
 from auk_app.auk.plan import EditPlan, Recipe, window_seconds
 from auk_app.audio_io import MonoClip
 from auk_app.auk.request import EditRequest, EditResult
+from auk_app.auk.step_reuse import StepTally
 from auk_app.auk.stream_decode import StreamDecoder
 from auk_app.auk.windows import LatentJoiner, WindowPlan, plan_windows
 from auk_app.config import Limits
@@ -64,7 +65,7 @@ class WindowEngine(Protocol):
     def plan(self, request: EditRequest) -> EditPlan: ...
 
     def latents(self, plan: EditPlan, *, progress: Progress | None = None,
-                should_stop: ShouldStop | None = None) -> torch.Tensor: ...
+                should_stop: ShouldStop | None = None, tally: StepTally | None = None) -> torch.Tensor: ...
 
     def encode(self, wav: np.ndarray) -> torch.Tensor: ...
 
@@ -78,6 +79,7 @@ class WholeFileResult:
     windows: WindowPlan
     plan: EditPlan  # a window's plan: its request (one seed for all) and recipe (the checkpoint's defaults filled in)
     timings: dict[str, float]  # "decode" (joining and decoding), "total"
+    steps: dict[str, int]  # what the windows' Euler steps did, summed (StepTally's counts)
 
     @property
     def seed(self) -> int:
@@ -140,7 +142,8 @@ def edit_whole(pipeline: WindowEngine, audio: np.ndarray, sample_rate: int, inst
     solver = _WindowSolver(pipeline, source, windows, first, report, should_stop)
     wav, decode_seconds = _join_and_decode(pipeline, solver, concurrent or pipeline.max_batch, report, should_stop)
     timings = {"decode": round(decode_seconds, 4), "total": round(time.perf_counter() - started, 4)}
-    return WholeFileResult(wav=wav, sample_rate=rate, windows=windows, plan=plan, timings=timings)
+    return WholeFileResult(wav=wav, sample_rate=rate, windows=windows, plan=plan, timings=timings,
+                           steps=asdict(solver.steps))
 
 
 def _checked_source(audio: np.ndarray, sample_rate: int, pipeline: WindowEngine) -> np.ndarray:
@@ -169,6 +172,7 @@ class _WindowSolver:
         self._lock = threading.Lock()
         self._steps = [0] * len(windows.windows)
         self._finished = 0
+        self.steps = StepTally()  # what the windows' steps did, summed as each window ends
 
     def solve(self, index: int) -> torch.Tensor:
         """Window ``index``'s edited latents [frames, L]; a silent window keeps its source's."""
@@ -180,7 +184,10 @@ class _WindowSolver:
             else:
                 plan = self.pipeline.plan(replace(self.request, audio=(clip, rate)))
                 progress = lambda phase, done, total: self._step(index, phase, done, total)  # noqa: E731
-                latents = self.pipeline.latents(plan, progress=progress, should_stop=self._stop_requested)
+                tally = StepTally()
+                latents = self.pipeline.latents(plan, progress=progress, should_stop=self._stop_requested, tally=tally)
+                with self._lock:
+                    self.steps.add(asdict(tally))
         except BaseException as exc:
             with self._lock:
                 self.error = self.error or exc
@@ -256,7 +263,7 @@ def as_edit_result(made: WholeFileResult, source: MonoClip, *, device: str, dtyp
     record = replace(record, gen_frames=windows.frames, ref_frames=made.wav.size // hop, fit_to_source=True,
                      source_seconds=source.seconds, source_samples_24k=made.wav.size,
                      source_sample_rate=source.sample_rate, source_channels=source.channels,
-                     windows={"count": len(windows.windows),
+                     steps=made.steps, windows={"count": len(windows.windows),
                               "seconds": (windows.windows[0][1] - windows.windows[0][0]) / rate,
                               "crossfade_seconds": windows.crossfade * hop / rate})
     return EditResult(wav=made.wav, sample_rate=rate, record=record,

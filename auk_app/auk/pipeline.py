@@ -169,10 +169,11 @@ class AuKPipeline:
         return EditResult(wav=wav, sample_rate=plan.checkpoint.sample_rate, record=record, source=plan.source)
 
     def latents(self, plan: EditPlan, *, progress: Progress | None = None,
-                should_stop: ShouldStop | None = None) -> torch.Tensor:
+                should_stop: ShouldStop | None = None, tally: StepTally | None = None) -> torch.Tensor:
         """``plan``'s edited latents [gen_frames, L] (float32, on the CPU), not decoded: a window of a
-        long recording, which is joined with its neighbours before one decode (:meth:`stream_decoder`)."""
-        _, latents, _, _ = self._solve(plan, progress or silent, should_stop, {}, StepTally())
+        long recording, which is joined with its neighbours before one decode (:meth:`stream_decoder`);
+        ``tally`` gets what its steps did."""
+        _, latents, _, _ = self._solve(plan, progress or silent, should_stop, {}, tally or StepTally())
         return latents[0].float().cpu()
 
     def encode(self, wav: np.ndarray) -> torch.Tensor:

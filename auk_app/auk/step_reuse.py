@@ -15,8 +15,8 @@ requests), for the run's record.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
 
 import torch
 
@@ -31,6 +31,12 @@ class StepTally:
     reused_steps: int = 0  # steps that took the previous step's velocity
     guided_steps: int = 0  # DiT steps that ran both CFG branches
     shared_steps: int = 0  # DiT steps shared with other requests (StepBatcher)
+
+    def add(self, counts: Mapping[str, int]) -> None:
+        """Count another solve's steps in (a whole recording's windows sum theirs); a count it does
+        not keep is left out."""
+        for name in (f.name for f in fields(self)):
+            setattr(self, name, getattr(self, name) + counts.get(name, 0))
 
 
 def relative_change(now: torch.Tensor, before: torch.Tensor) -> float:

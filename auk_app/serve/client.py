@@ -62,7 +62,7 @@ INFO_FIELDS = ("checkpoint_name", "device", "dtype")  # what the app's start-up 
 _MADE_ON = {"timings": dict, "device": str, "dtype": str}
 RESULT_FIELDS = {  # what a result line holds, per op, and each field's type
     "edit": {"wav": str, "sample_rate": int, "ref_latent_frames": int, "condition_cache_hit": bool, **_MADE_ON},
-    "latents": {"latents": str, "shape": list, **_MADE_ON},
+    "latents": {"latents": str, "shape": list, "steps": dict, **_MADE_ON},
 }
 
 
@@ -164,7 +164,9 @@ class ServeRunner:
         process (a window of a whole recording), with where they were made."""
         start, result, attempt = self._send(plan, "latents", progress, should_stop, on_start)
         return ServedLatents(latents=self._latents_held_to_plan(result, plan), replica=start.get("replica"),
-                             node=start.get("node"), attempts=attempt, device=result["device"], dtype=result["dtype"])
+                             node=start.get("node"), attempts=attempt, device=result["device"], dtype=result["dtype"],
+                             steps={name: count for name, count in result["steps"].items()
+                                    if type(count) is int and count >= 0})
 
     def _send(self, plan: EditPlan, op: str, progress: Progress | None, should_stop: ShouldStop | None,
               on_start: Callable[[dict[str, Any]], None] | None) -> tuple[dict, dict, int]:
@@ -377,6 +379,7 @@ class ServedLatents:
     attempts: int
     device: str
     dtype: str
+    steps: dict[str, int]  # what its Euler steps did (StepTally's counts)
 
 
 @dataclass

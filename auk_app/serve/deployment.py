@@ -23,6 +23,7 @@ import os
 import socket
 import threading
 import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,7 @@ from auk_app.auk.batching import DEFAULT_MAX_BATCH
 from auk_app.auk.checkpoint import read_auk_checkpoint
 from auk_app.auk.pipeline import AuKPipeline
 from auk_app.auk.registry import QWEN_OMNI
+from auk_app.auk.step_reuse import StepTally
 from auk_app.config import Limits
 from auk_app.errors import AppError, Cancelled, InputError
 from auk_app.serve.client import ENGINE
@@ -155,11 +157,11 @@ class AuKReplica:
     def _result(self, op: str, plan, progress, stop: threading.Event) -> dict[str, Any]:
         """The result line of ``plan`` run as ``op`` asks: the window's waveform, or its edited latents."""
         if op == "latents":
-            started = time.perf_counter()
-            latents = self.pipeline.latents(plan, progress=progress, should_stop=stop.is_set)
+            started, tally = time.perf_counter(), StepTally()
+            latents = self.pipeline.latents(plan, progress=progress, should_stop=stop.is_set, tally=tally)
             return {"event": "result", "latents": pack(latents.numpy()), "shape": list(latents.shape),
                     "timings": {"total": time.perf_counter() - started}, "device": str(self.pipeline.device),
-                    "dtype": self.pipeline.precision.name}
+                    "dtype": self.pipeline.precision.name, "steps": asdict(tally)}
         result = self.pipeline.run(plan, progress=progress, should_stop=stop.is_set)
         record = result.record
         return {"event": "result", "wav": pack(result.wav), "sample_rate": result.sample_rate,

@@ -28,6 +28,7 @@ from auk_app.audio_io import MonoClip
 from auk_app.auk.checkpoint import AuKCheckpoint, load_codec
 from auk_app.auk.plan import EditPlan, plan_edit
 from auk_app.auk.request import EditRequest, EditResult
+from auk_app.auk.step_reuse import StepTally
 from auk_app.auk.stream_decode import StreamDecoder, stream_decoder
 from auk_app.auk.vae_decode import fast_decode
 from auk_app.config import Limits
@@ -90,8 +91,10 @@ class ServeWindows:
         return plan_edit(request, self.checkpoint, self.limits)
 
     def latents(self, plan: EditPlan, *, progress: Progress | None = None,
-                should_stop: ShouldStop | None = None) -> torch.Tensor:
+                should_stop: ShouldStop | None = None, tally: StepTally | None = None) -> torch.Tensor:
         served = self.runner.latents(plan, progress=progress, should_stop=should_stop)
+        if tally is not None:
+            tally.add(served.steps)
         with self._lock:
             self.ran[served.replica or "unnamed"] += 1
             self.attempts = max(self.attempts, served.attempts)

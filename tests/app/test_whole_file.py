@@ -74,6 +74,7 @@ def test_windows_share_steps_and_progress_counts_windows_and_steps():
     windows = [done for phase, done, total in events if phase == "windows"]
     steps = [(done, total) for phase, done, total in events if phase == "sample"]
     assert sorted(windows) == [1, 2, 3] and steps[-1] == (48, 48) and len(steps) == 48
+    assert result.steps["dit_steps"] == 48 and result.steps["shared_steps"] > 0  # the manifest's tally, summed
     assert [e for e in events if e[0] == "decode"][-1] == ("decode", tones.size, tones.size)
 
 
@@ -95,6 +96,7 @@ def test_a_silent_stretch_is_left_silent_and_the_rest_edited(pipeline):
     recording = np.concatenate([tone, np.zeros(14 * SR, np.float32), tone])
     result = edit_whole(pipeline, recording, SR, QUIETER, seed=2)
     assert np.abs(result.wav[8 * SR : 16 * SR]).max() < 1e-3
+    assert result.steps["dit_steps"] == 16 * 2  # the silent windows take no steps
     assert rms_db(result.wav[: 4 * SR]) - rms_db(tone[: 4 * SR]) == pytest.approx(-6.0, abs=1.5)
 
 

@@ -179,6 +179,7 @@ def test_a_whole_recording_s_windows_run_on_both_replicas_as_in_process(local, r
     assert len(windows["replicas"]) == 2  # both replicas ran windows
     assert (got.record["engine"], got.record["engine_server"]) == ("ray-serve", serve_cluster.url[7:-4])
     assert got.record["check"]["task"] == "volume" and got.record["attempts"] == 1
+    assert got.record["steps"]["dit_steps"] == want.record["steps"]["dit_steps"] == 3 * 8  # the replicas' tallies
     assert ("windows", 3, 3) in events and [e for e in events if e[0] == "sample"][-1] == ("sample", 24, 24)
     latents = [line for line in _journal_lines(serve_cluster) if line["op"] == "latents"]
     assert {line["replica"] for line in latents} == set(windows["replicas"])

@@ -145,7 +145,7 @@ def _latents_result(body: dict, change) -> bytes:
 
     latents = change(np.full((body["gen_frames"], 87), 0.1, np.float32)).astype(np.float32)
     line = {"event": "result", "latents": pack(latents), "shape": list(latents.shape), "timings": {"total": 0.1},
-            "device": "cpu", "dtype": "float32"}
+            "device": "cpu", "dtype": "float32", "steps": {"dit_steps": 2}}
     return (json.dumps(line) + "\n").encode()
 
 
