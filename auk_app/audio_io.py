@@ -87,22 +87,6 @@ def _damaged(path: Path) -> InputError:
     return InputError(f"{path.name} is damaged: its audio data could not be decoded. Re-export it.")
 
 
-def read_audio(path: str | Path) -> Waveform:
-    """Decode every channel of a file we wrote or trust (results, tests); unreadable files raise
-    InputError naming the file. Uploads go through :func:`read_mono`, which checks the header
-    against the limits and keeps only the mono mix in memory."""
-    path = Path(path)
-    handle = _open(path)
-    if handle is None:
-        return _read_with_librosa(path, None)
-    with handle:
-        try:
-            data = handle.read(dtype="float32", always_2d=True)
-        except (sf.LibsndfileError, RuntimeError) as exc:
-            raise _damaged(path) from exc
-        return Waveform(np.ascontiguousarray(data.T), int(handle.samplerate))
-
-
 class _DecodedClips:
     """The clips decoded last, so that an upload's verdict, the request's validator and its run
     decode the file once. Keyed by the file's identity (resolved path, size, modification time)

@@ -2,19 +2,15 @@
 
 A phase-valid stream climbs a staircase (layer 0, 1, 2, 3, 0, ...) inside the four 1024-wide
 bands; unmasked sampling scatters over all eight bands and the out-of-phase points are marked.
-Uses matplotlib's object API with the Agg canvas, never pyplot, so no global figure registry is
-touched and concurrent requests cannot draw into each other's figures.
+It draws into an axes of the caller's figure with matplotlib's object API, never pyplot, so no
+global figure registry is touched and concurrent requests cannot draw into each other's figures.
 """
 
 from __future__ import annotations
 
 import textwrap
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
-
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 
 from auk_app.audex.tta import AUDEX_AUDIOCODEC_VOCAB_SIZE, XCODEC1_CODEBOOK_SIZE, XCODEC1_NUM_CODEBOOKS
 
@@ -56,14 +52,3 @@ def draw_token_stream(ax, codec_ids: Sequence[int], report: Mapping[str, Any], *
     ax.set_title(title, loc="left")
     if codec_ids:  # under the plot, where it hides no points and leaves the plot the figure's width
         ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.28), ncols=2, markerscale=2)
-
-
-def save_token_plot(codec_ids: Sequence[int], report: Mapping[str, Any], path: str | Path) -> Path:
-    """Write a PNG of the stream (see :func:`draw_token_stream`) to ``path`` and return the path."""
-    path = Path(path)
-    fig = Figure(figsize=(10, 4), dpi=100)
-    FigureCanvasAgg(fig)
-    draw_token_stream(fig.add_subplot(), codec_ids, report)
-    fig.tight_layout()
-    fig.savefig(path, format="png")
-    return path

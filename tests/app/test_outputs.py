@@ -16,7 +16,7 @@ import soundfile as sf
 from auk_app import levels
 from auk_app.ui import outputs, rvq_table, zerogpu
 from auk_app.ui import text as ui_text
-from auk_app.audio_io import read_audio
+from auk_app.audio_io import load_mono
 from auk_app.auk.configs import Recipe
 from auk_app.auk.request import EditRecord, EditResult
 from auk_app.check import unmeasured
@@ -34,19 +34,19 @@ def _sine(seconds: float, amplitude: float, rate: int = SR) -> np.ndarray:
 
 def _result(wav: np.ndarray, source_path=None) -> EditResult:
     """A pipeline result for ``wav``; with ``source_path`` (a 24 kHz mono clip) as its source."""
-    source = None if source_path is None else read_audio(source_path)
+    source = None if source_path is None else load_mono(source_path)
     assert source is None or (source.sample_rate, source.channels) == (SR, 1)
     record = EditRecord(
         checkpoint_name="AuK-Tiny (demo)", variant="base", checkpoint="AuK-Tiny", instruction="Decrease the volume by 10 dB.",
         seed=11, recipe=Recipe(nfe=16, cfg=1.0, sway=-1.0), gen_frames=25, ref_frames=25,
         ref_latent_frames=25, frames_capped=False, fit_to_source=True, seconds=wav.size / SR, sample_rate=SR,
         source_seconds=None if source is None else source.seconds,
-        source_samples_24k=None if source is None else source.n_samples,
+        source_samples_24k=None if source is None else source.mono.size,
         source_sample_rate=None if source is None else SR, source_channels=None if source is None else 1,
         region=None, region_context=None, region_crossfade=None, region_seconds=None, vae_sample=False, condition_cache_hit=False, timings={"sample": 0.1, "total": 0.2}, rtf=0.4, device="cpu",
         dtype="float32",
     )
-    return EditResult(wav=wav, sample_rate=SR, record=record, source=None if source is None else source.samples[0])
+    return EditResult(wav=wav, sample_rate=SR, record=record, source=None if source is None else source.mono)
 
 
 MODEL = {"key": "demo", "label": "AuK-Tiny (demo)", "demo": True}

@@ -6,7 +6,7 @@ import torch
 from matplotlib.figure import Figure
 
 from auk_app.audex.report import build_report
-from auk_app.ui.token_plot import draw_token_stream, save_token_plot
+from auk_app.ui.token_plot import draw_token_stream
 from auk_app.audex.rvq import frames_to_codes, stream_to_frames
 from auk_app.audex.xcodec import decode_frames
 from tests.audex.runs import run
@@ -76,14 +76,25 @@ def test_report_judges_decodability_on_whole_frames_only(pipeline):
     assert not build_report(_tokens(vocab, [0, 1024]), "max_tokens", vocab)["decodable"]
 
 
+def _save_token_plot(codec_ids, report, path):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(10, 4), dpi=100)
+    FigureCanvasAgg(fig)
+    draw_token_stream(fig.add_subplot(), codec_ids, report)
+    fig.savefig(path, format="png")
+    return path
+
+
 def test_plot_is_written_as_png(pipeline, tmp_path):
     masked = run(pipeline, "Rain falling on a tin roof.", codec_cap=40, decode=False)
     unmasked = run(pipeline, "Rain falling on a tin roof.", codec_cap=40, use_mask=False, decode=False)
     for name, result in (("masked", masked), ("unmasked", unmasked)):
-        path = save_token_plot(result.codec_ids, result.report, tmp_path / f"{name}.png")
+        path = _save_token_plot(result.codec_ids, result.report, tmp_path / f"{name}.png")
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 5000
     empty = build_report([], "max_tokens", pipeline.sampler.thinker.vocab)
-    assert save_token_plot([], empty, tmp_path / "empty.png").read_bytes()[:4] == b"\x89PNG"
+    assert _save_token_plot([], empty, tmp_path / "empty.png").read_bytes()[:4] == b"\x89PNG"
 
 
 def test_panel_titles_are_one_block_per_stream(pipeline):
