@@ -28,13 +28,15 @@ def test_events_sees_what_waits_and_what_runs_with_its_inputs(client_for):
     _, url, _ = blocks.launch(prevent_thread_lock=True, server_name="127.0.0.1", quiet=True)
     try:
         client = client_for(url)
-        jobs = [client.submit(f"job {i}", i, api_name="/slow") for i in range(2)]
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            waiting, running = events(blocks)
-            if len(waiting) == 1 and len(running) == 1:
-                break
-            time.sleep(0.05)
+        jobs = []
+        for i, wanted in enumerate([(0, 1), (1, 1)]):  # the second is sent once the first runs: a known order
+            jobs.append(client.submit(f"job {i}", i, api_name="/slow"))
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                waiting, running = events(blocks)
+                if (len(waiting), len(running)) == wanted:
+                    break
+                time.sleep(0.05)
         assert [(e.api_name, e.data, e.gone) for e in running] == [("slow", ["job 0", 0], False)]
         assert [(e.api_name, e.data) for e in waiting] == [("slow", ["job 1", 1])]
         assert running[0].id != waiting[0].id and running[0].session and waiting[0].session

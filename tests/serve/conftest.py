@@ -37,8 +37,10 @@ def serve_cluster(tmp_path_factory):
     journal = root / "journal"
     journal.mkdir()
     port, log = free_port(), root / "serve.log"
+    # A replica admits two edits at once, so edits or windows sent together reach both replicas (the
+    # proxy routes by queue lengths it saw last, and below that cap may send them all to one).
     process = start_local(port=port, log=log, python=RAY_PYTHON, num_cpus=4, replicas=2, cpu=True, replica_cpus=1,
-                          threads=torch.get_num_threads(), max_batch=4, max_ongoing=8, journal=str(journal))
+                          threads=torch.get_num_threads(), max_batch=4, max_ongoing=2, journal=str(journal))
     url = f"http://127.0.0.1:{port}/auk"
     try:
         wait_until_ready(url, process, timeout=START_TIMEOUT_S, log=log)
