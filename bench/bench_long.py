@@ -39,6 +39,7 @@ from auk_app.demo import DEMO_DIR
 from auk_app.whole_file import edit_whole
 from training.long_recordings import noisy_speech, slow_tones
 from training.seams import control_points, seam_measures, seam_points
+from bench.records import publish
 
 REPO = Path(__file__).resolve().parents[1]
 RATE = 24_000
@@ -143,10 +144,7 @@ def main(argv: list[str] | None = None) -> None:
         "minutes": args.minutes, "repeats": args.repeats, "seconds_per_minute": per_minute, "seams": seams,
         "memory": memory(args.memory_minutes), "seconds": round(time.perf_counter() - began, 1),
     }  # fmt: skip
-    text = json.dumps(result, indent=1)
-    print(text)
-    if args.out:
-        args.out.write_text(text + "\n")
+    publish(result, args.out)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -29,6 +28,7 @@ from auk_app.config import SAMPLE_RATE as RATE
 from auk_app.demo import DEMO_DIR
 from auk_app.service import Studio, StudioConfig
 from training.data import heldout_cases
+from bench.records import publish
 
 GATE_SECONDS = 120
 
@@ -89,10 +89,7 @@ def main() -> None:
              "shared_steps": s.record.steps["shared_steps"], "steps": s.record.recipe.nfe}
             for e, a, b, s in zip(edits, alone, again, shared)]
     result = {"date": datetime.date.today().isoformat(), "device": "cpu", "model": "AuK-Tiny", "edits": rows}
-    text = json.dumps(result, indent=1)
-    print(text)
-    if args.out:
-        args.out.write_text(text + "\n")
+    publish(result, args.out)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import os
 import platform
 import tempfile
@@ -29,6 +28,7 @@ from auk_app.auk.request import EditRequest
 from auk_app.serve.launch import RAY_PYTHON, start_local, stop_local, wait_until_ready
 from auk_app.service import Studio, StudioConfig
 from bench.bench_batch import edits_per_s
+from bench.records import publish
 from tests.ports import free_port
 
 REPO = Path(__file__).resolve().parents[1]
@@ -98,10 +98,7 @@ def main(argv: list[str] | None = None) -> None:
         "edits_per_s": rates, "ratios": ratios, "serve_startup_s": {k: round(v, 1) for k, v in startup.items()},
         "seconds": round(time.perf_counter() - began, 1),
     }  # fmt: skip
-    text = json.dumps(result, indent=1)
-    print(text)
-    if args.out:
-        args.out.write_text(text + "\n")
+    publish(result, args.out)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import os
 import platform
 import tempfile
@@ -34,6 +33,7 @@ from auk_app.serve.launch import RAY_PYTHON, start_local, stop_local, wait_until
 from auk_app.service import Studio, StudioConfig
 from tests.ports import free_port
 from training.long_recordings import noisy_speech
+from bench.records import publish
 
 DENOISE = "Remove only the background noise, preserve everything else, and output audio of the same length."
 MAX_BATCH = 4
@@ -109,10 +109,7 @@ def main(argv: list[str] | None = None) -> None:
         "serve_startup_s": {k: round(v, 1) for k, v in startup.items()},
         "total_seconds": round(time.perf_counter() - began, 1),
     }  # fmt: skip
-    text = json.dumps(result, indent=1)
-    print(text)
-    if args.out:
-        args.out.write_text(text + "\n")
+    publish(result, args.out)
 
 
 if __name__ == "__main__":

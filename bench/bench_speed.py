@@ -64,6 +64,7 @@ from bench.bench_batch import WARMUP_ROUNDS, BatchedEditor, edits_per_s  # noqa:
 from bench.bench_dit import SIZES as DIT_SIZES  # noqa: E402
 from bench.peer import PEER, PEER_VERSION, compile_as_served, find_wheel, load_module  # noqa: E402
 from bench.peer import peer_of, peer_sampler, regional_compile_applies  # noqa: E402
+from bench.records import publish  # noqa: E402
 from tests.audex.reference_loop import sample_stream_eager  # noqa: E402  (the eager lever: the tests' reference)
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -532,12 +533,7 @@ def main() -> None:
     if device.type == "cpu":
         torch.set_num_threads(args.threads)
     result = measure(args.size or ("real" if device.type == "cuda" else "cpu"), device, args.repeats, args.compile)
-    text = json.dumps(result, indent=1)
-    print(text, flush=True)
-    out = args.out or (results_path(result["gpu"]) if device.type == "cuda" else None)
-    if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text + "\n")
+    publish(result, args.out or (results_path(result["gpu"]) if device.type == "cuda" else None))
 
 
 if __name__ == "__main__":

@@ -17,7 +17,6 @@ from this file.
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import statistics
 import sys
@@ -37,6 +36,7 @@ from auk_app.runtime import pick_device, pick_precision  # noqa: E402
 from bench.bench_speed import (  # noqa: E402
     LEVERS, SIZES, Sizes, audex_sampling, audex_stream, build_audex, build_auk, lever_step, results_path, sync,
 )
+from bench.records import publish  # noqa: E402
 
 # First match wins: attention before matmul (its kernels hold "gemm"-like names), fused Triton
 # kernels before the kinds whose names they may borrow.
@@ -179,15 +179,11 @@ def main() -> None:
     if device.type == "cpu":
         torch.set_num_threads(1)
     result = profile_all(args.size or ("real" if device.type == "cuda" else "cpu"), device, args.compile)
-    text = json.dumps(result, indent=1)
-    print(text, flush=True)
     out = args.out
     if out is None and device.type == "cuda":
         record = results_path(result["gpu"])
         out = record.with_name(f"{record.stem}-profile.json")
-    if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text + "\n")
+    publish(result, out)
 
 
 if __name__ == "__main__":
