@@ -208,14 +208,20 @@ def test_requests_of_different_buckets_do_not_share_steps(dit):
         torch.testing.assert_close(result, want, rtol=0, atol=0)  # alone: the exact solo stepper
 
 
-@requires_cuda
-def test_on_cuda_a_lone_request_replays_its_graph_and_shared_steps_stay_close():
+def _on_cuda(dim: int, dim_head: int, frames: list[int], **knobs) -> tuple[AuKTransformer, list[dict]]:
+    """A seeded one-block DiT of width ``dim`` on CUDA, and one request per entry of ``frames`` there."""
     device = torch.device("cuda")
     torch.manual_seed(0)
-    model = AuKTransformer(dim=32, heads=2, dim_head=16, ff_mult=2.0, latent_dim=8, text_hidden_dim=12,
+    model = AuKTransformer(dim=dim, heads=2, dim_head=dim_head, ff_mult=2.0, latent_dim=8, text_hidden_dim=12,
                            num_layers=1, num_single_layers=1).to(device).eval()
-    requests = [{k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in _solve_request(i, 40 + i).items()}
-                for i in range(3)]
+    requests = [{k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in _solve_request(i, n, **knobs).items()}
+                for i, n in enumerate(frames)]
+    return model, requests
+
+
+@requires_cuda
+def test_on_cuda_a_lone_request_replays_its_graph_and_shared_steps_stay_close():
+    model, requests = _on_cuda(32, 16, [40, 41, 42])
     for request, knobs in zip(requests, (dict(nfe=4, cfg_strength=2.0), dict(nfe=5, cfg_strength=0.0), dict(nfe=6))):
         request.update(knobs)
     graphs = StepGraphs(model)  # float32
@@ -364,12 +370,7 @@ def test_packed_shared_steps_equal_each_request_alone(dit, monkeypatch):
 def test_on_cuda_packed_shared_steps_run_varlen_attention_and_stay_close():
     from auk_app.auk import packing
 
-    device = torch.device("cuda")
-    torch.manual_seed(0)
-    model = AuKTransformer(dim=64, heads=2, dim_head=32, ff_mult=2.0, latent_dim=8, text_hidden_dim=12,
-                           num_layers=1, num_single_layers=1).to(device).eval()
-    requests = [{k: v.to(device) if isinstance(v, torch.Tensor) else v
-                 for k, v in _solve_request(i, 40 + 7 * i, nfe=4, cfg_strength=2.0).items()} for i in range(3)]
+    model, requests = _on_cuda(64, 32, [40, 47, 54], nfe=4, cfg_strength=2.0)
     with torch.autocast("cuda", dtype=torch.bfloat16):
         solo = [sample_latents(model, **request) for request in requests]
         graphs = StepGraphs(model, compute=torch.bfloat16)
