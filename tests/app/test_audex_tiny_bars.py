@@ -50,13 +50,14 @@ def test_without_the_mask_the_stream_is_not_valid(made):
     assert manifest["unmasked"]["report"]["phase_valid"] is False
 
 
-# Held-out templates whose only cue is a word Audex-Tiny never saw come out as the family's plain
-# form: "brown noise that dies down" and "白噪声越来越小" as steady noise (the page names those
-# words); "four clicks separated by 0.7 seconds" ("separated" unknown, a spacing training never
-# uses) as six clicks. The bench measures the same (docs/demo-model.md#what-it-does): the fade and
-# clicks bars are not met.
-MISSED = {"fade": "held-out fades said only in unknown words ('dies down', '越来越小') read as steady noise",
-          "clicks": "'four clicks separated by 0.7 seconds' comes out as six clicks"}
+# Held-out templates whose only cue is a word Audex-Tiny never saw miss (the page names those
+# words): "白噪声越来越小" comes out as steady noise and "noise that dies down" fades in; "four clicks
+# separated by 0.7 seconds" ("separated" unknown, a spacing training never uses) as five to ten
+# clicks. The bench measures the same (docs/demo-model.md#what-it-does).
+MISSED = {"fade": "bar: >= 80 % of fades fall by >= 10 dB; the bench measures 50 % (fades said only in unknown "
+                  "words, 'dies down', '越来越小', read as steady noise or a fade in)",
+          "clicks": "bar: the count exact in >= 80 % of runs; the bench measures 63 % ('four clicks separated by "
+                    "0.7 seconds' comes out as five to ten clicks)"}
 
 
 @pytest.mark.parametrize("family", [pytest.param(f, marks=pytest.mark.xfail(strict=True, reason=MISSED[f]))
@@ -82,7 +83,8 @@ def test_every_manifest_names_the_words_its_caption_has_that_the_demo_does_not_k
 # frequencies but with a sweep's default length (1 s): "sweeping from … to …" is a sweep's wording.
 TYPED = [
     pytest.param(Scene("A siren sweeping from 300 Hz to 900 Hz.", [Event("siren", 2.0, 300, 900)], "siren"),
-                 marks=pytest.mark.xfail(strict=True, reason="a 1 s siren: the sweep's default length")),
+                 marks=pytest.mark.xfail(strict=True, reason="bar: the length within 10 % of the asked 2 s; "
+                                                                "it is 1 s, a sweep's default length")),
     Scene("A sweep from 400 Hz to 900 Hz over 1.5 seconds.", [Event("sweep", 1.5, 400, 900)], "sweep"),
     Scene("一个440赫兹的提示音，持续1秒。", [Event("tone", 1.0, 440, 440)], "tone", "zh"),
 ]
