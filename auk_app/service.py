@@ -260,8 +260,7 @@ class Studio:
         if values.get("audio") is not None and "audio" not in problems:
             region_end = None if "region_end" in problems else values.get("region_end") or None
             limits = self.config.limits
-            findings = upload_check.check_upload(values["audio"], limits.for_region(region_end) if region_end
-                                                 else limits.for_whole())
+            findings = upload_check.check_upload(values["audio"], limits.reading(region_end))
             if findings["verdict"] == "rejected":
                 problems["audio"] = findings["message"]
             elif region_end is not None and region_end > findings["duration_s"]:
@@ -277,7 +276,7 @@ class Studio:
         """Seconds of speech in an upload (or its region), pauses left out: the builder times new words
         at the speaker's pace from it. None where the clip cannot be read."""
         try:
-            clip = load_mono(audio, self.config.limits.for_region(None if region is None else region[1]))
+            clip = load_mono(audio, self.config.limits.reading(None if region is None else region[1]))
         except AppError:
             return None
         start, end = (0, clip.mono.size) if region is None else (round(r * clip.sample_rate) for r in region)

@@ -41,7 +41,7 @@ from auk_app.audio_io import MonoClip
 from auk_app.auk.request import EditRequest, EditResult
 from auk_app.auk.step_reuse import StepTally
 from auk_app.auk.stream_decode import StreamDecoder
-from auk_app.auk.windows import LatentJoiner, WindowPlan, plan_windows
+from auk_app.auk.windows import MAX_OVERLAP_SHARE, LatentJoiner, WindowPlan, plan_windows
 from auk_app.config import Limits
 from auk_app.check.targets import DENOISE, PITCH, VOLUME, target_from_text
 from auk_app.errors import Cancelled, InputError
@@ -80,6 +80,7 @@ class WholeFileResult:
     plan: EditPlan  # a window's plan: its request (one seed for all) and recipe (the checkpoint's defaults filled in)
     timings: dict[str, float]  # "decode" (joining and decoding), "total"
     steps: dict[str, int]  # what the windows' Euler steps did, summed (StepTally's counts)
+    source: np.ndarray  # the recording at the model's rate, as the windows read it
 
     @property
     def seed(self) -> int:
@@ -138,12 +139,12 @@ def edit_whole(pipeline: WindowEngine, audio: np.ndarray, sample_rate: int, inst
                         limits=limits, **dict(knobs or {}))  # checks every knob, and draws the seed once
     plan = pipeline.plan(replace(first, audio=None, seconds=window))  # no source checks here
     windows = plan_windows(source.size, window=round(window * rate),
-                           overlap=round(min(overlap_seconds, window / 3) * rate), hop=checkpoint.hop)
+                           overlap=round(min(overlap_seconds, window / MAX_OVERLAP_SHARE) * rate), hop=checkpoint.hop)
     solver = _WindowSolver(pipeline, source, windows, first, report, should_stop)
     wav, decode_seconds = _join_and_decode(pipeline, solver, concurrent or pipeline.max_batch, report, should_stop)
     timings = {"decode": round(decode_seconds, 4), "total": round(time.perf_counter() - started, 4)}
     return WholeFileResult(wav=wav, sample_rate=rate, windows=windows, plan=plan, timings=timings,
-                           steps=asdict(solver.steps))
+                           steps=asdict(solver.steps), source=source)
 
 
 def _checked_source(audio: np.ndarray, sample_rate: int, pipeline: WindowEngine) -> np.ndarray:
@@ -266,5 +267,4 @@ def as_edit_result(made: WholeFileResult, source: MonoClip, *, device: str, dtyp
                      steps=made.steps, windows={"count": len(windows.windows),
                               "seconds": (windows.windows[0][1] - windows.windows[0][0]) / rate,
                               "crossfade_seconds": windows.crossfade * hop / rate})
-    return EditResult(wav=made.wav, sample_rate=rate, record=record,
-                      source=dsp.resample(source.mono, source.sample_rate, rate))
+    return EditResult(wav=made.wav, sample_rate=rate, record=record, source=made.source)

@@ -22,7 +22,6 @@ one CheckpointError naming file and keys.
 from __future__ import annotations
 
 import json
-import math
 import re
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -48,6 +47,7 @@ from auk_app.auk.configs import (
 from auk_app.auk.dit import AuKTransformer, dit_state_dict
 from auk_app.errors import CheckpointError
 from auk_app.resolve import AUK_ASSEMBLED_CONFIG, AUK_ASSEMBLED_DIT, AUK_RELEASE_CONFIG, AUK_RELEASE_DIT, AUK_VAE
+from auk_app.validate import is_real
 from auk_app.weights import check_state_dict, mismatch, read_safetensors
 
 __all__ = ["FLASH_T_GRID", "AuKCheckpoint", "AuKModel", "Capabilities", "load_auk_checkpoint", "read_auk_checkpoint"]
@@ -309,7 +309,7 @@ def _capabilities(section: dict[str, Any]) -> Capabilities:
     if tasks is not None and (isinstance(tasks, str) or not all(isinstance(t, str) and t for t in tasks)):
         raise ValueError(f"capabilities.tasks must be a list of task names, not {tasks!r}")
     longest = section.get("max_clip_seconds", RELEASED_MAX_CLIP_SECONDS)
-    if isinstance(longest, bool) or not isinstance(longest, (int, float)) or not 0 < longest < math.inf:
+    if not is_real(longest) or longest <= 0:
         raise ValueError(f"capabilities.max_clip_seconds must be a positive number of seconds, not {longest!r}")
     return Capabilities(None if tasks is None else tuple(tasks), languages, float(longest))
 

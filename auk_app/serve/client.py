@@ -165,8 +165,7 @@ class ServeRunner:
         start, result, attempt = self._send(plan, "latents", progress, should_stop, on_start)
         return ServedLatents(latents=self._latents_held_to_plan(result, plan), replica=start.get("replica"),
                              node=start.get("node"), attempts=attempt, device=result["device"], dtype=result["dtype"],
-                             steps={name: count for name, count in result["steps"].items()
-                                    if type(count) is int and count >= 0})
+                             steps=result["steps"])
 
     def _send(self, plan: EditPlan, op: str, progress: Progress | None, should_stop: ShouldStop | None,
               on_start: Callable[[dict[str, Any]], None] | None) -> tuple[dict, dict, int]:
@@ -279,7 +278,7 @@ class ServeRunner:
             if send.on_start is not None:
                 send.on_start(clock.start)
         elif name == "progress":
-            step = (said(event.get("phase"), 40), _count(event.get("done")), _count(event.get("total")))
+            step = (said(event.get("phase"), 40), whole_count(event.get("done")), whole_count(event.get("total")))
             if step[1] is None or step[2] is None:
                 raise _Lost(f"an unreadable progress line {said(event, 60)!r}")
             if step != clock.step:  # a repeated step is no progress
@@ -319,7 +318,7 @@ class ServeRunner:
         timings = {said(k, 40): float(v) for k, v in list(event["timings"].items())[:16]
                    if isinstance(v, int | float) and not isinstance(v, bool)}
         steps = event.get("steps")  # the replica's step tally; None from a replica that sends none
-        steps = {said(k, 40): v for k, v in list(steps.items())[:8] if isinstance(v, int) and not isinstance(v, bool)
+        steps = {said(k, 40): v for k, v in list(steps.items())[:8] if (whole_count(v) or 0) >= 0 and v is not None
                  } if isinstance(steps, dict) else None
         return {**{key: event[key] for key in types}, "timings": timings, "steps": steps,
                 "device": said(event["device"], 40), "dtype": said(event["dtype"], 40)}
@@ -414,7 +413,7 @@ def result_line_bytes(plan: EditPlan, op: str = "edit") -> int:
     return 4 * math.ceil((plan.gen_frames + 1) * per_frame * 4 / 3) + REFUSAL_BYTES
 
 
-def _count(value: Any) -> int | None:
+def whole_count(value: Any) -> int | None:
     """A whole number a replica sent, or None for anything else (a bool, a float, a string)."""
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 

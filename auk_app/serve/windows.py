@@ -33,7 +33,7 @@ from auk_app.auk.stream_decode import StreamDecoder, stream_decoder
 from auk_app.auk.vae_decode import fast_decode
 from auk_app.config import Limits
 from auk_app.progress import Progress, ShouldStop
-from auk_app.serve.client import ENGINE, ServeRunner
+from auk_app.serve.client import ENGINE, ServeRunner, whole_count
 from auk_app.whole_file import WholeFileResult, as_edit_result
 
 MAX_IN_FLIGHT = 64  # windows sent at once whatever the deployment says: a thread and a stream each
@@ -119,4 +119,5 @@ class ServeWindows:
 
 def _whole(value: Any) -> int:
     """A count from the deployment's answer, or 1 where it gave none."""
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 1
+    count = whole_count(value)
+    return count if count and count > 0 else 1
