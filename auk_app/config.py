@@ -77,3 +77,8 @@ class Limits:
     def for_region(self, end: float | None) -> Limits:
         """The limits a source is read under: up to 10 minutes when a region of it (ending at ``end``) is edited."""
         return self if end is None else replace(self, max_input_seconds=self.max_region_source_seconds)
+
+    def reading(self, end: float | None) -> Limits:
+        """The limits an upload is read under: a region's source's when a region ends at ``end``, else a
+        whole recording's (one decode serves the upload check, the pace and the run)."""
+        return self.for_region(end) if end else self.for_whole()

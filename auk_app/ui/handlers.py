@@ -580,7 +580,7 @@ class Handlers:
         recording's otherwise), the length and the voiced seconds the builder times new words from (the
         region's when one is set, else the clip's), and the player: a refused clip is cleared from it,
         so nobody runs an edit that cannot start."""
-        limits = self.limits.for_region(end) if end else self.limits.for_whole()
+        limits = self.limits.reading(end)
         findings = None if audio is None else upload_check.check_upload(audio, limits)
         usable = findings is not None and findings["verdict"] != "rejected"
         region = (start or 0.0, end) if usable and end is not None and end > (start or 0.0) else None
