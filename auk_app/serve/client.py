@@ -318,7 +318,7 @@ class ServeRunner:
         timings = {said(k, 40): float(v) for k, v in list(event["timings"].items())[:16]
                    if isinstance(v, int | float) and not isinstance(v, bool)}
         steps = event.get("steps")  # the replica's step tally; None from a replica that sends none
-        steps = {said(k, 40): v for k, v in list(steps.items())[:8] if (whole_count(v) or 0) >= 0 and v is not None
+        steps = {said(k, 40): v for k, v in list(steps.items())[:8] if whole_count(v) is not None and v >= 0
                  } if isinstance(steps, dict) else None
         return {**{key: event[key] for key in types}, "timings": timings, "steps": steps,
                 "device": said(event["device"], 40), "dtype": said(event["dtype"], 40)}

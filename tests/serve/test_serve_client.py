@@ -400,3 +400,12 @@ def test_the_app_s_codec_alone_encodes_and_decodes_as_the_pipeline_does():
     got = np.concatenate([ours.push(latents[:70]), ours.push(latents[70:]), ours.end()])
     want = np.concatenate([theirs.push(latents[:70]), theirs.push(latents[70:]), theirs.end()])
     assert got.size == latents.shape[0] * 480 and np.array_equal(got, want)
+
+
+def test_a_replica_s_step_counts_are_kept_only_as_non_negative_whole_numbers():
+    from auk_app.serve.client import RESULT_FIELDS
+
+    line = {"event": "result", "latents": "", "shape": [1, 1], "timings": {}, "device": "cpu", "dtype": "float32",
+            "steps": {"dit_steps": 2, "guided_steps": "many", "reused_steps": -1, "shared_steps": True}}
+    read = ServeRunner("http://127.0.0.1:1")._result(line, RESULT_FIELDS["latents"])
+    assert read["steps"] == {"dit_steps": 2}
