@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
-from auk_app import dsp
+from auk_app import dsp, jit_cache
 from auk_app.config import Limits
 from auk_app.errors import InputError
 from auk_app.validate import check_format
@@ -181,7 +181,6 @@ def _read_with_librosa(path: Path, limits: Limits | None) -> Waveform:
     )
     try:
         import audioread
-        import librosa
 
         with audioread.audio_open(str(path)) as probe:
             rate = int(probe.samplerate)  # a rate of 0 has no duration; check_format refuses the rate first
@@ -196,7 +195,7 @@ def _read_with_librosa(path: Path, limits: Limits | None) -> Waveform:
     try:
         with warnings.catch_warnings():  # the audioread fallback is deprecated upstream and says so loudly
             warnings.simplefilter("ignore")
-            data, rate = librosa.load(str(path), sr=None, mono=False, dtype=np.float32, duration=max_seconds)
+            data, rate = jit_cache.librosa().load(str(path), sr=None, mono=False, dtype=np.float32, duration=max_seconds)
     except Exception as exc:
         raise unreadable from exc
     waveform = Waveform(np.atleast_2d(data).astype(np.float32), int(rate))

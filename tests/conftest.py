@@ -8,6 +8,7 @@ import json
 import os
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
@@ -15,6 +16,35 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "tests" / "fixtures" / "reference"
+
+
+def pytest_configure(config):
+    """Before any worker, app or CLI of the run starts, the controller compiles (or loads) every
+    librosa kernel the tests and the code they run use, under numba's cache lock: afterwards the
+    processes of the run only read the cache (auk_app.jit_cache says why several writers crash)."""
+    from auk_app import jit_cache
+
+    jit_cache.use_app_cache()  # in the environment: the workers and every process they start share it
+    if hasattr(config, "workerinput"):
+        return
+    from auk_app.check import measures
+    from training import measures as training_measures
+
+    measures.warm_up()
+    training_measures.warm_up()
+    jit_cache.once("the tests' own librosa calls", _tests_own_kernels)
+
+
+def _tests_own_kernels() -> None:
+    """What tests call librosa for themselves: pitch shifts and time stretches (their inverse STFT),
+    of float32 and of float64 clips."""
+    from auk_app import jit_cache
+
+    librosa = jit_cache.librosa()
+    tone = np.sin(2 * np.pi * 220 * np.arange(12_000) / 24_000)
+    for wav in (tone.astype(np.float32), tone):
+        librosa.effects.pitch_shift(wav, sr=24_000, n_steps=2)
+        librosa.effects.time_stretch(wav, rate=1.5)
 
 
 @contextlib.contextmanager

@@ -4,11 +4,13 @@ noise floor, validity.
 Pure functions of 1-D numpy arrays; the sample rate is an argument (24 kHz by default).
 """
 
-import librosa
 import numpy as np
 
+from auk_app import jit_cache
 from auk_app.check.measures import cents
 from training.sounds import SAMPLE_RATE
+
+librosa = jit_cache.librosa()
 
 F0_RANGE_HZ = (65.0, 2100.0)  # C2..C7: covers 87..1109 Hz pitch targets with an octave spare
 F0_FRAME = 2048  # 85 ms at 24 kHz: at least 5 periods of the lowest F0
@@ -53,12 +55,24 @@ def f0_track(
     median F0 is +1.1 ± 0.6 cents off nominal, at most 3.4 (pYIN alone: +1.3 ± 2.6, at most
     5.8), and whole-semitone intervals come out within ±0.5 cents.
     """
-    wav = np.asarray(wav, dtype=np.float64)
+    warm_up()
+    wav = np.ascontiguousarray(wav, dtype=np.float64)
     fmin, fmax = f0_range_hz
     coarse, voiced, _ = librosa.pyin(wav, fmin=fmin, fmax=fmax, sr=sample_rate, frame_length=F0_FRAME)
     fine = librosa.yin(wav, fmin=fmin, fmax=fmax, sr=sample_rate, frame_length=F0_FRAME)
     agree = np.abs(cents(fine, coarse)) < 50  # False where unvoiced: coarse is nan there
     return np.where(agree, fine, coarse)
+
+
+def warm_up() -> None:
+    """f0_track's librosa kernels compiled or loaded, once a process, under numba's cache lock."""
+    jit_cache.once("training's F0", _track_a_tone)
+
+
+def _track_a_tone() -> None:
+    """pYIN and YIN on a short float64 tone: the kernels f0_track uses, compiled or loaded under
+    numba's cache lock (auk_app.jit_cache)."""
+    f0_track(0.3 * np.sin(2 * np.pi * 220 * np.arange(SAMPLE_RATE // 2) / SAMPLE_RATE))
 
 
 def voiced_interval_cents(out: np.ndarray, src: np.ndarray) -> float:

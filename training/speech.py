@@ -16,11 +16,13 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 
-import librosa
 import numpy as np
 import soundfile as sf
 
+from auk_app import jit_cache
 from training.sounds import SAMPLE_RATE
+
+librosa = jit_cache.librosa()
 
 ESPEAK = "espeak-ng"
 LANGUAGES = ("en-us", "en", "en-gb-scotland", "en-029")  # American, British, Scottish, Caribbean

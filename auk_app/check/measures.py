@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from functools import cached_property
 
-import librosa
 import numpy as np
 
+from auk_app import jit_cache
 from auk_app.dsp import dbfs, resample, rms
 
 F0_RATE = 16000  # pYIN runs at 16 kHz: a third less work than 24 kHz, ample for F0 up to 2.1 kHz
@@ -43,7 +43,8 @@ class Clip:
     """One mono clip and its measures, each computed on first use."""
 
     def __init__(self, wav: np.ndarray, sample_rate: int):
-        self.wav = np.asarray(wav, dtype=np.float32).reshape(-1)
+        # float32 and contiguous, whatever was passed: the types warm_up compiled the kernels for
+        self.wav = np.ascontiguousarray(np.asarray(wav, dtype=np.float32).reshape(-1))
         self.rate = sample_rate
 
     @property
@@ -71,7 +72,7 @@ class Clip:
         wav = resample(self.wav, self.rate, F0_RATE)
         if wav.size < F0_FRAME:
             return np.full(0, np.nan)
-        track, _, _ = librosa.pyin(wav, fmin=F0_RANGE_HZ[0], fmax=F0_RANGE_HZ[1], sr=F0_RATE,
+        track, _, _ = _librosa().pyin(wav, fmin=F0_RANGE_HZ[0], fmax=F0_RANGE_HZ[1], sr=F0_RATE,
                                    frame_length=F0_FRAME, hop_length=F0_HOP, resolution=F0_RESOLUTION)
         return track
 
@@ -85,7 +86,7 @@ class Clip:
     def envelope(self) -> np.ndarray:
         """RMS per 20 ms frame, linear amplitude (frames weigh by energy, so syllables, not pauses, lead)."""
         frame = max(1, round(self.rate * ENVELOPE_SECONDS))
-        return librosa.feature.rms(y=self.wav, frame_length=frame, hop_length=frame, center=False)[0]
+        return _librosa().feature.rms(y=self.wav, frame_length=frame, hop_length=frame, center=False)[0]
 
     @cached_property
     def contour(self) -> np.ndarray:
@@ -94,14 +95,14 @@ class Clip:
         emphasised = self.wav.copy()
         emphasised[1:] -= np.float32(PRE_EMPHASIS) * self.wav[:-1]
         frame = max(1, round(self.rate * ENVELOPE_SECONDS))
-        return librosa.feature.rms(y=emphasised, frame_length=frame, hop_length=frame, center=False)[0]
+        return _librosa().feature.rms(y=emphasised, frame_length=frame, hop_length=frame, center=False)[0]
 
     @cached_property
     def active(self) -> tuple[int, int]:
         """Sample bounds of the clip without its leading and trailing silence (40 dB below its peak)."""
         if not np.any(self.wav):
             return 0, 0
-        _, (start, end) = librosa.effects.trim(self.wav, top_db=SILENCE_TOP_DB, frame_length=512, hop_length=128)
+        _, (start, end) = _librosa().effects.trim(self.wav, top_db=SILENCE_TOP_DB, frame_length=512, hop_length=128)
         return int(start), int(end)
 
     @cached_property
@@ -110,7 +111,7 @@ class Clip:
         n_fft = 1 << max(8, round(np.log2(self.rate * 0.04)))  # about 40 ms: 1024 at 24 kHz
         if self.wav.size < n_fft:
             return np.zeros(SPECTRUM_BANDS)
-        mel = librosa.feature.melspectrogram(y=self.wav, sr=self.rate, n_fft=n_fft, hop_length=n_fft // 2,
+        mel = _librosa().feature.melspectrogram(y=self.wav, sr=self.rate, n_fft=n_fft, hop_length=n_fft // 2,
                                              n_mels=SPECTRUM_BANDS, center=False)
         return mel.mean(axis=1)
 
@@ -274,8 +275,21 @@ def _melody_kept(source: np.ndarray, result: np.ndarray, shift_cents: float, sou
 
 
 def warm_up() -> None:
-    """Measure one short tone and throw the numbers away: the first pYIN of a process compiles
-    librosa's numba code (about 2 s), paid here at start-up instead of by the first edit's check."""
+    """The check's librosa kernels compiled or loaded, once a process, under numba's cache lock
+    (:mod:`auk_app.jit_cache`): the first pYIN of a process loads them (about 2 s; a minute of
+    compiling on a fresh machine), paid here at start-up instead of by the first edit's check."""
+    jit_cache.once("the edit check", _measure_a_tone)
+
+
+def _measure_a_tone() -> None:
+    """Every measure of half a second of a tone, thrown away: every kernel a Clip's measures use,
+    for the one type (contiguous float32) a Clip holds."""
     rate = 16000
     tone = (0.3 * np.sin(2 * np.pi * 220 * np.arange(rate // 2) / rate)).astype(np.float32)
     Clip(tone, rate).measure_all()
+
+
+def _librosa():
+    """librosa, with the check's kernels ready in this process (:func:`warm_up`)."""
+    warm_up()
+    return jit_cache.librosa()
