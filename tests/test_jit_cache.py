@@ -17,15 +17,26 @@ from tests.conftest import REPO
 # YIN), as the test suite's workers and the CLIs and apps they start are: each calls pYIN for the
 # first time once every process of its round has started, in the order it is given.
 FIRST_CALLS = """
-import json, pathlib, sys, time
+import json, pathlib, sys, threading, time
 import numpy as np
 from auk_app.check.measures import Clip
 from training.measures import f0_track
 
 rate = 16000
 tone = 0.3 * np.sin(2 * np.pi * 220 * np.arange(rate) / rate)
-calls = {"check": lambda: Clip(tone.astype(np.float32), rate).median_f0,
-         "training": lambda: np.nanmedian(f0_track(tone, rate))}
+
+
+def check():
+    # two checks at once, as two edits' are: one clip's pitch beside another's level contour
+    noise = np.random.default_rng(0).standard_normal(rate).astype(np.float32)
+    other = threading.Thread(target=lambda: Clip(noise, rate).contour)
+    other.start()
+    pitch = Clip(tone.astype(np.float32), rate).median_f0
+    other.join()
+    return pitch
+
+
+calls = {"check": check, "training": lambda: np.nanmedian(f0_track(tone, rate))}
 gate = pathlib.Path(sys.argv[2])
 (gate / sys.argv[3]).touch()
 while not (gate / "go").exists():
@@ -59,6 +70,9 @@ print(json.dumps({"found": found, "cache_files": len(before), "written_after_rea
 """
 
 
+ROUND_SECONDS = 480  # a round takes about a minute on two busy cores: one process compiles, three load
+
+
 def _env(cache: Path) -> dict[str, str]:
     return {**os.environ, "NUMBA_CACHE_DIR": str(cache), "PYTHONPATH": str(REPO)}
 
@@ -69,23 +83,31 @@ def _round(cache: Path, gate: Path, orders: list[str]) -> list[subprocess.Comple
     procs = [subprocess.Popen([sys.executable, "-c", FIRST_CALLS, order, str(gate), f"ready-{i}"], cwd=REPO,
                               env=_env(cache), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for i, order in enumerate(orders)]
-    deadline = time.monotonic() + 300
+    deadline = time.monotonic() + ROUND_SECONDS
     while len(list(gate.glob("ready-*"))) < len(orders) and time.monotonic() < deadline:
         if any(p.poll() is not None for p in procs):
             break
         time.sleep(0.05)
     (gate / "go").touch()
-    outputs = [proc.communicate(timeout=600) for proc in procs]
+    try:
+        outputs = [proc.communicate(timeout=max(1.0, deadline - time.monotonic())) for proc in procs]
+    except subprocess.TimeoutExpired:
+        for proc in procs:
+            proc.kill()
+        raise AssertionError(f"a round of first calls did not end within {ROUND_SECONDS} s: a deadlock") from None
     return [subprocess.CompletedProcess(proc.args, proc.returncode, *out) for proc, out in zip(procs, outputs)]
 
 
 @pytest.mark.slow
 def test_processes_compiling_pyin_at_once_leave_a_cache_every_later_process_loads(tmp_path):
     """On a fresh cache, four processes call pYIN for the first time at once, two the check's
-    first and two training's first (the order in which each numbers its kernels' files); a process
-    started afterwards gets the same numbers without a crash, and writes nothing to the cache.
-    Without a lock, one round in three or so left an index naming the other signature's machine
-    code, and every later process died with signal 11: three rounds make the race likely."""
+    first and two training's first (the order in which each numbers its kernels' files), each
+    check two measures in two threads; a process started afterwards gets the same numbers without
+    a crash, and writes nothing to the cache. Without a lock, one round in three or so left an
+    index naming the other signature's machine code, and every later process died with signal 11:
+    three rounds make the race likely. Two threads of one process met the lock while holding a
+    measure's own (functools.cached_property's lock is one for every instance) and waited on each
+    other for ever: the rounds have a deadline."""
     for trial in range(3):
         cache = tmp_path / f"numba-{trial}"
         procs = _round(cache, tmp_path / f"gate-{trial}", ["check,training", "training,check"] * 2)

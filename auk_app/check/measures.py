@@ -7,7 +7,8 @@ so a check and its "everything else kept" number share the F0 tracks, pYIN's cos
 
 from __future__ import annotations
 
-from functools import cached_property
+import logging
+import threading
 
 import numpy as np
 
@@ -37,21 +38,42 @@ STEADY_SPREAD = 0.25
 SPECTRUM_BANDS = 40  # mel bands of the long-term spectrum
 SPECTRUM_FLOOR_DB = 60.0  # bands further below the loudest band count as at this floor
 SPECTRUM_STEADY_DB = 3.0  # spectral-shape differences within about ±3 dB count as the same shape
+log = logging.getLogger(__name__)
+
+
+class _measure:
+    """A Clip's measure, computed on first use under the clip's own lock and kept on it. Not
+    functools.cached_property: on Python 3.11 that holds one lock for every instance, so one clip's
+    pYIN waited for another's, and a measure that met numba's cache lock inside it could deadlock
+    with the thread that held that lock."""
+
+    def __init__(self, compute):
+        self.compute, self.name, self.__doc__ = compute, compute.__name__, compute.__doc__
+
+    def __get__(self, clip, owner=None):
+        if clip is None:
+            return self
+        with clip._lock:
+            if self.name not in clip.__dict__:
+                clip.__dict__[self.name] = self.compute(clip)
+            return clip.__dict__[self.name]
 
 
 class Clip:
-    """One mono clip and its measures, each computed on first use."""
+    """One mono clip and its measures, each computed on first use (once, whichever thread asks)."""
 
     def __init__(self, wav: np.ndarray, sample_rate: int):
+        warm_up()  # before any measure's lock: the kernels may have to wait for another process
         # float32 and contiguous, whatever was passed: the types warm_up compiled the kernels for
         self.wav = np.ascontiguousarray(np.asarray(wav, dtype=np.float32).reshape(-1))
         self.rate = sample_rate
+        self._lock = threading.RLock()  # a measure may read another (median_f0 reads f0)
 
     @property
     def seconds(self) -> float:
         return self.wav.size / self.rate
 
-    @cached_property
+    @_measure
     def loudness(self) -> float:
         """Integrated loudness in LUFS (K-weighted, gated: pauses do not count); nan for a clip
         shorter than one 400 ms block, -inf when every block is gated away."""
@@ -61,12 +83,12 @@ class Clip:
             return float("nan")
         return float(pyloudnorm.Meter(self.rate).integrated_loudness(self.wav.astype(np.float64)))
 
-    @cached_property
+    @_measure
     def level(self) -> float:
         """RMS level in dBFS: the loudness fallback for clips too short or too quiet to gate."""
         return dbfs(rms(self.wav))
 
-    @cached_property
+    @_measure
     def f0(self) -> np.ndarray:
         """F0 per 16 ms frame in Hz, nan where pYIN hears no voice."""
         wav = resample(self.wav, self.rate, F0_RATE)
@@ -76,19 +98,19 @@ class Clip:
                                    frame_length=F0_FRAME, hop_length=F0_HOP, resolution=F0_RESOLUTION)
         return track
 
-    @cached_property
+    @_measure
     def median_f0(self) -> float:
         """Median F0 over voiced frames: it ignores onsets, fades and the odd octave slip; nan if unvoiced."""
         voiced = self.f0[np.isfinite(self.f0)]
         return float(np.median(voiced)) if voiced.size else float("nan")
 
-    @cached_property
+    @_measure
     def envelope(self) -> np.ndarray:
         """RMS per 20 ms frame, linear amplitude (frames weigh by energy, so syllables, not pauses, lead)."""
         frame = max(1, round(self.rate * ENVELOPE_SECONDS))
         return _librosa().feature.rms(y=self.wav, frame_length=frame, hop_length=frame, center=False)[0]
 
-    @cached_property
+    @_measure
     def contour(self) -> np.ndarray:
         """RMS per 20 ms frame of the pre-emphasised clip (PRE_EMPHASIS): the level contour that what
         was kept compares."""
@@ -97,7 +119,7 @@ class Clip:
         frame = max(1, round(self.rate * ENVELOPE_SECONDS))
         return _librosa().feature.rms(y=emphasised, frame_length=frame, hop_length=frame, center=False)[0]
 
-    @cached_property
+    @_measure
     def active(self) -> tuple[int, int]:
         """Sample bounds of the clip without its leading and trailing silence (40 dB below its peak)."""
         if not np.any(self.wav):
@@ -105,7 +127,7 @@ class Clip:
         _, (start, end) = _librosa().effects.trim(self.wav, top_db=SILENCE_TOP_DB, frame_length=512, hop_length=128)
         return int(start), int(end)
 
-    @cached_property
+    @_measure
     def spectrum(self) -> np.ndarray:
         """The long-term spectrum: mean power per mel band over the whole clip (silence adds nothing)."""
         n_fft = 1 << max(8, round(np.log2(self.rate * 0.04)))  # about 40 ms: 1024 at 24 kHz
@@ -136,7 +158,7 @@ class Clip:
         start, end = (round(bound / self.rate / frame_seconds) for bound in self.active)
         return track[start:max(end, start + 1)]
 
-    @cached_property
+    @_measure
     def frame_levels(self) -> np.ndarray:
         """dBFS per 20 ms frame, digital silence raised to -100 dB so percentiles stay finite."""
         with np.errstate(divide="ignore"):
@@ -154,6 +176,28 @@ class Clip:
         percentile) over the noise floor, in dB."""
         levels = self.frame_levels
         return float(np.percentile(levels, SIGNAL_PERCENTILE)) - self.noise_floor if levels.size else float("nan")
+
+
+class SharedClip:
+    """A source as one Clip for all of an edit's candidates, so its measures (pYIN) are taken once,
+    and taken while the model runs (:meth:`measure`) rather than after it."""
+
+    def __init__(self) -> None:
+        self._clip: Clip | None = None
+        self._lock = threading.Lock()
+
+    def clip(self, wav: np.ndarray, rate: int) -> Clip:
+        with self._lock:
+            if self._clip is None:
+                self._clip = Clip(wav, rate)
+            return self._clip
+
+    def measure(self, wav: np.ndarray, rate: int) -> None:
+        """Take every measure of the source now. A failure is the check's to meet again and report."""
+        try:
+            self.clip(wav, rate).measure_all()
+        except Exception:  # noqa: BLE001
+            log.debug("measuring the source ahead of the check failed", exc_info=True)
 
 
 def volume_change(source: Clip, result: Clip) -> tuple[float, str]:
@@ -290,6 +334,5 @@ def _measure_a_tone() -> None:
 
 
 def _librosa():
-    """librosa, with the check's kernels ready in this process (:func:`warm_up`)."""
-    warm_up()
+    """librosa, its kernels made ready when the Clip was made (:func:`warm_up`)."""
     return jit_cache.librosa()
