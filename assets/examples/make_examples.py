@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import soundfile as sf
-from scipy.signal import resample_poly
+from scipy.signal import resample_poly  # scipy comes with librosa
 
 RATE = 24_000
 HERE = Path(__file__).parent

@@ -46,16 +46,6 @@ class AudexVocab:
             tokenizer_size=max(vocab.values()) + 1,
         )
 
-    def tta_rvq_args(self, codec_cap: int | None) -> dict[str, Any]:
-        """``extra_args["tta_rvq"]`` for a request whose prompt ends with ``<audiogen_start>``."""
-        return {
-            "phase_token_ids": [list(ids) for ids in self.phase_token_ids],
-            "start_tid": self.start_tid,
-            "end_tid": self.end_tid,
-            "codec_cap": codec_cap,
-            "start_in_prompt": True,
-        }
-
     def codec_ids(self, token_ids: Iterable[int]) -> list[int]:
         """The codec ids of the codec tokens in ``token_ids``; markers and stray tokens are dropped."""
         return [self.codec_of[t] for t in token_ids if t in self.codec_of]

@@ -89,10 +89,6 @@ class AuKCheckpoint:
     capabilities: Capabilities = Capabilities()  # the releases: every task, English and Chinese
 
     @property
-    def is_flash(self) -> bool:
-        return self.variant == "flash"
-
-    @property
     def sample_rate(self) -> int:
         """The codec's audio rate, which clips are resampled to and outputs come at."""
         return self.codec_config.sample_rate

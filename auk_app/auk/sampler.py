@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 
@@ -235,50 +236,26 @@ def start_solve(dit: AuKTransformer, spec: SolveSpec) -> Solve:
                  model_dtype=model_dtype, on_step=spec.on_step, cache=cache, tally=spec.tally or StepTally())
 
 
-def sample_latents(
-    dit: AuKTransformer,
-    *,
-    text: torch.Tensor,
-    c_mask: torch.Tensor | None,
-    ref: torch.Tensor,
-    ref_mask: torch.Tensor | None,
-    gen_frames: int,
-    nfe: int = 32,
-    cfg_strength: float = 1.0,
-    sway_sampling_coef: float | None = None,
-    t_grid: Sequence[float] | None = None,
-    seed: int | None = None,
-    generator: torch.Generator | None = None,
-    noise_scale: float = 1.0,
-    origin: torch.Tensor | None = None,
-    latent_dim: int | None = None,
-    device: torch.device | str | None = None,
-    dtype: torch.dtype | None = None,
-    on_step: Callable[[int, int], None] | None = None,
-    graphs: StepGraphs | None = None,
-) -> torch.Tensor:
-    """Integrate the flow and return the target latents at t=1, [1, gen_frames, L].
+def sample_latents(dit: AuKTransformer, *, graphs: StepGraphs | None = None, **spec: Any) -> torch.Tensor:
+    """Integrate the flow and return the target latents at t=1, [1, gen_frames, L]: the seed
+    contract's entry, taking :class:`SolveSpec`'s fields as keywords (``text``, ``c_mask``, ``ref``,
+    ``ref_mask``, ``gen_frames``, ``nfe``, ``cfg_strength``, ``sway_sampling_coef``, ``t_grid``,
+    ``seed``, ``generator``, ``latent_dim``, ``device``, ``dtype``, and ``noise_scale``, ``origin``,
+    ``on_step``, ``step_cache``, ``cfg_interval``, ``tally``); an unknown one is a TypeError.
 
-    ``text`` [1, nt, T] and ``ref`` [1, np, L] are cast to the DiT's parameter dtype; the
-    noise and the Euler state stay in ``dtype`` (float32 by default: bf16 noise moves a
-    32-step CFG trajectory by 0.025 relative MSE, ~17× what bf16 weights cost). The
-    velocity keeps the model's dtype until it is added to the state, as in the reference.
-    ``noise_scale`` multiplies the initial noise: a sampling temperature (1 is the reference's;
-    below 1 the draws gather towards the conditional mean, as Matcha-TTS's temperature does).
-    ``origin`` [1, gen_frames, L], when given, is added to it: the flow starts there, not at
-    pure noise (see ``source_origin``).
-    ``on_step(done, total)`` runs after every Euler step; raising there stops the solve. The
-    module's text cache is neither used nor touched: the request's state is its step context.
-    ``graphs`` (the serving pipeline's, for this DiT) runs the steps as CUDA graphs on CUDA, at its
-    compute dtype; without it each step is a plain ``prepare``/``step`` under the caller's autocast.
+    ``text`` [1, nt, T] and ``ref`` [1, np, L] are cast to the DiT's parameter dtype; the noise and
+    the Euler state stay in ``dtype`` (float32 by default: bf16 noise moves a 32-step CFG trajectory
+    by 0.025 relative MSE, ~17× what bf16 weights cost). The velocity keeps the model's dtype until
+    it is added to the state, as in the reference. ``noise_scale`` multiplies the initial noise: a
+    sampling temperature (1 is the reference's; below 1 the draws gather towards the conditional
+    mean, as Matcha-TTS's temperature does). ``origin`` [1, gen_frames, L], when given, is added to
+    it: the flow starts there, not at pure noise (see ``source_origin``). ``on_step(done, total)``
+    runs after every Euler step; raising there stops the solve. The module's text cache is neither
+    used nor touched: the request's state is its step context. ``graphs`` (the serving pipeline's,
+    for this DiT) runs the steps as CUDA graphs on CUDA, at its compute dtype; without it each step
+    is a plain ``prepare``/``step`` under the caller's autocast.
     """
-    spec = SolveSpec(
-        text=text, c_mask=c_mask, ref=ref, ref_mask=ref_mask, gen_frames=gen_frames, nfe=nfe,
-        cfg_strength=cfg_strength, sway_sampling_coef=sway_sampling_coef, t_grid=t_grid, seed=seed,
-        generator=generator, noise_scale=noise_scale, origin=origin, latent_dim=latent_dim, device=device,
-        dtype=dtype, on_step=on_step,
-    )  # fmt: skip
-    return solve(dit, spec, graphs)
+    return solve(dit, SolveSpec(**spec), graphs)
 
 
 def solve(dit: AuKTransformer, spec: SolveSpec, graphs: StepGraphs | None = None) -> torch.Tensor:

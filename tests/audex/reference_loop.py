@@ -21,7 +21,7 @@ from auk_app.audex.token_sampler import SampledStream, prompt_rows
 from auk_app.audex.tta import TTARVQPhaseMaskLogitsProcessor
 from auk_app.audex.vocab import AudexVocab
 from auk_app.progress import Progress, ShouldStop, silent
-from tests.audex.vllm_types import BatchUpdate, Params
+from tests.audex.vllm_types import BatchUpdate, Params, tta_rvq_args
 
 
 def sample_stream_eager(
@@ -45,7 +45,7 @@ def sample_stream_eager(
         mask = None
         if sampling.use_mask:
             mask = TTARVQPhaseMaskLogitsProcessor(None, state.token.device, False)
-            request = Params({"tta_rvq": vocab.tta_rvq_args(sampling.codec_cap)})
+            request = Params({"tta_rvq": tta_rvq_args(vocab, sampling.codec_cap)})
             mask.update_state(BatchUpdate(added=[(0, request, tuple(cond_ids), log.tokens)]))
         prompts = torch.tensor(rows, dtype=torch.long, device=state.token.device)
         started = perf_counter()

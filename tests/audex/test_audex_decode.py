@@ -13,6 +13,7 @@ from auk_app.audex.tta import TTARVQPhaseMaskLogitsProcessor
 from auk_app.progress import silent
 from tests.audex.runs import sampling
 from tests.audex.test_audex_tta_processor import END, PHASES, START, VOCAB, BatchUpdate, Params, tta
+from tests.audex.vllm_types import tta_rvq_args
 from tests.conftest import requires_cuda
 
 
@@ -38,7 +39,7 @@ def test_table_rows_on_the_demo_vocabulary(pipeline):
     assert not allowed[:, vocab.tokenizer_size:].any()
     processor = TTARVQPhaseMaskLogitsProcessor(None, "cpu", False)
     output = []
-    processor.update_state(BatchUpdate(added=[(0, Params({"tta_rvq": vocab.tta_rvq_args(8)}), [], output)]))
+    processor.update_state(BatchUpdate(added=[(0, Params({"tta_rvq": tta_rvq_args(vocab, 8)}), [], output)]))
     schedule = row_schedule(11, 8, "cpu")
     for position in range(11):
         assert torch.equal(torch.isfinite(processor.apply(torch.zeros(1, width))[0]), allowed[schedule[position]])

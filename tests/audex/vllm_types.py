@@ -26,3 +26,10 @@ class BatchUpdate:
     added: list = field(default_factory=list)
     removed: list = field(default_factory=list)
     moved: list = field(default_factory=list)
+
+
+def tta_rvq_args(vocab, codec_cap: int | None) -> dict:
+    """The contract's ``extra_args["tta_rvq"]`` for a request whose prompt ends with ``<audiogen_start>``
+    (:mod:`auk_app.audex.tta`), from an :class:`~auk_app.audex.vocab.AudexVocab`."""
+    return {"phase_token_ids": [list(ids) for ids in vocab.phase_token_ids], "start_tid": vocab.start_tid,
+            "end_tid": vocab.end_tid, "codec_cap": codec_cap, "start_in_prompt": True}
