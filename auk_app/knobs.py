@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from auk_app.audex import params
+from auk_app.audex.request import DECODED_SECONDS, TRAINED_SECONDS, AudexRequest
 from auk_app.config import Limits
 from auk_app.errors import AppError, InputError, KnobError
 from auk_app.validate import check_caption, check_flag, check_instruction, check_seed, is_real, is_whole, shown
@@ -309,10 +310,11 @@ EDIT = Knobs([
 AUDEX = Knobs([
     Knob("caption", None, check_caption, "The sound to make, e.g. \"Rain falling on a tin roof.\"", "Caption",
          "text"),
-    Knob("cfg", params.DEFAULT_CFG_SCALE, lambda value, limits: params.check_cfg_scale(value),
+    Knob("cfg", params.DEFAULT_CFG_SCALE, lambda value, limits: params.check_cfg_scale(value, "cfg"),
          "Guidance, 1–10; 3.0 recommended, 1 = no guidance.", "cfg", "number"),
-    Knob("max_seconds", None, _max_seconds, "The codec cap: 200 tokens a second; empty: the model's length.",
-         "Max seconds", "number"),
+    Knob("max_seconds", None, _max_seconds, f"The codec cap, 200 tokens a second: up to {params.MAX_SECONDS:g} s of "
+         f"tokens, of which the first {DECODED_SECONDS:g} s are decoded; empty: the model's length.", "Max seconds",
+         "number"),
     Knob("temperature", params.DEFAULT_TEMPERATURE, lambda value, limits: params.check_temperature(value),
          "0.0001–10; 1.0 recommended.", "Temperature", "number"),
     Knob("top_k", params.DEFAULT_TOP_K, lambda value, limits: params.check_top_k(value),
@@ -328,6 +330,19 @@ AUDEX = Knobs([
 def drawn_seed(values: Mapping[str, Any]) -> dict[str, Any]:
     """``values`` with ``seed`` None (a fresh draw) where ``randomize_seed`` asks for one."""
     return {**values, "seed": None} if check_flag(values.get("randomize_seed", True), "randomize_seed") else dict(values)
+
+def audex_request(values: Mapping[str, Any], limits: Limits, *, seconds: float = TRAINED_SECONDS) -> AudexRequest:
+    """The text-to-audio request of the API's knobs (:data:`AUDEX`; defaults for those left out,
+    ``seconds`` for an empty ``max_seconds``), with a drawn seed where ``randomize_seed`` asks for one;
+    InputError names a bad value by its API name."""
+    knobs = {**AUDEX.defaults(), **drawn_seed(values)}
+    checked = {name: AUDEX[name].check(knobs[name], limits) for name in AUDEX.names if name != "randomize_seed"}
+    max_seconds = checked["max_seconds"] or seconds
+    sampling = params.AudexSampling(caption=checked["caption"], limits=limits, cfg_scale=checked["cfg"],
+                                    codec_cap=params.codec_cap(max_seconds), temperature=checked["temperature"],
+                                    top_k=checked["top_k"], seed=checked["seed"])
+    return AudexRequest(sampling, max_seconds, checked["compare_unmasked"])
+
 
 # What /suggest_instruction takes: the edit's request as a person writes it, for whose model, of which clip.
 SUGGEST = Knobs([EDIT["audio"], EDIT["instruction"], EDIT["model"]])

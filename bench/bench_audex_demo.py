@@ -30,7 +30,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from auk_app.audex.request import AudexRequest  # noqa: E402
+from auk_app.knobs import audex_request  # noqa: E402
 from auk_app.service import Studio, StudioConfig  # noqa: E402
 from training import audex_measures as measures  # noqa: E402
 from training.audex_sounds import draw  # noqa: E402
@@ -47,7 +47,7 @@ def heldout_scenes(family: str, count: int, seed: int = HELDOUT_SEED):
 
 def run(studio: Studio, caption: str, seed: int, *, compare: bool = False):
     knobs = dict(caption=caption, seed=seed, randomize_seed=False, compare_unmasked=compare)
-    request = AudexRequest.from_knobs(knobs, studio.config.limits, seconds=studio.audex_seconds)
+    request = audex_request(knobs, studio.config.limits, seconds=studio.audex_seconds)
     return studio.text_to_audio(request)
 
 

@@ -33,9 +33,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from auk_app import demo
 from auk_app.auk.pipeline import AuKPipeline
 from auk_app.config import Limits
-from auk_app.demo import DEMO_DIR
 from auk_app.whole_file import edit_whole
 from training.long_recordings import noisy_speech, slow_tones
 from training.seams import control_points, seam_measures, seam_points
@@ -101,7 +101,8 @@ def _rss_mb(field: str) -> float:
 
 def memory_child(seconds: float) -> dict:
     """In this process: the volume edit's peak memory above what it held before (see the module docstring)."""
-    pipeline = AuKPipeline(DEMO_DIR, limits=Limits(), device="cpu")
+    demo.register()
+    pipeline = AuKPipeline(demo.DEMO_DIR, limits=Limits(), device="cpu")
     audio, _ = recording("volume", seconds)
     edit_whole(pipeline, slow_tones(15, seed=1), RATE, TASKS["volume"], seed=SEED)  # loads and warms up
     before = _rss_mb("VmRSS")
@@ -135,7 +136,8 @@ def main(argv: list[str] | None = None) -> None:
         print(json.dumps(memory_child(args.memory_child)))
         return
     began = time.perf_counter()
-    pipeline = AuKPipeline(DEMO_DIR, limits=Limits(), device="cpu")
+    demo.register()
+    pipeline = AuKPipeline(demo.DEMO_DIR, limits=Limits(), device="cpu")
     per_minute, seams = speed(pipeline, args.minutes, args.repeats)
     result = {
         "date": datetime.date.today().isoformat(), "device": "cpu", "cpu_cores": os.cpu_count(),

@@ -51,11 +51,12 @@ def codec_cap(max_seconds: Any) -> int:
     return max(NUM_PHASES, min(MAX_CODEC_CAP, frames * NUM_PHASES))
 
 
-def check_cfg_scale(value: Any) -> float:
+def check_cfg_scale(value: Any, name: str = "cfg_scale") -> float:
+    """Guidance within CFG_RANGE; ``name`` is what the caller calls it (the app's API: ``cfg``)."""
     low, high = CFG_RANGE
     if not (is_real(value) and low <= value <= high):
         raise InputError(
-            f"cfg_scale must be between {low} and {high}; got {shown(value)}. "
+            f"{name} must be between {low} and {high}; got {shown(value)}. "
             "Use 3.0 (the recommended value), or 1.0 to turn guidance off."
         )
     return float(value)

@@ -7,15 +7,11 @@ frames (10 s), the length the released model was trained on.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from auk_app.audex.params import FRAME_RATE_HZ, AudexSampling, codec_cap
+from auk_app.audex.params import FRAME_RATE_HZ, AudexSampling
 from auk_app.audex.rvq import MAX_TTA_FRAMES
-from auk_app.config import Limits
-from auk_app.knobs import AUDEX, drawn_seed
-from auk_app.validate import check_seed
 
 if TYPE_CHECKING:
     from auk_app.audex.pipeline import AudexResult
@@ -28,23 +24,11 @@ TRAINED_SECONDS = 10.0  # the released model's clip length: the default request
 class AudexRequest:
     """One text-to-audio request: the masked run's :class:`AudexSampling` (the one checked type of
     its knobs), the length asked for, and whether to also run the same seed without the RVQ phase
-    mask, to show what the mask prevents."""
+    mask, to show what the mask prevents. Built from the API's knobs by :func:`auk_app.knobs.audex_request`."""
 
     sampling: AudexSampling
     max_seconds: float
     compare_unmasked: bool = False
-
-    @classmethod
-    def from_knobs(cls, values: Mapping[str, Any], limits: Limits, *, seconds: float = TRAINED_SECONDS) -> AudexRequest:
-        """The request of the API's knobs (:data:`auk_app.knobs.AUDEX`; defaults for those left out,
-        ``seconds`` for an empty ``max_seconds``), with a drawn seed where ``randomize_seed`` asks for
-        one; InputError names a bad value."""
-        knobs = {**AUDEX.defaults(), **drawn_seed(values)}
-        max_seconds = AUDEX["max_seconds"].check(knobs["max_seconds"], limits) or seconds
-        sampling = AudexSampling(caption=knobs["caption"], limits=limits, cfg_scale=knobs["cfg"],
-                                 codec_cap=codec_cap(max_seconds), temperature=knobs["temperature"],
-                                 top_k=knobs["top_k"], seed=check_seed(knobs["seed"]))
-        return cls(sampling, max_seconds, AUDEX["compare_unmasked"].check(knobs["compare_unmasked"], limits))
 
     @property
     def caption(self) -> str:

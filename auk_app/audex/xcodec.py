@@ -18,7 +18,7 @@ from transformers import XcodecConfig, XcodecModel
 from transformers.initialization import no_init_weights
 
 from auk_app.audex.rvq import frames_to_codes
-from auk_app.auk.registry import audex_codec_class
+from auk_app.audex.codecs import codec_class
 from auk_app.errors import CheckpointError
 from auk_app.resolve import XCODEC_FILES
 from auk_app.weights import load_strict, read_safetensors
@@ -30,7 +30,7 @@ def load_xcodec(xcodec_dir: str | Path, *, device: torch.device | str) -> Any:
     """Build ``XcodecModel`` from ``config.json`` and load ``model.safetensors`` strictly, float32.
 
     A config with a ``codec`` field names another codec of XCodec1's interface in
-    :data:`auk_app.auk.registry.AUDEX_CODECS` (the demo's event codec), imported only then; its
+    :data:`auk_app.audex.codecs.CODECS` (the demo's event codec), imported only then; its
     weights load with the same strict check.
 
     Raises CheckpointError naming missing files or missing/unexpected/mis-shaped keys.
@@ -68,7 +68,7 @@ def _codec_name(config_file: Path) -> str | None:
 
 def _load_registered(name: str, config_file: Path, weights_file: Path, device: torch.device | str) -> Any:
     try:
-        cls = audex_codec_class(name)
+        cls = codec_class(name)
         config = json.loads(config_file.read_text(encoding="utf-8"))
         codec = cls.from_config(config)
     except (ValueError, KeyError, TypeError) as exc:

@@ -5,21 +5,25 @@
 * :mod:`auk_app.demo.event_codec`: Audex-Tiny's parametric event codec (XCodec1's interface);
 * :mod:`auk_app.demo.audex_snapshot`: where Audex-Tiny lives, and a tiny random snapshot for the tests.
 
-Importing the package enters its codecs and MiniLM in :mod:`auk_app.auk.registry` by the names a
-checkpoint config gives them (``harmonic_noise``, ``minilm``, ``audex_events``), exactly as the
-released VAE, Qwen2.5-Omni and XCodec1 are; their modules load when a checkpoint uses them. Whatever
-reads AuK-Tiny finds it here (:data:`DEMO_DIR`), so the names are entered first; nothing on a
-release's path imports this package.
+:func:`register` enters its codecs and MiniLM by the names a checkpoint config gives them
+(``harmonic_noise``, ``minilm``, ``audex_events``), in :mod:`auk_app.auk.registry` and
+:mod:`auk_app.audex.codecs`, exactly as the released VAE, Qwen2.5-Omni and XCodec1 are; their
+modules load when a checkpoint uses them. Whatever reads AuK-Tiny (:data:`DEMO_DIR`) or Audex-Tiny
+calls it first (the Studio does); nothing on a release's path imports this package.
 """
 
 from pathlib import Path
 
+from auk_app.audex import codecs as audex_codecs
 from auk_app.auk import registry
 
 DEMO_DIR = Path(__file__).resolve().parents[2] / "assets" / "AuK-Tiny"  # AuK-Tiny, always shipped
 
-registry.register(
-    codecs={"harmonic_noise": "auk_app.demo.harmonic_codec:HarmonicNoiseCodec"},
-    audex_codecs={"audex_events": "auk_app.demo.event_codec:EventCodec"},
-    text_encoders={"minilm": registry.TextEncoderKind("auk_app.demo.minilm:MiniLMConditioner", reads_audio=False)},
-)
+
+def register() -> None:
+    """Enter the demo's kinds by name; again changes nothing."""
+    registry.register(
+        codecs={"harmonic_noise": "auk_app.demo.harmonic_codec:HarmonicNoiseCodec"},
+        text_encoders={"minilm": registry.TextEncoderKind("auk_app.demo.minilm:MiniLMConditioner", reads_audio=False)},
+    )
+    audex_codecs.register({"audex_events": "auk_app.demo.event_codec:EventCodec"})

@@ -63,7 +63,7 @@ def test_models_and_pipelines_do_not_import_the_app_layer():
     app_layer = {f"auk_app.{p.stem}" for p in PACKAGE.glob("*.py")} - {
         "auk_app.config", "auk_app.errors", "auk_app.dsp", "auk_app.runtime", "auk_app.weights", "auk_app.audio_io",
         "auk_app.validate", "auk_app.resolve", "auk_app.progress", "auk_app.urls", "auk_app.bounded_reads",
-        "auk_app.__init__", "auk_app.knobs",
+        "auk_app.__init__", "auk_app.knobs", "auk_app.plugins",
     } | {f"auk_app.ui.{p.stem}" for p in UI_PACKAGE.glob("*.py")} | {"auk_app.ui"}
     for path in [*PACKAGE.glob("auk/*.py"), *PACKAGE.glob("audex/*.py")]:
         assert not (_modules(path) & app_layer), path
@@ -116,3 +116,24 @@ def test_the_cycle_finder_finds_one():
 def test_no_module_imports_itself_round_a_circle():
     """No import circles, deferred imports included: each module can be read bottom up."""
     assert _cycle(_import_graph()) is None
+
+
+def _room(module: str) -> str:
+    """The room a module stands in: a top-level module, or a whole subpackage (auk/, audex/, ui/ …)."""
+    return ".".join(module.split(".")[:2])
+
+
+def test_rooms_import_one_way():
+    """Taken room by room (a subpackage as one room), the imports, string imports included, have no
+    circle: every room stands above all it imports, so no arrow runs back up a layer."""
+    rooms: dict[str, set[str]] = {}
+    for module, imported in _import_graph().items():
+        rooms.setdefault(_room(module), set()).update(_room(m) for m in imported)
+    rooms = {room: targets - {room} for room, targets in rooms.items()}
+    assert _cycle(rooms) is None
+
+
+def test_auk_and_audex_import_nothing_of_each_other():
+    for own, other in (("auk", "audex"), ("audex", "auk")):
+        for path in PACKAGE.glob(f"{own}/*.py"):
+            assert not {m for m in _modules(path) if m.startswith(f"auk_app.{other}.")}, path

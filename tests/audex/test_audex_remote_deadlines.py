@@ -179,7 +179,7 @@ def test_a_run_that_never_ends_meets_the_request_deadline(server):
 def test_a_request_with_a_comparison_run_shares_one_deadline(server, monkeypatch):
     """compare_unmasked makes two runs; each with its own deadline would let a request hold the model slot
     twice as long. Here each run (about 1 s) fits the 1.6 s deadline, both together do not."""
-    from auk_app.audex.request import AudexRequest
+    from auk_app.knobs import audex_request
     from auk_app.service import Studio, StudioConfig
     from tests.conftest import REPO
 
@@ -199,7 +199,7 @@ def test_a_request_with_a_comparison_run_shares_one_deadline(server, monkeypatch
 
     pipeline = Pipeline()
     monkeypatch.setattr(studio, "audex", lambda: pipeline)
-    request = AudexRequest.from_knobs(dict(caption="rain", max_seconds=1.0, compare_unmasked=True), studio.config.limits)
+    request = audex_request(dict(caption="rain", max_seconds=1.0, compare_unmasked=True), studio.config.limits)
     message, took = _timed(lambda: studio.text_to_audio(request))
     assert asked == [200 + 1 + 200]  # both runs' tokens: the masked one's cap and end token, the comparison's cap
     assert runs == ["masked", "unmasked"] and "within its 1.6 s deadline (test; hit during the run (" in message

@@ -23,6 +23,7 @@ from auk_app.audex.remote import EngineError
 from auk_app.audex.request import AudexRequest
 from auk_app.config import Limits
 from auk_app.errors import Cancelled
+from auk_app.knobs import audex_request
 from auk_app.service import AUDEX_COMPARISON_RUN, Studio, StudioConfig
 from tests.ports import free_port
 
@@ -44,7 +45,7 @@ def remote(vllm_server) -> Studio:
 
 
 def _greedy(caption: str, cfg: float) -> AudexRequest:
-    return AudexRequest.from_knobs(dict(caption=caption, cfg=cfg, max_seconds=1.0, top_k=1, seed=0,
+    return audex_request(dict(caption=caption, cfg=cfg, max_seconds=1.0, top_k=1, seed=0,
                                         randomize_seed=False), LIMITS)
 
 
@@ -52,7 +53,7 @@ def _long_run(compare_unmasked: bool = True) -> AudexRequest:
     """A greedy half-second beep and its comparison run without the mask. Unmasked, Audex-Tiny writes
     a code where the end belongs, so that run never ends by itself: 4,000 tokens a member, to the
     codec cap, a stream long enough to stop or break mid-way however slowly this process is served."""
-    return AudexRequest.from_knobs(dict(caption="A 440 Hz tone for 0.5 seconds.", max_seconds=20.0, top_k=1, seed=0,
+    return audex_request(dict(caption="A 440 Hz tone for 0.5 seconds.", max_seconds=20.0, top_k=1, seed=0,
                                         compare_unmasked=compare_unmasked, randomize_seed=False), LIMITS)
 
 
@@ -76,7 +77,7 @@ def test_eight_concurrent_users_each_get_their_own_stream(local, remote):
 
 
 def test_sampled_streams_are_phase_valid_and_pairs_identical_over_many_seeds(remote):
-    requests = [AudexRequest.from_knobs(dict(caption=CAPTIONS[seed % 8], cfg=3.0, max_seconds=1.0, seed=seed,
+    requests = [audex_request(dict(caption=CAPTIONS[seed % 8], cfg=3.0, max_seconds=1.0, seed=seed,
                                              randomize_seed=False), LIMITS) for seed in range(16)]
     with ThreadPoolExecutor(8) as pool:  # EngineError here would mean a pair drifted apart
         results = list(pool.map(lambda r: remote.text_to_audio(r).result, requests))
@@ -93,7 +94,7 @@ def test_the_mask_is_what_makes_server_streams_valid(remote):
     Audex-Tiny keeps the phases by itself while the sound lasts, and where it ends, unmasked, it
     writes a code where the end belongs; only the mask keeps the stream valid. (Sampled, some
     captions end by themselves unmasked: 12 % of the bench's unmasked runs are valid.)"""
-    made = remote.text_to_audio(AudexRequest.from_knobs(dict(caption="A 440 Hz tone for 0.5 seconds.", max_seconds=3.0,
+    made = remote.text_to_audio(audex_request(dict(caption="A 440 Hz tone for 0.5 seconds.", max_seconds=3.0,
                                                              top_k=1, seed=0, compare_unmasked=True,
                                                              randomize_seed=False), LIMITS))
     assert made.result.report["phase_valid"] and made.result.report["end_reason"] == "end_token"

@@ -251,13 +251,20 @@ def test_loading_a_release_imports_nothing_of_the_demo(tmp_path, layout):
     assert done.stdout.strip().splitlines()[-1] == "[]"
 
 
-def test_whatever_reads_auk_tiny_by_its_folder_has_its_kinds_registered():
-    """A fresh process that imports the long-recording bench (or the docs' snippet's imports) can
-    load AuK-Tiny: the demo's codec and text encoder enter the registry with ``DEMO_DIR``."""
+def test_the_demo_enters_its_kinds_when_asked_and_the_docs_snippet_loads_auk_tiny():
+    """Importing the demo package enters nothing; ``demo.register()`` enters AuK-Tiny's codec and text
+    encoder and Audex-Tiny's codec (twice changes nothing), and the long-recordings page's snippet,
+    run as written in a fresh process, loads AuK-Tiny by its folder."""
+    import re
     import subprocess
     import sys
 
-    probe = ("import bench.bench_long, auk_app.auk.registry as r; "
-             "assert {'harmonic_noise'} <= set(r.CODECS) and 'minilm' in r.TEXT_ENCODERS, r.CODECS")
+    probe = ("import auk_app.demo as d, auk_app.auk.registry as r, auk_app.audex.codecs as c; "
+             "assert 'harmonic_noise' not in r.CODECS and 'audex_events' not in c.CODECS; d.register(); d.register(); "
+             "assert 'harmonic_noise' in r.CODECS and 'minilm' in r.TEXT_ENCODERS and 'audex_events' in c.CODECS")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    snippet = re.search(r"```python\n(.*?)\nresult = ", (REPO / "docs" / "long-recordings.md").read_text(), re.S).group(1)
+    snippet += "\nassert pipeline.checkpoint.codec_config.__class__.__name__ == 'HarmonicCodecConfig'"
+    done = subprocess.run([sys.executable, "-c", snippet], capture_output=True, text=True, timeout=120, cwd=REPO)
     assert done.returncode == 0, done.stderr[-2000:]

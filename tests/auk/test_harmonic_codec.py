@@ -232,7 +232,7 @@ def test_codec_key_and_setting_errors_are_named(tmp_path, codec):
 
     config["vae"]["codec"] = "mp3"
     (tmp_path / "config.json").write_text(json.dumps(config))
-    with pytest.raises(CheckpointError, match=r"vae.codec must be one of .*import auk_app.demo"):
+    with pytest.raises(CheckpointError, match=r"vae.codec must be one of .*auk_app.demo.register\(\)"):
         load_auk_checkpoint(tmp_path)
 
 
