@@ -407,27 +407,6 @@ def task(key: str) -> Task:
 # ----------------------------------------------------------------------------- what a model was trained for
 
 
-def _template_pattern(template: str) -> re.Pattern:
-    """A cookbook template as a whole-text pattern: its literal words, any text in each {field}."""
-    parts = re.split(r"\{\w+\}", template)
-    return re.compile("(?:.+?)".join(re.escape(re.sub(r"\s+", " ", part)) for part in parts), re.IGNORECASE)
-
-
-# Most literal wording first: "Remove '{text}'." also matches the whole of "Remove 'a' before 'b'.".
-_TEMPLATE_PATTERNS = [
-    (key, _template_pattern(text))
-    for key, text in sorted(((key, text) for key, pair in TEMPLATES.items() for text in set(pair)),
-                            key=lambda item: -len(re.sub(r"\{\w+\}", "", item[1])))
-]
-
-
-def template_key(instruction: str) -> str | None:
-    """The TEMPLATES key (``"pitch"``, ``"enhance:Remove noise"``) whose wording, English or Chinese,
-    ``instruction`` follows with its fields filled; None for free wording, which names no task for sure."""
-    text = " ".join((instruction or "").split())
-    return next((key for key, pattern in _TEMPLATE_PATTERNS if pattern.fullmatch(text)), None)
-
-
 def supports(tasks: tuple[str, ...] | None, key: str) -> bool:
     """Whether a model trained for ``tasks`` (None: every task) covers ``key``, a task or "task:template"."""
     return tasks is None or key in tasks or key.split(":", 1)[0] in tasks

@@ -26,9 +26,11 @@ from dataclasses import dataclass, field
 from auk_app.instructions import EN, LANGUAGES, TASKS, TASKS_BY_KEY, TEMPLATES, ZH, ZH_WORDS, supports, task
 from auk_app.wording import CJK, digits, normalise, plain, quoted_spans
 
-# Tasks outside the cookbook that a checkpoint may declare (its config's ``capabilities.tasks``):
-# a name, and the wording it was trained on (AuK-Tiny's text to tone, training/instructions.py).
-EXTRA_TASKS = {"sine_tone": ("Sine tone (text to tone)", "Generate a {amount} Hz sine tone.")}
+# Tasks outside the cookbook: a name, and the wording a checkpoint that declares the task (its config's
+# ``capabilities.tasks``) was trained on: AuK-Tiny's text to tone (training/instructions.py), and the
+# trimming of silence at the ends, which the edit check measures and no model declares (no wording).
+EXTRA_TASKS = {"sine_tone": ("Sine tone (text to tone)", "Generate a {amount} Hz sine tone."),
+               "trim_silence": ("Silence trimming", None)}
 Fields = Mapping[str, str]
 
 
@@ -61,7 +63,7 @@ class Recognised:
         None while a field its template needs was not found."""
         language = language or self.language
         if self.task in EXTRA_TASKS:
-            template = EXTRA_TASKS[self.task][1]  # trained in English only
+            template = EXTRA_TASKS[self.task][1] or ""  # trained in English only, if at all
         else:
             template = TEMPLATES.get(self.key, ("",) * 2)[LANGUAGES.index(language)]
         needed = re.findall(r"\{(\w+)\}", template)
@@ -87,6 +89,13 @@ def recognise(text: str) -> Recognised | None:
     return None
 
 
+def cookbook_key(text: str) -> str | None:
+    """The template key ("pitch", "enhance:Remove noise") of a request in a cookbook template's
+    wording, punctuation aside; None for free wording."""
+    found = _template(Request(text))
+    return None if found is None else Recognised(*found).key
+
+
 def rewrite(text: str, language: str | None = None) -> str | None:
     """The cookbook instruction for a free-form request, in ``language`` (default: the request's),
     or None when the task or one of its fields is not recognised for sure."""
@@ -94,23 +103,29 @@ def rewrite(text: str, language: str | None = None) -> str | None:
     return None if found is None else found.instruction(language)
 
 
-def untrained(instruction: str, tasks: tuple[str, ...] | None, languages: tuple[str, ...]) -> list[str]:
-    """What in ``instruction`` a model trained for ``tasks`` (None: the cookbook's) and ``languages``
-    never saw, as phrases ("Pitch", "Chinese instructions"): the task the request asks for, in any
-    wording, when the model lacks it, and Chinese outside quotes on an English-only model."""
+def language_of(text: str) -> str:
+    """The request's own language: Chinese when it has Chinese outside its quotes."""
+    return Request(text).language
+
+
+def untrained(found: Recognised | None, language: str, tasks: tuple[str, ...] | None,
+              languages: tuple[str, ...]) -> list[str]:
+    """What a request (what the recogniser ``found`` in it, in ``language``) asks of a model trained
+    for ``tasks`` (None: the cookbook's) and ``languages`` that it never saw, as phrases ("Pitch",
+    "Chinese instructions"): the task, in any wording, when the model lacks it (a task outside the
+    cookbook counts only where the model declares it), and Chinese on an English-only model."""
     gaps = []
-    found = recognise(instruction or "")
-    if found is not None and not supports(tasks, found.key):
+    if found is not None and not (supports(tasks, found.key) and (found.task not in EXTRA_TASKS or tasks is not None)):
         gaps.append(found.name)
-    if ZH not in languages and Request(instruction or "").language == ZH:
+    if ZH not in languages and language == ZH:
         gaps.append("Chinese instructions (it reads English only)")
     return gaps
 
 
-def unmatched(instruction: str, tasks: tuple[str, ...] | None, label: str) -> list[str]:
-    """The sentence for a request that reads as no task at all, naming what the model ``label``
-    (trained for ``tasks``, None: the cookbook's) was trained for and the fix; [] otherwise."""
-    if not (instruction or "").strip() or recognise(instruction) is not None:
+def unmatched(found: Recognised | None, tasks: tuple[str, ...] | None, label: str) -> list[str]:
+    """The sentence for a request that reads as no task at all (``found`` None), naming what the model
+    ``label`` (trained for ``tasks``, None: the cookbook's) was trained for and the fix; [] otherwise."""
+    if found is not None:
         return []
     if tasks is None:
         trained = f"for the {len(TASKS)} tasks of the instruction builder"
@@ -197,7 +212,7 @@ def _loose(template: str, task_key: str) -> re.Pattern:
 # Most literal wording first: "Remove '{text}'." also fits the whole of "Remove 'a' before 'b'.".
 _TEMPLATE_PATTERNS = sorted(
     [(key, _loose(text, key.partition(":")[0])) for key, pair in TEMPLATES.items() for text in set(pair)]
-    + [(key, _loose(text, key)) for key, (_, text) in EXTRA_TASKS.items()],
+    + [(key, _loose(text, key)) for key, (_, text) in EXTRA_TASKS.items() if text],
     key=lambda item: -len(re.sub(r"\{\w+\}|\W", "", item[1].pattern)))
 
 
@@ -225,7 +240,8 @@ def _template(request: Request) -> tuple[str, dict[str, str]] | None:
 Q = r"«(\d+)»"  # a quoted span in ``Request.bare``
 _KEEP = (r"\b(?:keep|keeping|only|isolate|isolating|extract|extracting|separate|pull out|leave|just|solo|preserve|"
          r"except|retain|single out|get)\b|保留|只要|只留|提取|分离|留下|单独")
-_REMOVE = (r"\b(?:remove|removing|delete|deleting|cut|cutting|drop|omit|erase|take out|get rid of|eliminate|strip|"
+_REMOVE = (r"\b(?:remove|removing|delete|deleting|cut|cutting|drop|omit|erase|take(?: \w+){0,4}? out|get rid of|"
+           r"eliminate|strip|"
            r"kill|clean|cleaning|suppress\w*|reduce|reducing|minimi[sz]e|lose|mute|without|no more|no|less|"
            r"filter(?:ing)? out|edit out|lower|dry|fix|fixing|repair|undo)\b|去掉|去除|删掉|删除|删去|消除|清除|"
            r"减少|降低|不要|没有|去|除")
@@ -289,7 +305,7 @@ def _replaced(r: Request) -> dict | None:
     match = re.search(r"\b(?:replace|change|swap)\s+(?:the\s+)?(?:word|words|phrase|name)\s+(.+?)\s+"
                       r"(?:with|to|for|into)\s+(?:the\s+)?(?:word\s+)?(.+?)[.!]*$", r.text, re.IGNORECASE) \
         or re.search(r"把(.+?)(?:改成|换成|改为|替换成|替换为|变成)(.+?)[.!]*$", r.text)
-    if match and not re.search(_ZH_ASPECT, match.group(1)) and not re.search(r"\d", match.group(2)):
+    if match and not re.search(_ZH_ASPECT, match.group(1) + match.group(2)) and not re.search(r"\d", match.group(2)):
         return {"original": match.group(1).strip(), "text": match.group(2).strip()}
     return None
 
@@ -425,6 +441,16 @@ def _enhance(r: Request) -> dict | None:
     return None
 
 
+_SILENCE = (r"\b(?:silen\w*|pauses?|dead air|gaps? of nothing|empty (?:space|bits?))\b|静音|空白|停顿|无声")
+
+
+def _trim_silence(r: Request) -> dict | None:
+    """Silence cut from the ends: a silence cue beside a removal or trimming verb (not an added pause)."""
+    if not r.find(_SILENCE) or _added_to(r, _SILENCE):
+        return None
+    return {} if r.find(rf"{_REMOVE}|\b(?:trim\w*|shorten)\b|剪掉|裁掉|切掉") else None
+
+
 _VOCALS = (r"\b(?:vocals?|singing|singer'?s?|sung|a ?cappella|acapella|voice track|vox)\b|人声|歌声|清唱|唱歌|演唱")
 _MUSIC = (r"\b(?:music|musical|instrument\w*|accompaniment|backing(?: track)?|band|beats?|bgm|karaoke|guitars?|"
           r"piano|drums?|bass)\b|伴奏|音乐|乐器|背景音乐")
@@ -497,10 +523,16 @@ def _interval(r: Request) -> float | None:
     return 12.0 if r.find("八度") else _number(r.find(rf"\bby\s+{N}\b"))
 
 
+# "Keep the pitch, make it 6 dB quieter": the pitch named only as what stays.
+_PITCH_KEPT = (r"\b(?:keep|keeping|preserve|preserving|maintain|maintaining|without changing|same)\s+(?:the\s+|its\s+)?"
+               r"(?:same\s+|original\s+)?(?:pitch|key)\b|(?:保持|不改变|不变)(?:原来的)?(?:音调|音高)")
+
+
 def _pitch(r: Request) -> dict | None:
-    if not r.find(_PITCH):
+    interval = _interval(r)
+    if not r.find(_PITCH) or (interval is None and r.find(_PITCH_KEPT)):
         return None
-    direction, size = _signed(r, _interval(r), _PITCH_UP, _PITCH_DOWN)
+    direction, size = _signed(r, interval, _PITCH_UP, _PITCH_DOWN)
     return {"mode": {1: "Raise", -1: "Lower"}.get(direction), "amount": None if size is None else plain(size)}
 
 
@@ -531,8 +563,8 @@ def _speed(r: Request) -> dict | None:
     return {"amount": None if value is None or value <= 0 else plain(value)}
 
 
-_VOLUME = (r"\b(?:volume|loud\w*|quiet\w*|soft(?:er|ly)?|gain|level|amplif\w*|attenuat\w*|db|decibels?)\b|"
-           r"音量|大声|小声|响度|分贝|增益|声音(?:大|小|调大|调小|放大|减小)")
+_VOLUME = (r"\b(?:volume|loud\w*|quiet\w*|soft(?:er|ly)?|gain|level|amplif\w*|attenuat\w*|decibels?)\b|"
+           rf"(?<![a-z])db{_UNIT_END}|音量|大声|小声|响度|分贝|增益|声音(?:大|小|调大|调小|放大|减小)")
 _VOLUME_UP = r"\b(?:louder|increase|raise|boost|up|amplify|higher|more|lift|pump|gain)\b|大|增|升|提高|调高|放大|加大"
 _VOLUME_DOWN = (r"\b(?:quieter|softer|decrease|lower|reduce|down|cut|attenuate|less|drop|dim|lessen)\b|小|降|减|"
                 r"调低|压低")
@@ -652,6 +684,7 @@ DETECTORS: tuple[tuple[str, Callable[[Request], dict | None]], ...] = (
     ("zero_shot_tts", _zero_shot_tts),
     ("instruct_tts", _instruct_tts),
     ("enhance", _enhance),
+    ("trim_silence", _trim_silence),
     ("sine_tone", _sine_tone),
     ("pitch", _pitch),
     ("speed", _speed),

@@ -17,13 +17,12 @@ import unicodedata
 
 _DOUBLE_QUOTES = "“”„‟「」『』«»＂〝〞"
 _SINGLE_QUOTES = "‘’‚‛"
+CJK = "\u3400-\u9fff\uf900-\ufaff"
 _TRANSLATE = str.maketrans({**{q: '"' for q in _DOUBLE_QUOTES}, **{q: "'" for q in _SINGLE_QUOTES},
                             "。": ".", "、": ",", "｡": ".", "−": "-", "–": "-", "—": " - "})
-CJK = "\u3400-\u9fff\uf900-\ufaff"
-
-# A quoted span: "…", or '…' opened where no letter precedes and closed where none follows; inside
-# it, a ' before a letter is an apostrophe ('don't').
-_QUOTED = re.compile(r'"([^"]+)"|(?<![\w])\'((?:[^\']|\'(?=[a-z]))+?)\'(?![a-z])', re.IGNORECASE)
+# A quoted span: "…", or '…' opened where no letter precedes (a Chinese character may: 删掉'at seven')
+# and closed where none follows; inside it, a ' before a letter is an apostrophe ('don't').
+_QUOTED = re.compile(rf'"([^"]+)"|(?<![^\W{CJK}])\'((?:[^\']|\'(?=[a-z]))+?)\'(?![a-z])', re.IGNORECASE)
 
 _UNITS = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
           "sixteen seventeen eighteen nineteen").split()

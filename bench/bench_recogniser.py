@@ -19,10 +19,10 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from auk_app import demo
 from auk_app.auk.checkpoint import Capabilities, read_auk_checkpoint
 from auk_app.instructions import ZH, supports
-from auk_app.recognise import Request, recognise, unmatched, untrained
-from auk_app.service import DEMO_DIR
+from auk_app.recognise import language_of, recognise, unmatched, untrained
 
 HELDOUT = Path(__file__).resolve().parent / "data" / "recogniser_heldout.tsv"
 NONE = "none"
@@ -67,10 +67,11 @@ def score(case: Case, capabilities: Capabilities, label: str = "the demo") -> Sc
     fields = {} if found is None else dict(found.fields)
     fields_right = all(fields.get(name) and (value == ANY or fields[name] == value)
                        for name, value in case.fields.items())
-    warned = bool(untrained(case.wording, capabilities.tasks, capabilities.languages)
-                  or unmatched(case.wording, capabilities.tasks, label))
+    language = language_of(case.wording)
+    warned = bool(untrained(found, language, capabilities.tasks, capabilities.languages)
+                  or unmatched(found, capabilities.tasks, label))
     should_warn = (case.expected == NONE or not supports(capabilities.tasks, case.expected)
-                   or (ZH not in capabilities.languages and Request(case.wording).language == ZH))
+                   or (ZH not in capabilities.languages and language == ZH))
     return Scored(case, key, fields, key == case.expected, key == case.expected and fields_right, warned,
                   warned == should_warn)
 
@@ -106,8 +107,9 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=HELDOUT)
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
-    demo = read_auk_checkpoint(DEMO_DIR)
-    scored = [score(case, demo.capabilities, demo.name) for case in load(args.data)]
+    demo.register()
+    tiny = read_auk_checkpoint(demo.DEMO_DIR)
+    scored = [score(case, tiny.capabilities, tiny.name) for case in load(args.data)]
     summary = summarize(scored)
     print(table(summary))
     missed = misses(scored)

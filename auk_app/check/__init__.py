@@ -6,16 +6,16 @@
     result.to_manifest()   # {"task": "volume", "asked": -6.0, "got": -5.9, "unit": "dB", "tolerance": 1.0, "pass": True, …}
     best = rank(checks)[0]  # of several candidates
 
-Targets come from ``targets`` (builder fields, cookbook templates, free text), numbers from
+Targets come from ``targets`` (what the recogniser found in the instruction), numbers from
 ``measures`` (pyloudnorm, librosa's pYIN and trim), the record and ranking from ``result``.
 """
 
 from auk_app.check.checks import check
-from auk_app.check.measures import Clip, keep_similarity, warm_up
+from auk_app.check.measures import Clip, SharedClip, keep_similarity, warm_up
 from auk_app.check.result import KEEP_MIN, EditCheck, rank, unmeasured
-from auk_app.check.targets import MEASURED, UNMEASURED, Target, target_from_fields, target_from_text, template_fields
+from auk_app.check.targets import MEASURED, UNMEASURED, Target, target_from_text, target_of
 
 __all__ = [
-    "KEEP_MIN", "MEASURED", "UNMEASURED", "Clip", "EditCheck", "Target", "check", "keep_similarity", "rank",
-    "target_from_fields", "target_from_text", "template_fields", "unmeasured", "warm_up",
+    "KEEP_MIN", "MEASURED", "UNMEASURED", "Clip", "EditCheck", "SharedClip", "Target", "check", "keep_similarity", "rank",
+    "target_from_text", "target_of", "unmeasured", "warm_up",
 ]

@@ -44,9 +44,9 @@ import torch
 from safetensors import safe_open
 
 from auk_app.check.result import AT_MOST, EditCheck, unmeasured
-from auk_app.check.targets import template_fields
 from auk_app.check.wer import error_rate, is_cjk, normalize
 from auk_app.errors import CheckpointError
+from auk_app.recognise import Recognised
 
 CONTENT = "content"
 WER_TOLERANCE = 0.2
@@ -208,20 +208,19 @@ class ContentTarget:
         return apply_word_edit(source_transcript, self.mode or "Replace", self.original, self.text)
 
 
-def content_target(instruction: str) -> ContentTarget | None:
-    """The content target of an instruction that follows a cookbook template for zero-shot or
-    instruct TTS ('Say the following with the same voice: "{text}"') or a word edit ("Replace
-    '{original}' with '{text}'.", "把‘{original}’改成‘{text}’", lyric edits); None otherwise."""
-    parsed = template_fields(instruction)
-    if parsed is None:
+def content_target(found: Recognised | None) -> ContentTarget | None:
+    """The content target of a recognised request for zero-shot or instruct TTS (the text to speak) or
+    a word edit (the words replaced, added or removed, and where); None for any other request, or
+    one whose words were not found."""
+    if found is None or not found.fields.get("text"):
         return None
-    key, fields = parsed
-    if key in TTS_TASKS:
-        return ContentTarget(key, fields["text"].strip())
-    if key == "content_edit":
-        return ContentTarget(key, fields["text"].strip(), fields.get("original", "").strip(), fields["mode"])
-    if key == "lyric_edit":
-        return ContentTarget(key, fields["text"].strip(), fields["original"].strip(), "Replace")
+    fields = found.fields
+    if found.task in TTS_TASKS:
+        return ContentTarget(found.task, fields["text"].strip())
+    if found.task == "content_edit" and fields.get("mode"):
+        return ContentTarget(found.task, fields["text"].strip(), (fields.get("original") or "").strip(), fields["mode"])
+    if found.task == "lyric_edit" and fields.get("original"):
+        return ContentTarget(found.task, fields["text"].strip(), fields["original"].strip(), "Replace")
     return None
 
 
@@ -285,14 +284,15 @@ def score_transcript(target_text: str, heard: str, *, unedited_text: str | None 
     return EditCheck(CONTENT, 0.0, rate, unit, WER_TOLERANCE, passed, note, AT_MOST)
 
 
-def check_content(transcriber: Transcriber, instruction: str, result_16k: np.ndarray,
+def check_content(transcriber: Transcriber, found: Recognised | None, result_16k: np.ndarray,
                   source_16k: np.ndarray | None = None) -> EditCheck:
-    """The content check for an instruction: TTS against its text; a word edit against the
+    """The content check of a recognised request: TTS against its text; a word edit against the
     source's transcript with the edit applied (the source is transcribed too). Unmeasured, with
-    the reason, where the instruction has no target text or the edit does not fit the source."""
-    target = content_target(instruction)
+    the reason, where the request has no target text or the edit does not fit the source."""
+    target = content_target(found)
     if target is None:
-        return unmeasured(CONTENT, "the instruction follows no TTS or word-edit template, so it gives no target text")
+        return unmeasured(CONTENT, "the instruction asks for no speech or word edit whose words were found, so it "
+                                   "gives no target text")
     if not target.needs_source:
         return content_check(transcriber, target.text, result_16k, language=target.language)
     if source_16k is None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from auk_app import instructions
-from auk_app.recognise import Recognised, recognise, rewrite, unmatched, untrained
+from auk_app.recognise import Recognised, language_of, recognise, rewrite, unmatched, untrained
 from auk_app.wording import digits, normalise, quoted_spans
 
 
@@ -48,6 +48,7 @@ def test_every_cookbook_instruction_is_read_back_exactly(key, fields, language):
     ("Keep only the speaker who says 「see you tomorrow」.", "target_speaker", {"text": "see you tomorrow"}),
     ("请只保留说『明天见』的人，去掉其他说话人", "target_speaker", {"text": "明天见"}),
     ("将音量降低６分贝", "volume", {"mode": "Decrease", "amount": "6"}),  # full-width digit, no full stop
+    ("删掉‘at seven’", "content_edit:Remove", {"text": "at seven"}),  # a quote opened after a Chinese character
     ("请基于下面的描述：“温柔的女声。”，生成语音内容“你好世界”。", "instruct_tts", {"original": "温柔的女声", "text": "你好世界"}),
     ("  Raise   the pitch by 2 semitones  ", "pitch", {"mode": "Raise", "amount": "2"}),
 ])
@@ -183,32 +184,36 @@ def test_quotes_of_every_kind_become_one_and_apostrophes_open_none():
 DEMO_TASKS = ("volume", "pitch", "enhance:Remove noise", "sine_tone")
 
 
+def _untrained(text, tasks, languages):
+    return untrained(recognise(text), language_of(text), tasks, languages)
+
+
 def test_what_a_model_was_not_trained_for_is_named_in_any_wording():
-    assert untrained("Raise the pitch by 2 semitones.", DEMO_TASKS, ("en",)) == []
-    assert untrained("Make it louder by 6 dB, please.", DEMO_TASKS, ("en",)) == []
-    assert untrained("Change the emotion to sad.", DEMO_TASKS, ("en",)) == ["Emotion"]
-    assert untrained("Could you make it sound a bit sadder?", DEMO_TASKS, ("en",)) == ["Emotion"]
+    assert _untrained("Raise the pitch by 2 semitones.", DEMO_TASKS, ("en",)) == []
+    assert _untrained("Make it louder by 6 dB, please.", DEMO_TASKS, ("en",)) == []
+    assert _untrained("Change the emotion to sad.", DEMO_TASKS, ("en",)) == ["Emotion"]
+    assert _untrained("Could you make it sound a bit sadder?", DEMO_TASKS, ("en",)) == ["Emotion"]
     reverb = "Remove only the room reverberation, preserve everything else, and output audio of the same length."
-    assert untrained(reverb, DEMO_TASKS, ("en",)) == ["Speech enhancement (Remove reverberation)"]
-    assert untrained("get rid of the echo", DEMO_TASKS, ("en",)) == ["Speech enhancement (Remove reverberation)"]
+    assert _untrained(reverb, DEMO_TASKS, ("en",)) == ["Speech enhancement (Remove reverberation)"]
+    assert _untrained("get rid of the echo", DEMO_TASKS, ("en",)) == ["Speech enhancement (Remove reverberation)"]
     # the page's own example, with its full stop inside the quotes as people write it
     described = ('Generate speech based on the following description: "A calm, low male voice." '
                  'The content to speak is: "Welcome to the studio."')
-    assert untrained(described, DEMO_TASKS, ("en",)) == ["Instruct TTS (voice from a description, no clip)"]
-    assert untrained("将音量升高6分贝。", DEMO_TASKS, ("en",)) == ["Chinese instructions (it reads English only)"]
-    assert untrained('Say "你好" in the same voice', DEMO_TASKS, ("en",)) == [
+    assert _untrained(described, DEMO_TASKS, ("en",)) == ["Instruct TTS (voice from a description, no clip)"]
+    assert _untrained("将音量升高6分贝。", DEMO_TASKS, ("en",)) == ["Chinese instructions (it reads English only)"]
+    assert _untrained('Say "你好" in the same voice', DEMO_TASKS, ("en",)) == [
         "Zero-shot TTS (clone the clip's voice)"]  # Chinese only inside the quotes: the words to say
-    assert untrained("将情感转变为开心。", None, ("en", "zh")) == []
+    assert _untrained("将情感转变为开心。", None, ("en", "zh")) == []
 
 
 def test_a_request_of_no_task_is_named_with_what_the_model_knows_and_the_fix():
-    assert untrained("Add reverb like a cathedral.", DEMO_TASKS, ("en",)) == []
-    assert unmatched("Add reverb like a cathedral.", DEMO_TASKS, "AuK-Tiny (demo)") == [
+    assert _untrained("Add reverb like a cathedral.", DEMO_TASKS, ("en",)) == []
+    assert unmatched(recognise("Add reverb like a cathedral."), DEMO_TASKS, "AuK-Tiny (demo)") == [
         "AuK-Tiny (demo) was trained only for Volume, Pitch, Speech enhancement (Remove noise) and Sine tone (text to "
         "tone), and this request reads as none of them, so expect a result that does not follow it; word it as one "
         "of those, as the instruction builder does."]
-    assert unmatched("Add reverb like a cathedral.", None, "AuK") == [
+    assert unmatched(recognise("Add reverb like a cathedral."), None, "AuK") == [
         "AuK was trained for the 16 tasks of the instruction builder, and this request reads as none of them, so "
         "expect a result that does not follow it; word it as one of those, as the instruction builder does."]
-    for known in ("Generate a 450 Hz sine tone.", "make it five decibels quieter please", "Change the emotion to sad.", ""):
-        assert unmatched(known, DEMO_TASKS, "AuK-Tiny (demo)") == []
+    for known in ("Generate a 450 Hz sine tone.", "make it five decibels quieter please", "Change the emotion to sad."):
+        assert unmatched(recognise(known), DEMO_TASKS, "AuK-Tiny (demo)") == []

@@ -14,11 +14,10 @@ import soundfile as sf
 
 from auk_app import instructions
 from auk_app.audio_io import full_scale_samples
-from auk_app.check import (
-    MEASURED, UNMEASURED, Clip, EditCheck, check, rank, target_from_fields, target_from_text, template_fields,
-)
+from auk_app.check import MEASURED, UNMEASURED, Clip, EditCheck, check, rank, target_from_text, target_of
 from auk_app.config import Limits
 from auk_app.dsp import resample
+from auk_app.recognise import Recognised, recognise
 
 RATE = 24000
 
@@ -58,10 +57,9 @@ def gain(wav: np.ndarray, db: float) -> np.ndarray:
 ])
 def test_builder_templates_parse_back_to_their_fields_and_target(language, key, fields, asked):
     instruction = instructions.build(key, fields, source_seconds=3.0, limits=Limits(), language=language).instruction
-    assert target_from_fields(key, fields).asked == asked
-    assert target_from_text(instruction).asked == asked
-    parsed_key, parsed = template_fields(instruction)
-    assert parsed_key == key and parsed["amount"] == fields["amount"]
+    found = recognise(instruction)
+    assert found.task == key and found.fields["amount"] == fields["amount"]
+    assert target_of(found).asked == asked
 
 
 def test_every_builder_task_is_measured_or_says_why_not():
@@ -71,8 +69,8 @@ def test_every_builder_task_is_measured_or_says_why_not():
             target = target_from_text(built.instruction)
             assert target.task in MEASURED or target.reason == UNMEASURED[key], (key, language)
     for mode in ("Remove noise", "Remove noise and reverberation"):
-        assert target_from_fields("enhance", {"mode": mode}).task == "denoise"
-    assert not target_from_fields("enhance", {"mode": "Remove reverberation"}).measurable
+        assert target_of(Recognised("enhance", {"mode": mode})).task == "denoise"
+    assert not target_of(Recognised("enhance", {"mode": "Remove reverberation"})).measurable
 
 
 @pytest.mark.parametrize(("text", "task", "asked"), [

@@ -25,6 +25,7 @@ from auk_app.check.transcribe import (
 from auk_app.check.wer import error_rate, normalize
 from auk_app.config import Limits
 from auk_app.errors import CheckpointError
+from auk_app.recognise import recognise
 
 MAX_TOKENS = 10
 
@@ -139,13 +140,14 @@ def test_a_word_edit_that_did_nothing_fails_even_under_the_tolerance():
 
 
 @pytest.mark.parametrize("language", instructions.LANGUAGES)
-def test_target_text_comes_from_the_tts_and_word_edit_templates(language):
+def test_target_text_comes_from_what_the_recogniser_finds_in_tts_and_word_edits(language):
     def built(key, **fields):
         return instructions.build(key, fields, source_seconds=3.0, limits=Limits(), language=language).instruction
 
-    tts = content_target(built("zero_shot_tts", text="Ladies and gentlemen, it's an honor."))
+    tts = content_target(recognise(built("zero_shot_tts", text="Ladies and gentlemen, it's an honor.")))
     assert (tts.task, tts.expected()) == ("zero_shot_tts", "Ladies and gentlemen, it's an honor.")
-    described = content_target(built("instruct_tts", original="A warm low voice", text="The library opens at nine."))
+    described = content_target(recognise(built("instruct_tts", original="A warm low voice",
+                                               text="The library opens at nine.")))
     assert described.expected() == "The library opens at nine."
     source = "the meeting is at seven o'clock"
     cases = {
@@ -154,21 +156,22 @@ def test_target_text_comes_from_the_tts_and_word_edit_templates(language):
         "Add after": "the meeting is at seven eight o'clock",
     }
     for mode, expected in cases.items():
-        target = content_target(built("content_edit", mode=mode, original="seven", text="eight"))
+        target = content_target(recognise(built("content_edit", mode=mode, original="seven", text="eight")))
         assert target.needs_source and target.expected(source) == expected, mode
-    removed = content_target(built("content_edit", mode="Remove", text="at seven"))
+    removed = content_target(recognise(built("content_edit", mode="Remove", text="at seven")))
     assert removed.expected(source) == "the meeting is o'clock"
-    before = content_target(built("content_edit", mode="Remove before", original="o'clock", text="seven"))
+    before = content_target(recognise(built("content_edit", mode="Remove before", original="o'clock", text="seven")))
     assert before.expected(source) == "the meeting is at o'clock"
-    lyric = content_target(built("lyric_edit", original="moonlight", text="streetlight"))
+    lyric = content_target(recognise(built("lyric_edit", original="moonlight", text="streetlight")))
     assert lyric.expected("under the moonlight") == "under the streetlight"
-    assert content_target(built("content_edit", mode="Replace", original="noon", text="eight")).expected(source) is None
-    assert content_target(built("volume", mode="Decrease", amount="6")) is None
-    assert content_target("Say it again but happier") is None
+    noon = content_target(recognise(built("content_edit", mode="Replace", original="noon", text="eight")))
+    assert noon.expected(source) is None
+    assert content_target(recognise(built("volume", mode="Decrease", amount="6"))) is None
+    assert content_target(recognise("Say it again but happier")) is None
 
 
 def test_chinese_word_edits_apply_by_characters():
-    target = content_target("把‘七点’改成‘八点’")
+    target = content_target(recognise("把‘七点’改成‘八点’"))
     assert target.language == "zh" and target.expected("我们七点见。") == "我们八点见"
 
 
@@ -179,8 +182,8 @@ def test_content_checks_run_end_to_end_on_the_tiny_thinker(transcriber):
     result = content_check(transcriber, "Ladies and gentlemen", clip(2))
     assert result.task == "content" and result.measured and result.got is not None
     assert result == content_check(transcriber, "Ladies and gentlemen", clip(2))  # greedy: the same twice
-    tts = check_content(transcriber, 'Say the following with the same voice: "Hello there"', clip(3))
+    tts = check_content(transcriber, recognise('Say the following with the same voice: "Hello there"'), clip(3))
     assert tts.measured and tts.unit == "WER"
-    edit = check_content(transcriber, "Replace 'seven' with 'eight'.", clip(4), source_16k=clip(5))
+    edit = check_content(transcriber, recognise("Replace 'seven' with 'eight'."), clip(4), source_16k=clip(5))
     assert not edit.measured and "does not contain" in edit.note  # nonsense has no "seven" in it
-    assert not check_content(transcriber, "Make it 6 dB quieter", clip(4)).measured
+    assert not check_content(transcriber, recognise("Make it 6 dB quieter"), clip(4)).measured
