@@ -157,19 +157,14 @@ def main(argv: list[str] | None = None) -> None:
     )
     try:
         studio = Studio(config)
-        deployment = None
-        if studio.auk_server is not None:  # a deployment that is down is one sentence now, not at the first edit
-            deployment = studio.auk_server.check()
+        engine_line = studio.engine.start(studio.entry("auto"), preload=args.preload)
         if args.preload:
-            if studio.auk_server is None:
-                studio.pipeline(studio.entry("auto")).load()
             studio.audex().load()
     except AppError as exc:
         _refuse(exc)
     print(serving_line(studio.info()), flush=True)
-    if deployment is not None:
-        print(f"AuK edits run on the Ray Serve deployment at {studio.auk_server.host}: {deployment['checkpoint_name']} "
-              f"on {deployment['device']}, {deployment['dtype']} (one replica's answer).", flush=True)
+    if engine_line is not None:
+        print(engine_line, flush=True)
     # The page answers first; what first runs need loads behind it, and the page says what is left.
     warming = Warming(startup_steps(studio), on_done=lambda seconds: print(
         f"Warm-up done, {seconds:.1f} s after the page came up.", flush=True))

@@ -99,6 +99,7 @@ def check_output(path: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    from auk_app.job import EditJob
     from auk_app.results import EditOrder, write_edit
     from auk_app.service import Studio, StudioConfig
 
@@ -109,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
                               device=args.device, dtype=args.dtype, download=args.download)
         order = EditOrder.from_knobs(_values(args), config.limits)  # every knob, before anything loads
         studio = Studio(config)
-        made, _ = studio.fulfil(order, warn=lambda warning: print(f"warning: {warning}", file=sys.stderr))
+        made, _ = EditJob(studio, order, warn=lambda warning: print(f"warning: {warning}", file=sys.stderr)).run()
         manifests = []
         for rank, delivery in enumerate(made, start=1):
             path = args.output if rank == 1 else candidate_path(args.output, delivery.seed)

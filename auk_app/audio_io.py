@@ -11,9 +11,7 @@ checked against the limits (rate, channels, length, samples) before anything is 
 from __future__ import annotations
 
 import math
-import threading
 import warnings
-from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -87,62 +85,15 @@ def _damaged(path: Path) -> InputError:
     return InputError(f"{path.name} is damaged: its audio data could not be decoded. Re-export it.")
 
 
-class _DecodedClips:
-    """The clips decoded last, so that an upload's verdict, the request's validator and its run
-    decode the file once. Keyed by the file's identity (resolved path, size, modification time)
-    and the limits it was read under; holds at most one sample budget of mono samples, and its
-    arrays are read-only, since every caller shares them."""
-
-    def __init__(self, max_samples: int) -> None:
-        self.max_samples = max_samples
-        self._clips: OrderedDict[tuple, MonoClip] = OrderedDict()
-        self._samples = 0  # held by _clips
-        self._lock = threading.Lock()
-
-    @staticmethod
-    def key(path: Path, limits: Limits | None) -> tuple | None:
-        try:
-            stat = path.stat()
-        except OSError:
-            return None  # read_mono names the missing file
-        return str(path.resolve()), stat.st_size, stat.st_mtime_ns, limits
-
-    def get(self, key: tuple) -> MonoClip | None:
-        with self._lock:
-            clip = self._clips.get(key)
-            if clip is not None:
-                self._clips.move_to_end(key)
-            return clip
-
-    def put(self, key: tuple, clip: MonoClip) -> None:
-        clip.mono.setflags(write=False)
-        with self._lock:
-            if key in self._clips:
-                return
-            self._clips[key] = clip
-            self._samples += clip.mono.size
-            while self._samples > self.max_samples and len(self._clips) > 1:
-                self._samples -= self._clips.popitem(last=False)[1].mono.size
-
-
-_DECODED = _DecodedClips(Limits().max_decoded_samples)
-
-
 def read_mono(path: str | Path, limits: Limits | None = None) -> MonoClip:
-    """Decode a file straight to its mono mix (once: a file decoded lately is served from memory).
+    """Decode a file straight to its mono mix.
 
     Peak memory is the mono samples plus one block, not channels × samples: with the header
     checked first (``limits.max_decoded_samples``), no upload can make the server allocate more
-    than that budget's mono share, however well it compresses.
+    than that budget's mono share, however well it compresses. A server keeps what it decoded
+    lately in its :class:`~auk_app.uploads.Uploads`, so a clip is decoded once per edit.
     """
-    path = Path(path)
-    key = _DecodedClips.key(path, limits)
-    clip = None if key is None else _DECODED.get(key)
-    if clip is None:
-        clip = _decode_mono(path, limits)
-        if key is not None:
-            _DECODED.put(key, clip)
-    return clip
+    return _decode_mono(Path(path), limits)
 
 
 def _decode_mono(path: Path, limits: Limits | None) -> MonoClip:

@@ -10,18 +10,24 @@ person to accept or change, and the manifest records both.
   the request and, for a word edit, what the source clip says (the thinker's own transcript).
 * The demo model has no language model: the rule-based recogniser (``auk_app.recognise``) rewrites.
 
-Either way an answer is taken only when it reads as a cookbook instruction (``template_key``);
+Either way an answer is taken only when it reads as a cookbook instruction (``recognise.cookbook_key``);
 otherwise the person's words stay, with a warning saying so.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
 import torch
 
-from auk_app import instructions, recognise
+from auk_app import dsp, instructions, pace, recognise
+from auk_app.audio_io import MonoClip
+from auk_app.check.transcribe import WORD_EDIT_TASKS
+from auk_app.config import QWEN_SAMPLE_RATE, Limits
+
+if TYPE_CHECKING:
+    from auk_app.engine import Thinker
 
 MAX_NEW_TOKENS = 96  # a cookbook instruction with a sentence to speak fits well within this
 SYSTEM = ("You rewrite a request for an audio editing model into exactly one of the instructions listed below, "
@@ -40,6 +46,7 @@ class Suggestion:
     warning: str = ""
     seconds: float | None = None  # for new words: their duration, at the source speaker's pace where known
     pace: dict[str, Any] | None = None  # that pace (syllables, voiced seconds), as the builder records it
+    found: recognise.Recognised | None = field(default=None, compare=False)  # what the recogniser found in it
 
     @property
     def rewritten(self) -> bool:
@@ -56,9 +63,10 @@ def kept(asked: str, why: str) -> Suggestion:
                                             "cookbook's wordings best; the instruction builder writes them.")
 
 
-def by_recogniser(asked: str) -> Suggestion:
-    """The demo's rewrite: the recogniser's cookbook instruction, when it recognises the task for sure."""
-    rewritten = recognise.rewrite(asked)
+def by_recogniser(asked: str, found: recognise.Recognised | None) -> Suggestion:
+    """The demo's rewrite: the cookbook instruction of what the recogniser found in ``asked``, when it
+    found the task and every field its wording needs."""
+    rewritten = None if found is None else found.instruction()
     if rewritten is None:
         return kept(asked, "no task and its numbers were recognised in it for sure")
     return Suggestion(asked, rewritten, by="recogniser")
@@ -75,8 +83,8 @@ def prompt(asked: str, transcript: str | None = None) -> str:
 def accept(asked: str, answer: str) -> Suggestion:
     """The thinker's ``answer`` as the instruction when it is a cookbook instruction; else the words kept."""
     line = answer.strip().splitlines()[0].strip() if answer.strip() else ""
-    for candidate in (line, line[1:-1] if line[:1] in "\"“" and line[-1:] in "\"”" else ""):
-        if candidate and instructions.template_key(candidate) is not None:
+    for candidate in (line[1:-1] if line[:1] in "\"“" and line[-1:] in "\"”" else "", line):  # quotes off first
+        if candidate and recognise.cookbook_key(candidate) is not None:
             return Suggestion(asked, candidate, by="thinker")
     return kept(asked, "the thinker's answer was not one of the cookbook's instructions")
 
@@ -90,3 +98,39 @@ def by_thinker(thinker: torch.nn.Module, tokenizer, asked: str, transcript: str 
                               pad_token_id=tokenizer.convert_tokens_to_ids("<|endoftext|>"), use_cache=True)
     answer = tokenizer.decode(output[0, inputs["input_ids"].shape[1]:], skip_special_tokens=True)
     return accept(asked, answer)
+
+
+def suggest(asked: str, found: recognise.Recognised | None, *, clip: MonoClip | None, thinker: Thinker | None,
+            limits: Limits) -> Suggestion:
+    """``asked`` (in which the recogniser ``found`` a task, or None) rewritten into the cookbook's
+    wording: by the model's ``thinker`` where the engine lends one, else by the recogniser. For a
+    word edit the thinker hears what the source ``clip`` says first; new words get the duration
+    they take at the clip's speaker's pace, as the builder times them."""
+    transcript = None
+    if thinker is None:
+        suggestion = by_recogniser(asked, found)
+    else:
+        if clip is not None and _paced(found):
+            transcript = thinker.transcriber.transcribe(dsp.resample(clip.mono, clip.sample_rate, QWEN_SAMPLE_RATE))
+        heard = transcript if found is not None and found.task in WORD_EDIT_TASKS else None
+        suggestion = by_thinker(thinker.model, thinker.tokenizer, asked, heard)
+    used = recognise.recognise(suggestion.instruction) if suggestion.by == "thinker" else found  # the thinker's own words
+    return _timed(replace(suggestion, found=used), used, clip, transcript, limits)
+
+
+def _paced(found: recognise.Recognised | None) -> bool:
+    """A request for new words, whose length follows the speaker's pace."""
+    return found is not None and found.task in instructions.TASKS_BY_KEY and instructions.task(found.task).paced
+
+
+def _timed(suggestion: Suggestion, found: recognise.Recognised | None, clip: MonoClip | None,
+           transcript: str | None, limits: Limits) -> Suggestion:
+    """``suggestion`` (in which the recogniser ``found`` its task) with the duration its new words
+    take, at the source speaker's pace where the clip and what it says are known."""
+    if not _paced(found):
+        return suggestion
+    voiced = None if clip is None else pace.voiced_seconds(clip.mono, clip.sample_rate)
+    built = instructions.build(found.task, found.fields, source_seconds=None if clip is None else clip.seconds,
+                               limits=limits, voiced_seconds=voiced, transcript=transcript)
+    return replace(suggestion, seconds=built.duration.seconds or None,
+                   pace=None if built.pace is None else built.pace.to_manifest())

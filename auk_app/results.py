@@ -2,7 +2,7 @@
 
 An :class:`EditOrder` is every knob of :data:`auk_app.knobs.EDIT`, checked once where it enters:
 the run's :class:`~auk_app.auk.request.EditRequest` and what the app does around the run (which
-model, how many candidates, headroom). :meth:`Studio.fulfil <auk_app.service.Studio.fulfil>` runs
+model, how many candidates, headroom). :class:`~auk_app.job.EditJob` runs
 it and hands back one :class:`Delivery` per candidate, best first: the samples exactly as they will
 be written (headroom applied, nothing clamped yet) and the record of the run (levels, the clipping
 count, warnings, the edit check, the candidate's place). :func:`write_edit` writes a delivery's
@@ -21,7 +21,7 @@ import numpy as np
 from auk_app import dsp, levels
 from auk_app.audio_io import full_scale_samples, write_wav
 from auk_app.auk.request import EditRequest, EditResult
-from auk_app.check import EditCheck, Target
+from auk_app.check import EditCheck
 from auk_app.config import Limits
 from auk_app.errors import EngineError, KnobError
 from auk_app.knobs import EDIT
@@ -33,9 +33,8 @@ OUTPUT_FORMAT = "WAV PCM16 mono"
 @dataclass(frozen=True)
 class EditOrder:
     """An edit as a client asked for it: the run's request, the app's own knobs, and the knobs as
-    sent (the manifest's ``requested``). ``target`` is what the check measures when the builder's
-    fields say it better than the instruction's text; ``builder`` what the manifest says of the
-    builder that wrote the instruction."""
+    sent (the manifest's ``requested``); ``builder`` is what the manifest says of the builder that
+    wrote the instruction."""
 
     request: EditRequest
     requested: dict[str, Any]
@@ -44,12 +43,11 @@ class EditOrder:
     headroom: bool = False
     enhance: bool = False
     candidates: int = 1
-    target: Target | None = None
     builder: dict[str, Any] | None = None  # the builder's task and the pace its duration followed
     enhanced: dict[str, Any] | None = None  # the request as asked and as rewritten (enhance)
 
     @classmethod
-    def from_knobs(cls, values: Mapping[str, Any], limits: Limits, *, target: Target | None = None,
+    def from_knobs(cls, values: Mapping[str, Any], limits: Limits, *,
                    builder: dict[str, Any] | None = None) -> EditOrder:
         """The order of ``values`` (the API's names; defaults for those left out); InputError names a
         value that cannot be served."""
@@ -59,7 +57,7 @@ class EditOrder:
         if own["randomize_seed"]:
             asked["seed"] = None
         requested = {k.name: knobs[k.name] for k in EDIT if k.widget != "audio"}
-        return cls(EditRequest(**asked, limits=limits), requested, target=target, builder=builder, **own)
+        return cls(EditRequest(**asked, limits=limits), requested, builder=builder, **own)
 
     @classmethod
     def problems(cls, values: Mapping[str, Any], limits: Limits) -> dict[str, str]:
@@ -101,7 +99,7 @@ def deliver(result: EditResult, order: EditOrder, *, model: dict[str, Any], chec
     seeds), ``model`` (key, label, demo) and ``cautions`` (warnings known before the run)."""
     refuse_non_finite(result.wav)
     wav, gain = _leveled(result.wav, order.headroom)
-    written = replace(check, clipped=full_scale_samples(check_parts(replace(result, wav=wav))[1]))
+    written = replace(check, clipped=full_scale_samples(replace(result, wav=wav).compared()[1]))
     rate, record = result.sample_rate, result.record
     source = None
     if isinstance(order.request.audio, (str, Path)):
@@ -142,23 +140,12 @@ def write_edit(delivery: Delivery, path: str | Path, *, manifest_path: str | Pat
     return manifest
 
 
-def check_parts(result: EditResult) -> tuple[np.ndarray | None, np.ndarray]:
-    """What the edit check compares: the source and the result at the result's rate, or for a region
-    edit the region before and after (the rest of the file is the source, unchanged)."""
-    record, rate = result.record, result.sample_rate
-    if record.region is None or result.source is None:
-        return result.source, result.wav
-    start = round(record.region[0] * rate)
-    return (result.source[start:round(record.region[1] * rate)],
-            result.wav[start:start + round(record.region_seconds * rate)])
-
-
 def region_levels(result: EditResult, wav: np.ndarray) -> tuple[dict, dict] | None:
     """Levels of the edited region before and after, or None without a region: outside it the file is
     the source, so the whole file's change would dilute the region's (−10 dB on 5 s of 40 reads −1)."""
     if result.record.region is None or result.source is None:
         return None
-    before, after = check_parts(replace(result, wav=np.clip(wav, -1.0, 1.0)))
+    before, after = replace(result, wav=np.clip(wav, -1.0, 1.0)).compared()
     return levels.levels(before, result.sample_rate), levels.levels(after, result.sample_rate)
 
 

@@ -10,13 +10,14 @@ samples to decode, non-finite, absurd peaks, silence): the same checks the pipel
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from auk_app import dsp
-from auk_app.audio_io import read_mono
+from auk_app.audio_io import MonoClip, read_mono
 from auk_app.config import SAMPLE_RATE
 from auk_app.config import Limits
 from auk_app.errors import InputError
@@ -29,8 +30,10 @@ from auk_app.validate import SILENCE_PEAK, check_clip
 _DECODING = threading.BoundedSemaphore(2)
 
 
-def check_upload(path: str | Path | None, limits: Limits) -> dict[str, Any]:
-    """Findings for the clip at ``path``: the keys below, JSON-serialisable (None where unknown)."""
+def check_upload(path: str | Path | None, limits: Limits,
+                 read: Callable[[str | Path, Limits], MonoClip] = read_mono) -> dict[str, Any]:
+    """Findings for the clip at ``path`` (decoded by ``read``: a server's Uploads, so its edit decodes
+    it no more): the keys below, JSON-serialisable (None where unknown)."""
     findings: dict[str, Any] = {
         "sample_rate": None, "channels": None, "duration_s": None, "peak": None, "rms": None,
         "peak_dbfs": None, "rms_dbfs": None, "silent": None, "clipping": None,
@@ -41,7 +44,7 @@ def check_upload(path: str | Path | None, limits: Limits) -> dict[str, Any]:
         return findings
     try:
         with _DECODING:
-            clip = read_mono(path, limits)
+            clip = read(path, limits)
     except InputError as exc:
         findings["message"] = str(exc)
         return findings

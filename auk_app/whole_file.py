@@ -43,14 +43,13 @@ from auk_app.auk.step_reuse import StepTally
 from auk_app.auk.stream_decode import StreamDecoder
 from auk_app.auk.windows import MAX_OVERLAP_SHARE, LatentJoiner, WindowPlan, plan_windows
 from auk_app.config import Limits
-from auk_app.check.targets import DENOISE, PITCH, VOLUME, target_from_text
-from auk_app.errors import Cancelled, InputError
+from auk_app.errors import Cancelled, InputError, KnobError
 from auk_app.progress import Progress, ShouldStop, silent
+from auk_app.recognise import Recognised
 from auk_app.validate import SILENCE_PEAK, check_clip
 
 OVERLAP_SECONDS = 1.0  # shared by neighbouring windows; each seam crossfades over this much
-WHOLE_FILE_TEMPLATES = ("volume", "pitch", "enhance", "music_separation")  # every variant of these
-WHOLE_FILE_TARGETS = (VOLUME, PITCH, DENOISE)  # free wording, as the edit check reads it
+WHOLE_FILE_TASKS = ("volume", "pitch", "enhance", "music_separation")  # every variant of these, in any wording
 
 
 class WindowEngine(Protocol):
@@ -91,19 +90,45 @@ class WholeFileResult:
         return self.plan.recipe
 
 
-def whole_file_refusal(instruction: str, window: float, max_region_seconds: float) -> str | None:
-    """The one sentence that refuses ``instruction`` on a whole recording longer than the window;
-    None when the edit keeps the timing and the words, so windows may share it."""
-    key = instructions.template_key(instruction)
-    if key is not None:
-        fits = instructions.supports(WHOLE_FILE_TEMPLATES, key)
-    else:
-        fits = target_from_text(instruction).task in WHOLE_FILE_TARGETS
-    if fits:
+def whole_file_refusal(found: Recognised | None, window: float, max_region_seconds: float) -> str | None:
+    """The one sentence that refuses a request (what the recogniser ``found`` in it) on a whole
+    recording longer than the window; None when the edit keeps the timing and the words, so windows
+    may share it."""
+    if found is not None and instructions.supports(WHOLE_FILE_TASKS, found.key):
         return None
     return (f"Only edits that keep the timing and the words (volume, pitch, noise removal and other clean-ups) can "
             f"run on a whole recording longer than the model's {window:g} s window; to change the speed, the "
             f"words or the voice, choose a region of at most {max_region_seconds:g} s (region_start and region_end).")
+
+
+@dataclass(frozen=True)
+class Route:
+    """How an edit's clip runs: ``whole`` in windows, or in one piece with ``warnings`` (a clip or
+    region longer than the model's window)."""
+
+    whole: bool
+    warnings: tuple[str, ...] = ()
+
+
+def route(clip: MonoClip | None, request: EditRequest, found: Recognised | None, *, window: float, label: str,
+          limits: Limits, candidates: int = 1) -> Route:
+    """Whether ``clip`` runs whole in windows: longer than the ``window``, no region, one candidate,
+    and an edit that keeps the timing and the words (what the recogniser ``found``). A recording
+    longer than a clip may be that cannot run whole is refused with the sentence that says why."""
+    if clip is None or request.region is not None:
+        seconds = 0.0 if request.region is None else request.region[1] - request.region[0]
+        warning = long_clip_warning(seconds, label, window)
+        return Route(False, (warning,) if warning else ())
+    if clip.seconds <= window:
+        return Route(False)
+    refusal, knob = whole_file_refusal(found, window, limits.max_target_seconds), "audio"
+    if refusal is None and candidates > 1:
+        refusal, knob = (f"A whole recording longer than the model's {window:g} s window is edited once; ask for "
+                         "one candidate, or choose a region to try several."), "candidates"
+    if refusal is not None and clip.seconds > limits.max_input_seconds:
+        raise KnobError(knob, refusal)
+    warning = None if refusal is None else long_clip_warning(clip.seconds, label, window)
+    return Route(refusal is None, (warning,) if warning else ())
 
 
 def long_clip_warning(seconds: float, model: str, max_clip_seconds: float) -> str | None:
@@ -123,16 +148,15 @@ def edit_whole(pipeline: WindowEngine, audio: np.ndarray, sample_rate: int, inst
     docstring). ``knobs`` are EditRequest's sampling fields (nfe, cfg, sway, t_grid, vae_sample);
     ``concurrent`` windows are solved at once (default: the pipeline's max_batch, one step batch).
     Progress reports "sample" (every window's steps together), "windows" and "decode"; Stop ends the
-    run between steps with Cancelled, and nothing is returned. Refusals raise InputError first."""
+    run between steps with Cancelled, and nothing is returned. A recording past the limits raises
+    InputError first; whether the instruction may run whole is the caller's to ask
+    (:func:`whole_file_refusal`), from what it recognised in it."""
     started = time.perf_counter()
     if concurrent is not None and concurrent < 1:
         raise ValueError(f"concurrent is how many windows to solve at once, at least 1; got {concurrent}")
     report = progress or silent
     checkpoint, limits = pipeline.checkpoint, pipeline.limits
     window = window_seconds(checkpoint, limits)
-    refusal = whole_file_refusal(instruction, window, limits.max_target_seconds)
-    if refusal:
-        raise InputError(refusal)
     source = _checked_source(audio, sample_rate, pipeline)
     rate = checkpoint.sample_rate
     first = EditRequest(instruction=instruction, audio=(source[: round(window * rate)], rate), seed=seed,
@@ -145,6 +169,14 @@ def edit_whole(pipeline: WindowEngine, audio: np.ndarray, sample_rate: int, inst
     timings = {"decode": round(decode_seconds, 4), "total": round(time.perf_counter() - started, 4)}
     return WholeFileResult(wav=wav, sample_rate=rate, windows=windows, plan=plan, timings=timings,
                            steps=asdict(solver.steps), source=source)
+
+
+def edit_request_whole(engine: WindowEngine, clip: MonoClip, request: EditRequest, *,
+                       progress: Progress | None = None, should_stop: ShouldStop | None = None) -> WholeFileResult:
+    """:func:`edit_whole` of ``clip`` with ``request``'s instruction, seed and sampling knobs."""
+    knobs = {k: v for k, v in request.knobs().items() if k not in ("instruction", "seconds", "seed")}
+    return edit_whole(engine, clip.mono, clip.sample_rate, request.instruction, seed=request.seed, knobs=knobs,
+                      progress=progress, should_stop=should_stop)
 
 
 def _checked_source(audio: np.ndarray, sample_rate: int, pipeline: WindowEngine) -> np.ndarray:

@@ -35,6 +35,7 @@ from auk_app.auk.request import EditRequest
 from auk_app.check import Clip, EditCheck, check, rank
 from auk_app.config import Limits
 from auk_app.demo import DEMO_DIR
+from auk_app.job import run_request
 from auk_app.service import Studio, StudioConfig
 from training.data import Example, heldout_cases
 from training.evaluation import FAMILIES, LEVEL, PITCH, TONE_F0, evaluate_family, score_clip
@@ -62,7 +63,7 @@ def demo_result(studio: Studio, source: np.ndarray | None, instruction: str, sec
     """One demo edit's result (its record too): the source's own length when there is a source."""
     audio = None if source is None else (source, RATE)
     request = EditRequest(instruction, audio=audio, seconds=None if source is not None else seconds, seed=seed, **knobs)
-    return studio.edit(request, "demo")[0]
+    return run_request(studio, request, "demo")[0]
 
 
 # ----------------------------------------------------------------------------- the edit check (--check)

@@ -26,6 +26,7 @@ from auk_app.audio_io import PCM16_SCALE
 from auk_app.auk.request import EditRequest
 from auk_app.config import SAMPLE_RATE as RATE
 from auk_app.demo import DEMO_DIR
+from auk_app.job import run_request
 from auk_app.service import Studio, StudioConfig
 from training.data import heldout_cases
 from bench.records import publish
@@ -62,7 +63,7 @@ def together(studio: Studio, edits: list[EditRequest]) -> list:
                     time.sleep(0.01)
 
         submitted.wait()
-        return studio.edit(edits[i], "demo", progress=progress)[0]
+        return run_request(studio, edits[i], "demo", progress=progress)[0]
 
     with ThreadPoolExecutor(len(edits)) as pool:
         return list(pool.map(run, range(len(edits))))
@@ -81,8 +82,8 @@ def main() -> None:
     args = parser.parse_args()
     studio = Studio(StudioConfig(demo_dir=DEMO_DIR))
     edits = requests(args.edits)
-    alone = [studio.edit(e, "demo")[0] for e in edits]
-    again = [studio.edit(e, "demo")[0] for e in edits]
+    alone = [run_request(studio, e, "demo")[0] for e in edits]
+    again = [run_request(studio, e, "demo")[0] for e in edits]
     shared = together(studio, edits)
     rows = [{"instruction": e.instruction, "seed": e.seed, "gen_frames": a.record.gen_frames,
              "alone_again": compare(a.wav, b.wav), "shared": compare(a.wav, s.wav),

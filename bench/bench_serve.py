@@ -25,6 +25,7 @@ from pathlib import Path
 import torch
 
 from auk_app.auk.request import EditRequest
+from auk_app.job import run_request
 from auk_app.serve.launch import RAY_PYTHON, start_local, stop_local, wait_until_ready
 from auk_app.service import Studio, StudioConfig
 from bench.bench_batch import edits_per_s
@@ -45,7 +46,7 @@ class StudioEditor:
 
     def edit(self, seed: int):
         request = EditRequest(instruction="Increase the volume by 6 dB.", audio=CLIP, seed=seed)
-        return self.studio.edit(request, "demo")[0]
+        return run_request(self.studio, request, "demo")[0]
 
 
 def measure(editor, *, edits_per_user: int, warmup_rounds: int) -> dict[str, float]:

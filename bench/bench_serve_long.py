@@ -28,6 +28,7 @@ import numpy as np
 import soundfile as sf
 import torch
 
+from auk_app.job import EditJob
 from auk_app.results import EditOrder
 from auk_app.serve.launch import RAY_PYTHON, start_local, stop_local, wait_until_ready
 from auk_app.service import Studio, StudioConfig
@@ -46,11 +47,11 @@ def timed_edits(studio: Studio, warmup: Path, recording: Path, repeats: int) -> 
         values = {"audio": str(path), "instruction": DENOISE, "model": "demo", "seed": 5, "randomize_seed": False}
         return EditOrder.from_knobs(values, studio.config.limits)
 
-    studio.fulfil(order(warmup))
+    EditJob(studio, order(warmup)).run()
     fastest, delivered = float("inf"), None
     for _ in range(repeats):
         began = time.perf_counter()
-        (delivered,), _ = studio.fulfil(order(recording))
+        (delivered,), _ = EditJob(studio, order(recording)).run()
         fastest = min(fastest, time.perf_counter() - began)
     return fastest, delivered
 

@@ -22,8 +22,9 @@ def pytest_configure(config):
     """Before any worker, app or CLI of the run starts, the controller compiles (or loads) every
     librosa kernel the tests and the code they run use, under numba's cache lock: afterwards the
     processes of the run only read the cache (auk_app.jit_cache says why several writers crash)."""
-    from auk_app import jit_cache
+    from auk_app import demo, jit_cache
 
+    demo.register()  # the tests read AuK-Tiny and Audex-Tiny, and checkpoints of their kinds
     jit_cache.use_app_cache()  # in the environment: the workers and every process they start share it
     if hasattr(config, "workerinput"):
         return

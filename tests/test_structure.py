@@ -64,6 +64,17 @@ def test_comments_say_why_in_the_present_without_outside_references():
     assert not found, found
 
 
+OUTSIDE_DOCUMENTS = re.compile(r"[Ii]ssue \d+|design card|seed document|shared/|style\.md|peer_apps|spec §")
+
+
+def test_the_docs_name_no_issues_or_outside_documents():
+    """A reader of the repository has its docs, not the team's issues or the documents it was made from."""
+    found = [f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+             for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+             for number, line in enumerate(path.read_text().splitlines(), 1) if OUTSIDE_DOCUMENTS.search(line)]
+    assert not found, found
+
+
 def _strings(value):
     if isinstance(value, dict):
         return [s for v in value.values() for s in _strings(v)]
@@ -78,3 +89,19 @@ def test_committed_records_carry_no_machine_paths():
     for record in records:
         paths = [s for s in _strings(json.loads(record.read_text())) if re.match(r"/(work|root|tmp|home|opt|usr|mnt)/", s)]
         assert not paths, (record.name, paths)
+
+
+def test_the_request_and_the_order_hold_exactly_the_schemas_knobs():
+    """EditRequest (written out, for readers and type checkers) holds the knobs the run reads, the
+    instruction first and the others in the schema's order; EditOrder holds the app's own; together
+    every knob of the edit, each once."""
+    from dataclasses import fields
+
+    from auk_app.auk.request import EditRequest
+    from auk_app.results import EditOrder
+
+    run = [k.name for k in EDIT if k.run]
+    assert [f.name for f in fields(EditRequest) if f.name != "limits"] == ["instruction"] + [
+        name for name in run if name != "instruction"]
+    own = {f.name for f in fields(EditOrder)} & set(EDIT.names)
+    assert own == {k.name for k in EDIT if not k.run}

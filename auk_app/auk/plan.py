@@ -101,19 +101,24 @@ class EditPlan:
         )  # fmt: skip
 
 
-def plan_edit(request: EditRequest, checkpoint: AuKCheckpoint, limits: Limits) -> EditPlan:
-    """The plan of ``request`` on ``checkpoint``; a source that cannot be used raises InputError here."""
+def plan_edit(request: EditRequest, checkpoint: AuKCheckpoint, limits: Limits, *,
+              source: MonoClip | None = None) -> EditPlan:
+    """The plan of ``request`` on ``checkpoint``; a source that cannot be used raises InputError here.
+    ``source`` is the request's clip decoded already (under its ``read_limits``, as an edit's intake
+    reads it); without it the request's audio is decoded here."""
     started = time.perf_counter()
     want_16k = checkpoint.text_encoder.reads_audio
     clip, whole, region = None, None, None
+    if request.audio is not None and source is None:
+        source = load_mono(request.audio, request.read_limits)
     if request.region is not None:
         region_limits = limits.for_region(request.region[1])
-        source = _checked_source(request.audio, region_limits, read_as=region_limits)
+        _check_source(source, region_limits)
         whole = dsp.resample(source.mono, source.sample_rate, checkpoint.sample_rate)
         region = plan_region(*request.region, whole.shape[0], checkpoint.sample_rate, window_seconds(checkpoint, limits))
         clip = _clip(whole[region.window_start: region.window_end], checkpoint.sample_rate, source, checkpoint, want_16k)
     elif request.audio is not None:
-        source = _checked_source(request.audio, limits, read_as=limits.for_whole())
+        _check_source(source, limits)
         clip = _clip(source.mono, source.sample_rate, source, checkpoint, want_16k)
     fit = clip is not None and request.seconds is None
     seconds = request.seconds
@@ -137,13 +142,9 @@ def recipe_for(request: EditRequest, checkpoint: AuKCheckpoint) -> Recipe:
     return checkpoint.defaults.over({k: getattr(request, k) for k in RECIPE_KNOBS})
 
 
-def _checked_source(source, limits: Limits, *, read_as: Limits) -> MonoClip:
-    """The source mixed to mono, through the same checks as an upload under ``limits``; decoded under
-    ``read_as``, the limits its upload's validator read it under (a whole recording's where no region is
-    set), so it is decoded once (``audio_io.read_mono`` keeps the decode)."""
-    mono = load_mono(source, read_as)
-    check_clip(mono.mono, mono.sample_rate, limits, channels=mono.channels)
-    return mono
+def _check_source(source: MonoClip, limits: Limits) -> None:
+    """The source through the same checks as an upload under ``limits``."""
+    check_clip(source.mono, source.sample_rate, limits, channels=source.channels)
 
 
 def _clip(wav: np.ndarray, rate: int, source: MonoClip, checkpoint: AuKCheckpoint, want_16k: bool) -> Clip:

@@ -8,7 +8,7 @@ raises InputError there, before any model work, and the pipeline trusts what it 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields, make_dataclass, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +22,27 @@ from auk_app.knobs import EDIT, check_region, need_duration
 AudioSource = str | Path | tuple[np.ndarray, int] | Waveform  # a file, or samples with their rate
 
 
-class _Request:
-    """What an EditRequest does beside holding its knobs (:data:`EDIT`'s run knobs, as fields)."""
+@dataclass(frozen=True)
+class EditRequest:
+    """One AuK run: a field per knob of :data:`~auk_app.knobs.EDIT` the run reads, in the schema's
+    order after the instruction (``EditRequest("Say hi.", seconds=1)``), each checked by its knob
+    when built, then together (a target length must come from somewhere, a region needs a clip).
+    None is the checkpoint's default, an automatic length or a drawn seed, recorded here."""
+
+    instruction: str
+    audio: AudioSource | None = None
+    seconds: float | None = None
+    nfe: int | None = None
+    cfg: float | None = None
+    sway: float | None = None
+    t_grid: tuple[float, ...] | str | None = None
+    seed: int | None = None
+    vae_sample: bool = True
+    region_start: float | None = None
+    region_end: float | None = None
+    step_cache: float | None = None
+    cfg_interval: tuple[float, float] | str | None = None
+    limits: Limits = field(default_factory=Limits, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         for knob in fields(self):
@@ -38,6 +57,11 @@ class _Request:
     def region(self) -> tuple[float, float] | None:
         return None if self.region_end is None else (self.region_start, self.region_end)
 
+    @property
+    def read_limits(self) -> Limits:
+        """The limits its clip is read under: a region's source's, else a whole recording's."""
+        return self.limits.reading(self.region_end)
+
     def knobs(self) -> dict[str, Any]:
         """The request's knobs as plain values (the clip aside), e.g. for a Serve replica to check again."""
         return {f.name: getattr(self, f.name) for f in fields(self) if f.name in EDIT and f.name != "audio"}
@@ -45,23 +69,6 @@ class _Request:
     def without_region(self) -> EditRequest:
         """The request a region's window is: the window is the whole clip its run sees."""
         return replace(self, region_start=None, region_end=None)
-
-
-def _request_fields() -> list[tuple]:
-    """The instruction first (``EditRequest("Say hi.", seconds=1)``), then every other knob the run
-    reads in the schema's order, left out as None (the checkpoint's default, automatic, a drawn seed)
-    or a switch's default."""
-    rest = [k for k in EDIT if k.run and k.name != "instruction"]
-    return [("instruction", str), *((k.name, Any, field(default=k.default if isinstance(k.default, bool) else None))
-                                    for k in rest),
-            ("limits", Limits, field(default_factory=Limits, repr=False, compare=False))]
-
-
-EditRequest = make_dataclass("EditRequest", _request_fields(), bases=(_Request,), frozen=True)
-EditRequest.__module__ = __name__
-EditRequest.__doc__ = """One AuK run: a field per knob the run reads (auk_app.knobs.EDIT), each checked by its knob when
-built, then together (a target length must come from somewhere, a region needs a clip). ``seed``
-None draws one, recorded here."""
 
 
 @dataclass(frozen=True)
@@ -112,3 +119,13 @@ class EditResult:
     sample_rate: int
     record: EditRecord
     source: np.ndarray | None = None  # the clip as the model read it (mono, 24 kHz, whole length), for display
+
+    def compared(self) -> tuple[np.ndarray | None, np.ndarray]:
+        """What the edit check compares: the source and the result, or for a region edit the region
+        before and after (the rest of the file is the source, unchanged)."""
+        record, rate = self.record, self.sample_rate
+        if record.region is None or self.source is None:
+            return self.source, self.wav
+        start = round(record.region[0] * rate)
+        return (self.source[start:round(record.region[1] * rate)],
+                self.wav[start:start + round(record.region_seconds * rate)])

@@ -31,12 +31,11 @@ from ray import serve
 from starlette.requests import Request
 from starlette.responses import JSONResponse, StreamingResponse
 
-from auk_app import resolve
-from auk_app.demo import DEMO_DIR
+from auk_app import demo, resolve
 from auk_app.auk.batching import DEFAULT_MAX_BATCH
 from auk_app.auk.checkpoint import read_auk_checkpoint
 from auk_app.auk.pipeline import AuKPipeline
-from auk_app.auk.registry import QWEN_OMNI
+from auk_app.auk.configs import QWEN_OMNI
 from auk_app.auk.step_reuse import StepTally
 from auk_app.config import Limits
 from auk_app.errors import AppError, Cancelled, InputError
@@ -61,7 +60,8 @@ class AuKReplica:
             import torch
 
             torch.set_num_threads(int(threads))
-        directory = DEMO_DIR if checkpoint == "demo" else Path(checkpoint)
+        demo.register()  # AuK-Tiny, or a checkpoint of its kinds trained here
+        directory = demo.DEMO_DIR if checkpoint == "demo" else Path(checkpoint)
         ckpt = read_auk_checkpoint(directory)
         text_encoder = resolve.resolve(resolve.QWEN_OMNI, qwen) if ckpt.text_encoder.kind == QWEN_OMNI else None
         # The replica runs the plans the app makes, each checked again against the replica's own limits.

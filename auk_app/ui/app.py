@@ -30,11 +30,10 @@ import gradio as gr
 from auk_app import instructions
 from auk_app.ui import outputs, page_js, style
 from auk_app.ui import text as ui_text
-from auk_app.audex.params import MAX_SECONDS
-from auk_app.audex.request import DECODED_SECONDS
 from auk_app.config import Limits
 from auk_app.knobs import AUDEX, EDIT, MAX_CANDIDATES
-from auk_app.service import ModelEntry, Studio
+from auk_app.catalog import ModelEntry
+from auk_app.service import Studio
 from auk_app.ui.handlers import (Handlers, field_updates, inputs_of, knob_updates, model_choices, recipe_knobs,
                                  task_choices)
 from auk_app.ui.check_card import manifest_card
@@ -508,7 +507,7 @@ def build_demo(studio: Studio, warming: Warming | None = None) -> gr.Blocks:
             with gr.Tab("API", id="api"):
                 api = _api_tab(studio)
             with gr.Tab("About", id="about"):
-                gr.Markdown(ui_text.about_page(studio.config.limits, MAX_FILE_SIZE, MAX_SECONDS, DECODED_SECONDS),
+                gr.Markdown(ui_text.about_page(studio.config.limits, MAX_FILE_SIZE),
                             elem_id="about-page")
 
         # Model endpoints: validated before the queue; edits batch in the pipeline, text to audio runs alone.

@@ -24,17 +24,18 @@ import gradio as gr
 from gradio.route_utils import get_root_url
 from gradio.utils import get_upload_folder
 
-from auk_app import instructions, upload_check
+from auk_app import instructions, pace, upload_check
 from auk_app.audio_io import write_companions
-from auk_app.ui import outputs, rvq_table
-from auk_app.ui import text as ui_text
-from auk_app.audex.request import AudexRequest
-from auk_app.check import Target, target_from_fields
+from auk_app.catalog import ModelEntry, capability_warnings
 from auk_app.config import Limits
 from auk_app.errors import AppError, Cancelled
-from auk_app.knobs import AUDEX, EDIT, MAX_CANDIDATES, SUGGEST, Knobs
+from auk_app.job import EditJob, edit_problems, suggestion
+from auk_app.knobs import AUDEX, EDIT, MAX_CANDIDATES, SUGGEST, Knobs, audex_request
+from auk_app.recognise import language_of, recognise
 from auk_app.results import EditOrder
-from auk_app.service import ModelEntry, Studio
+from auk_app.service import Studio
+from auk_app.ui import outputs, rvq_table, zerogpu
+from auk_app.ui import text as ui_text
 from auk_app.ui.runs import Admission, Busy, Runs, client_gone
 from auk_app.ui.zerogpu import gpu
 
@@ -196,17 +197,6 @@ def _builder_record(built: dict | None, instruction) -> dict[str, Any] | None:
     if not built or built.get("instruction") != instruction or not built.get("task"):
         return None
     return {"task": built["task"], "seconds": built.get("seconds"), "pace": built.get("pace")}
-
-
-def _builder_target(built: dict | None, instruction) -> Target | None:
-    """The check's target from the builder's structured fields when the instruction is the one the
-    builder wrote (a person may have edited it since); None: from the instruction's text."""
-    if not built or built.get("instruction") != instruction or not built.get("task"):
-        return None
-    try:
-        return target_from_fields(built["task"], built.get("fields") or {})
-    except (KeyError, ValueError):
-        return None
 
 
 # ----------------------------------------------------------------------------- UI updates
@@ -371,17 +361,17 @@ class Handlers:
 
     def edit_gpu_seconds(self, *args, **kwargs) -> int:
         """One edit: loading plus a per-step cost growing with the target length and the candidates."""
-        return self.studio.gpu_seconds(_named(self._page_edit, args, kwargs))  # /edit_audio's inputs come first
+        return zerogpu.edit_seconds(self.studio, _named(self._page_edit, args, kwargs))  # /edit_audio's come first
 
     def audex_gpu_seconds(self, *args, **kwargs) -> int:
         """Text-to-audio: about 10 ms per guided token, twice with the comparison run."""
-        return self.studio.audex_gpu_seconds(_named(self._api_audex, args, kwargs))
+        return zerogpu.audex_seconds(self.studio, _named(self._api_audex, args, kwargs))
 
     # ------------------------------------------------------------------ AuK
 
     def _edit_problems(self, values: dict[str, Any]) -> dict[str, str]:
         """Every input's problem (every knob, the model's name, the upload check), by input name."""
-        return self.studio.edit_problems(values)
+        return edit_problems(self.studio, values)
 
     def _edit_audio(self, values, progress, request):
         """Edit a clip, or generate speech/audio from the instruction alone, with AuK.
@@ -465,14 +455,13 @@ class Handlers:
     def _edit(self, values, progress, request, built=None) -> tuple[list[outputs.EditFiles], dict]:
         """The edit's candidates (one unless asked for more) to WAVs and manifests, best first (the
         figures left to draw), the warnings shown as they are known, and the state after_edit reads.
-        ``built`` is the builder's state: its structured fields give the check's target when the
-        instruction is the one it built."""
+        ``built`` is the builder's state: the manifest records its task and the pace its duration
+        followed when the instruction is the one it built."""
         stop = self._runs.flag(request)
         try:
-            order = EditOrder.from_knobs(values, self.limits, target=_builder_target(built, values["instruction"]),
-                                         builder=_builder_record(built, values["instruction"]))
-            made, entry = self.studio.fulfil(order, progress=_auk_progress(progress, order.candidates),
-                                             should_stop=stop.is_set, warn=gr.Warning)
+            order = EditOrder.from_knobs(values, self.limits, builder=_builder_record(built, values["instruction"]))
+            made, entry = EditJob(self.studio, order, progress=_auk_progress(progress, order.candidates),
+                                  should_stop=stop.is_set, warn=gr.Warning).run()
             _raise_if_stopped(stop)
             files = [outputs.render_edit(delivery, entry.key, root=_output_root()) for delivery in made]
         except Exception as exc:
@@ -487,7 +476,7 @@ class Handlers:
         except AppError as exc:
             problems["model"] = str(exc)
         if values["audio"] is not None and "audio" not in problems:
-            findings = upload_check.check_upload(values["audio"], self.limits.for_whole())
+            findings = upload_check.check_upload(values["audio"], self.limits.for_whole(), self.studio.uploads.read)
             if findings["verdict"] == "rejected":
                 problems["audio"] = findings["message"]
         return problems
@@ -499,7 +488,7 @@ class Handlers:
         request as asked, the instruction to use (your words when no rewrite was sure), who wrote it
         and, when your words were kept, why."""
         try:
-            return self.studio.suggest(values["model"], values["instruction"], values["audio"]).to_manifest()
+            return suggestion(self.studio, values["model"], values["instruction"], values["audio"]).to_manifest()
         except Exception as exc:
             raise _gr_error(exc) from exc
 
@@ -508,13 +497,13 @@ class Handlers:
         words, their duration into the duration box), and a line saying what it was rewritten from (or
         why your words were kept)."""
         try:
-            suggestion = self.studio.suggest(model, EDIT["instruction"].check(instruction, self.limits), audio)
+            rewrite = suggestion(self.studio, model, EDIT["instruction"].check(instruction, self.limits), audio)
         except AppError as exc:
             return gr.skip(), gr.skip(), f"⚠ {exc}"
-        if not suggestion.rewritten:
-            return gr.skip(), gr.skip(), f"⚠ {suggestion.warning}"
-        seconds = gr.skip() if suggestion.seconds is None else suggestion.seconds
-        return suggestion.instruction, seconds, ui_text.rewritten_note(suggestion)
+        if not rewrite.rewritten:
+            return gr.skip(), gr.skip(), f"⚠ {rewrite.warning}"
+        seconds = gr.skip() if rewrite.seconds is None else rewrite.seconds
+        return rewrite.instruction, seconds, ui_text.rewritten_note(rewrite)
 
     # ------------------------------------------------------------------ Audex
 
@@ -531,7 +520,7 @@ class Handlers:
         """
         stop = self._runs.flag(request)
         try:
-            ask = AudexRequest.from_knobs(values, self.limits, seconds=self.audex_seconds)
+            ask = audex_request(values, self.limits, seconds=self.audex_seconds)
             for caution in self.studio.caption_warnings(ask.caption):  # before the run, as the edit's
                 gr.Warning(caution)
             made = self.studio.text_to_audio(ask, progress=_audex_progress(progress), should_stop=stop.is_set)
@@ -549,7 +538,7 @@ class Handlers:
 
     def inspect_audio(self, audio=None):
         """The upload check's findings for a clip, without running a model: rate, channels, length, levels, verdict."""
-        return upload_check.check_upload(audio, self.limits)
+        return upload_check.check_upload(audio, self.limits, self.studio.uploads.read)
 
     def model_info(self):
         """Which models exist, which is loaded, on which device and dtype, and whether the demo is in use."""
@@ -569,10 +558,13 @@ class Handlers:
 
     def capability_note(self, model, instruction):
         """Under the instruction, before anything runs: what in it the chosen model was not trained for."""
+        if not isinstance(instruction, str) or not instruction.strip():
+            return ""
         try:
-            cautions = self.studio.capability_warnings(model, instruction)
+            entry = self.studio.entry(model)
         except AppError:  # an unknown model name: on_model_change says so
             return ""
+        cautions = capability_warnings(entry, recognise(instruction), language_of(instruction), self.studio.released())
         return "\n\n".join(f"⚠ {caution}" for caution in cautions)
 
     def on_audio_change(self, audio, start=None, end=None):
@@ -581,15 +573,22 @@ class Handlers:
         region's when one is set, else the clip's), and the player: a refused clip is cleared from it,
         so nobody runs an edit that cannot start."""
         limits = self.limits.reading(end)
-        findings = None if audio is None else upload_check.check_upload(audio, limits)
+        findings = None if audio is None else upload_check.check_upload(audio, limits, self.studio.uploads.read)
         usable = findings is not None and findings["verdict"] != "rejected"
         region = (start or 0.0, end) if usable and end is not None and end > (start or 0.0) else None
         length = None if not usable else findings["duration_s"] if region is None else region[1] - region[0]
-        voiced = self.studio.voiced_seconds(audio, region) if usable else None
+        voiced = self._voiced_seconds(audio, limits, region) if usable else None
         verdict = ui_text.upload_verdict(findings)
         if usable and region is None and findings["duration_s"] > self.limits.max_input_seconds:
             verdict += " " + ui_text.whole_recording_note(self.limits)
         return verdict, length, voiced, gr.skip() if usable or audio is None else gr.update(value=None)
+
+    def _voiced_seconds(self, audio, limits: Limits, region: tuple[float, float] | None) -> float:
+        """Seconds of speech in an upload (or its region), pauses left out: the builder times new words
+        at the speaker's pace from it."""
+        clip = self.studio.uploads.read(audio, limits)  # decoded by the upload check just now
+        start, end = (0, clip.mono.size) if region is None else (round(r * clip.sample_rate) for r in region)
+        return pace.voiced_seconds(clip.mono[start:end], clip.sample_rate)
 
     def use_result(self, path):
         """"Use the result as the source": the result into the player, and a line saying it happened."""
@@ -603,10 +602,9 @@ class Handlers:
         built = instructions.build(task_key, {k: v or "" for k, v in fields.items()},
                                    source_seconds=source_seconds, language=language or instructions.EN,
                                    limits=self.limits, voiced_seconds=source_voiced)
-        # The task and its fields ride along: the edit check reads its target from them (_builder_target),
-        # and the manifest records the speaker's pace the duration follows.
+        # The task rides along: the manifest records it, and the speaker's pace the duration follows.
         return ui_text.builder_preview(built), {
-            "instruction": built.instruction, "seconds": built.duration.seconds, "task": task_key, "fields": fields,
+            "instruction": built.instruction, "seconds": built.duration.seconds, "task": task_key,
             "pace": None if built.pace is None else built.pace.to_manifest()}
 
     @staticmethod

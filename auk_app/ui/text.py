@@ -13,7 +13,7 @@ from typing import Any
 from auk_app import instructions, knobs
 from auk_app.config import Limits
 from auk_app.resolve import AUDEX, AUK_BASE, AUK_FLASH, QWEN_OMNI, XCODEC1
-from auk_app.service import GET_WEIGHTS
+from auk_app.catalog import GET_WEIGHTS
 
 _RELIABILITY = {True: "reliable", False: "often unstable", None: "not tested"}  # ComfyUI-AuK's community tests
 _VERDICT_MARKS = {"ok": "✓ Ready:", "warning": "⚠ Usable, but:", "rejected": "✗ Refused:"}
@@ -183,7 +183,7 @@ def _parameters(endpoint: knobs.Knobs, limits: Limits) -> str:
     return "\n".join(["| parameter | what it does |", "|---|---|", *rows])
 
 
-def about_page(limits: Limits, max_file_size: str, audex_seconds: float, decoded_seconds: float) -> str:
+def about_page(limits: Limits, max_file_size: str) -> str:
     repos = "\n".join(
         f"| {repo.repo_id} | `{repo.env_var}` | `{repo.download_command}` |"
         for repo in (AUK_BASE, AUK_FLASH, QWEN_OMNI, AUDEX, XCODEC1)
@@ -203,7 +203,7 @@ Source clips from {limits.min_seconds * 1000:.0f} ms to {limits.max_input_second
 {limits.min_seconds:g} s to {limits.max_target_seconds:g} s; nfe {limits.min_nfe}–{limits.max_nfe}; cfg 0–{limits.max_cfg:g};
 sway {limits.min_sway:g} to {limits.max_sway:g}; instructions and captions up to {limits.max_instruction_chars} characters;
 uploads up to {max_file_size.upper()} and {limits.max_decoded_samples / 1e6:g} million samples (frames × channels,
-read from the header before decoding). Audex: up to {audex_seconds:g} s of tokens, of which {decoded_seconds:g} s are decoded.
+read from the header before decoding). Audex's max_seconds: {knobs.AUDEX['max_seconds'].describe(limits)}
 
 ### Getting the released weights
 | Repository | Environment variable | Download |

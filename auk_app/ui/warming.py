@@ -18,6 +18,8 @@ import numpy as np
 
 from auk_app.audex.request import AudexRequest
 from auk_app.auk.request import EditRequest
+from auk_app.job import run_request
+from auk_app.knobs import audex_request
 from auk_app.service import Studio
 
 log = logging.getLogger(__name__)
@@ -73,8 +75,8 @@ def startup_steps(studio: Studio) -> list[Step]:
 
     steps: list[Step] = [("the figures", figures.warm_up)]
     default = studio.entry("auto")
-    if default.demo and studio.auk_server is None:
-        steps.append((default.label, lambda: studio.edit(_trial_edit(), default.key)))
+    if default.demo and studio.engine.host is None:
+        steps.append((default.label, lambda: run_request(studio, _trial_edit(), default.key)))
     if studio.audex_demo and not studio.config.audex_server:
         steps.append(("Audex-Tiny (demo)", lambda: studio.text_to_audio(_trial_sound(studio))))
     steps.append(("the edit check", check.warm_up))  # last: the longest, and only edits wait for it
@@ -91,4 +93,4 @@ def _trial_edit() -> EditRequest:
 
 def _trial_sound(studio: Studio) -> AudexRequest:
     knobs = {"caption": "A 440 Hz beep lasting 0.2 seconds", "max_seconds": 0.2}
-    return AudexRequest.from_knobs(knobs, studio.config.limits, seconds=studio.audex_seconds)
+    return audex_request(knobs, studio.config.limits, seconds=studio.audex_seconds)

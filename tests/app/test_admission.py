@@ -49,7 +49,7 @@ def test_simultaneous_arrivals_cannot_pass_the_cap_and_model_info_still_answers(
             pass
         raise Cancelled("released")
 
-    monkeypatch.setattr(app.studio, "run_plan", held)
+    monkeypatch.setattr(app.studio.engine, "run", held)
     fn_index, replies, gate = _edit_fn_index(app.demo), [], threading.Barrier(ARRIVALS)
 
     def arrive():
@@ -124,7 +124,7 @@ def test_a_client_that_gives_up_during_the_upload_check_costs_no_run(app, clips,
         raise AppError("recorded, not run")
 
     monkeypatch.setattr(handlers_module.upload_check, "check_upload", slow_check)
-    monkeypatch.setattr(app.studio, "run_plan", recorded)
+    monkeypatch.setattr(app.studio.engine, "run", recorded)
     data = _inputs(audio=_upload(app.url, clips.voice), instruction="Abandoned.", seconds=1)
     body = {"data": data, "fn_index": _edit_fn_index(app.demo), "session_hash": uuid.uuid4().hex,
             "event_data": None, "trigger_id": None}
@@ -180,7 +180,7 @@ def _holding(app, monkeypatch) -> threading.Event:
             pass
         raise Cancelled("released")
 
-    monkeypatch.setattr(app.studio, "run_plan", held)
+    monkeypatch.setattr(app.studio.engine, "run", held)
     return release
 
 

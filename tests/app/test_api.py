@@ -21,7 +21,7 @@ from auk_app.auk.checkpoint import FLASH_T_GRID, read_auk_checkpoint
 from auk_app.check import EditCheck, rank
 from auk_app.config import Limits
 from auk_app.knobs import AUDEX, EDIT
-from auk_app.service import GET_WEIGHTS
+from auk_app.catalog import GET_WEIGHTS
 
 # gradio's queue uses pandas options that pandas 3 deprecates; not ours to fix.
 pytestmark = pytest.mark.filterwarnings("ignore:.*(no_silent_downcasting|copy keyword)")
@@ -517,7 +517,7 @@ def test_a_non_finite_result_is_one_sentence_and_no_file(app, client, clips, mon
     is checked before a file is written, the page's edit, the API's and text to audio alike."""
     from dataclasses import replace
 
-    run_plan, generate = app.studio.run_plan, type(app.studio.audex()).generate
+    run_plan, generate = app.studio.engine.run, type(app.studio.audex()).generate
 
     def broken(*args, **kwargs):
         result = run_plan(*args, **kwargs)
@@ -529,7 +529,7 @@ def test_a_non_finite_result_is_one_sentence_and_no_file(app, client, clips, mon
             made = replace(made, waveform=np.full_like(made.waveform, bad))
         return made
 
-    monkeypatch.setattr(app.studio, "run_plan", broken)
+    monkeypatch.setattr(app.studio.engine, "run", broken)
     monkeypatch.setattr(type(app.studio.audex()), "generate", broken_audex)
     before = _result_files(app)
     with pytest.raises(AppError, match="The model returned NaN or infinite samples, so nothing was written"):

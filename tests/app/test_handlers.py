@@ -11,6 +11,10 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from auk_app.config import Limits
+from auk_app.job import EditJob, run_request
+from auk_app.results import EditOrder
+
 
 @pytest.fixture(scope="module")
 def handlers(app):
@@ -44,7 +48,7 @@ def test_unexpected_failures_are_named_not_hidden(handlers, monkeypatch):
     def broken(*args, **kwargs):
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(handlers.studio, "run_plan", broken)
+    monkeypatch.setattr(handlers.studio.engine, "run", broken)
     with pytest.raises(gr.Error, match=r"failed unexpectedly \(RuntimeError: disk full\)"):
         asyncio.run(handlers.edit_audio(None, "Say hi.", seconds=1, progress=lambda *a, **k: None))
 
@@ -80,9 +84,7 @@ def test_builder_fields_follow_the_task(handlers):
     assert mode["visible"] and mode["choices"] == ["Increase", "Decrease"] and amount["value"] == "10"
     assert not text["visible"] and not original["visible"] and not option["visible"]
     preview, built = handlers.preview("speed", None, None, None, None, "2.0", 3.0)
-    assert built == {"instruction": "Adjust the speech speed to 2.0x.", "seconds": 1.5, "task": "speed",
-                     "fields": {"mode": None, "text": None, "original": None, "option": None, "amount": "2.0"},
-                     "pace": None}
+    assert built == {"instruction": "Adjust the speech speed to 2.0x.", "seconds": 1.5, "task": "speed", "pace": None}
     assert "1.5 s" in preview and "source 3.00 s ÷ 2" in preview
     _, built = handlers.preview("speed", None, None, None, None, "2.0", 3.0, language="zh")
     assert built["instruction"] == "将语速调整为2.0倍。" and built["seconds"] == 1.5 and built["task"] == "speed"
@@ -122,7 +124,7 @@ def test_a_request_whose_client_is_gone_is_not_started(handlers, monkeypatch, ma
     monkeypatch.setattr(runs, "events", lambda blocks: ([], [running]))  # as gradio_queue reads Gradio's
     gone = SimpleNamespace(session_hash="gone", request=SimpleNamespace(app=SimpleNamespace(get_blocks=object)))
     started = []
-    monkeypatch.setattr(handlers.studio, "run_plan", lambda *args, **kwargs: started.append(args))
+    monkeypatch.setattr(handlers.studio.engine, "run", lambda *args, **kwargs: started.append(args))
     monkeypatch.setattr(handlers.studio, "text_to_audio", lambda *args, **kwargs: started.append(args))
     with pytest.raises(gr.Error, match="The client went away before its run started, so it was not run."):
         asyncio.run(handlers.edit_audio(None, "Say hi.", seconds=1, progress=lambda *a, **k: None, request=gone))
@@ -277,7 +279,6 @@ def test_gpu_budget_grows_with_the_candidates(handlers):
 
 
 def test_stop_stops_every_candidate_and_progress_counts_their_steps_together(app, clips):
-    from auk_app.auk.request import EditRequest
     from auk_app.errors import Cancelled
 
     stop, reports = threading.Event(), []
@@ -287,25 +288,26 @@ def test_stop_stops_every_candidate_and_progress_counts_their_steps_together(app
         if phase == "sample" and done >= 3:
             stop.set()
 
-    request = EditRequest("Decrease the volume by 6 dB.", audio=str(clips.voice), nfe=8, seed=1)
+    order = EditOrder.from_knobs({"instruction": "Decrease the volume by 6 dB.", "audio": str(clips.voice), "nfe": 8,
+                                  "seed": 1, "randomize_seed": False, "candidates": 3, "model": "demo"}, Limits())
     with pytest.raises(Cancelled):
-        app.studio.edit_candidates(request, "demo", candidates=3, progress=progress, should_stop=stop.is_set)
+        EditJob(app.studio, order, progress=progress, should_stop=stop.is_set).run()
     steps = [(done, total) for phase, done, total in reports if phase == "sample"]
     assert steps and all(total == 24 for _, total in steps)  # 3 candidates × 8 steps, in all
     assert max(done for done, _ in steps) < 24  # none of them ran on to its end
 
 
 def test_candidates_are_planned_once_and_run_with_their_own_seeds(app, clips, monkeypatch):
-    from auk_app import service
-    from auk_app.auk.request import EditRequest
+    from auk_app import job
 
-    planned, plan_edit = [], service.plan_edit
-    monkeypatch.setattr(service, "plan_edit", lambda *args: planned.append(args[0]) or plan_edit(*args))
-    request = EditRequest("Decrease the volume by 6 dB.", audio=str(clips.voice), nfe=2, seed=7)
-    made, _ = app.studio.edit_candidates(request, "demo", candidates=3)
+    planned, plan_edit = [], job.plan_edit
+    monkeypatch.setattr(job, "plan_edit", lambda *args, **kwargs: planned.append(args[0]) or plan_edit(*args, **kwargs))
+    order = EditOrder.from_knobs({"instruction": "Decrease the volume by 6 dB.", "audio": str(clips.voice), "nfe": 2,
+                                  "seed": 7, "randomize_seed": False, "candidates": 3, "model": "demo"}, Limits())
+    made, _ = EditJob(app.studio, order).run()
     assert len(planned) == 1
     assert sorted(c.result.record.seed for c in made) == [7, 8, 9]
-    alone, _ = app.studio.edit(replace(request, seed=8), "demo")
+    alone, _ = run_request(app.studio, replace(order.request, seed=8), "demo")
     batched = next(c for c in made if c.result.record.seed == 8).result.wav
     np.testing.assert_allclose(batched, alone.wav, atol=1e-4)  # batched with the others, the same edit
 
@@ -319,7 +321,9 @@ def test_new_words_follow_the_clips_pace_into_the_manifest(handlers, clips, monk
     _, built = handlers.preview("zero_shot_tts", None, "Good morning to you all.", "Hello there.", None, None,
                                 length, voiced)
     assert built["pace"] and built["pace"]["voiced_seconds"] == round(voiced, 3)
-    monkeypatch.setattr(handlers.studio, "capability_warnings", lambda *args: [])
+    from auk_app import job
+
+    monkeypatch.setattr(job, "capability_warnings", lambda *args: [])  # the demo was not trained for speech
     outputs = asyncio.run(handlers.edit_from_ui(
         str(clips.voice), built["instruction"], seconds=built["seconds"], nfe=2, seed=1, randomize_seed=False,
         built=built, progress=lambda *a, **k: None))

@@ -109,11 +109,12 @@ def test_the_builder_times_new_words_at_the_clips_pace_where_it_is_known():
 def test_a_whole_recording_longer_than_a_clip_has_its_voiced_time(tmp_path):
     """Read under a whole recording's limits, as the upload check reads it: a 40 s file has a pace."""
     from auk_app.service import Studio, StudioConfig
+    from auk_app.ui.handlers import Handlers
 
     wav, rate = espeak("The quick brown fox jumps over the lazy dog near the river bank.")
     long = np.concatenate([wav, np.zeros(rate, np.float32)] * (1 + int(40 * rate / (wav.size + rate))))
     path = tmp_path / "long.wav"
     sf.write(path, long, rate)
     assert long.size / rate > Limits().max_input_seconds
-    voiced = Studio(StudioConfig(device="cpu")).voiced_seconds(str(path))
+    _, _, voiced, _ = Handlers(Studio(StudioConfig(device="cpu"))).on_audio_change(str(path))
     assert voiced is not None and 0.5 * long.size / rate < voiced < long.size / rate

@@ -14,6 +14,8 @@ import torch
 
 from auk_app import resolve
 from auk_app.audio_io import write_wav
+from auk_app.job import EditJob, edit_problems, run_request
+from auk_app.results import EditOrder
 from training.checkpoint_writer import write_auk_checkpoint
 from auk_app.auk.dit import AuKTransformer
 from auk_app.auk.pipeline import AuKPipeline
@@ -90,7 +92,7 @@ def test_resolution_finds_both_layouts_and_defaults_to_base(studio, weights):
 
 def test_edit_from_wav_file_to_wav_file(studio, tmp_path):
     source = _tone(tmp_path / "in.wav")
-    result, entry = studio.edit(EditRequest("Raise the pitch by 2 semitones.", audio=source, seed=7), "base")
+    result, entry = run_request(studio, EditRequest("Raise the pitch by 2 semitones.", audio=source, seed=7), "base")
     out = write_wav(tmp_path / "out.wav", result.wav, result.sample_rate)
     back = sf.info(str(out))
     # 37 whole hops of the 0.75 s clip at 24 kHz are the reference; by default (the CLI's and the UI's
@@ -113,7 +115,7 @@ def test_an_edit_of_another_model_waits_for_the_running_edits(studio):
 
     def run(key, progress):
         request = EditRequest("Generate a 450 Hz sine tone.", seconds=0.3, nfe=2, seed=1)
-        results[key] = studio.edit(request, key, progress=progress)
+        results[key] = run_request(studio, request, key, progress=progress)
 
     base = threading.Thread(target=run, args=("base", hold))
     base.start()
@@ -129,20 +131,20 @@ def test_an_edit_of_another_model_waits_for_the_running_edits(studio):
 
 
 def test_generation_without_a_clip(studio, tmp_path):
-    result, _ = studio.edit(EditRequest("Generate a 450 Hz sine tone.", seconds=0.51, nfe=4, seed=1), "base")
+    result, _ = run_request(studio, EditRequest("Generate a 450 Hz sine tone.", seconds=0.51, nfe=4, seed=1), "base")
     assert result.record.gen_frames == 26 and result.wav.shape == (26 * 480,)  # ceil(50 · 0.51)
     assert result.record.ref_frames == 0
 
 
 def test_durations_become_frames_exactly_as_upstream_rounds_them(studio):
-    result, _ = studio.edit(EditRequest("Generate a 450 Hz sine tone.", seconds=2.24, nfe=1, seed=1), "base")
+    result, _ = run_request(studio, EditRequest("Generate a 450 Hz sine tone.", seconds=2.24, nfe=1, seed=1), "base")
     # upstream's ceil(2.24 · 24000 / 480): the quotient is 112.00000000000001, so 113 frames
     assert result.record.gen_frames == 113 and result.wav.shape == (113 * 480,)
 
 
 def test_fit_to_source_returns_the_exact_source_length(studio, tmp_path):
     source = _tone(tmp_path / "odd.wav", seconds=0.6123, rate=22050, channels=1)
-    result, _ = studio.edit(EditRequest("Increase the volume by 6 dB.", audio=source, nfe=2, seed=3))
+    result, _ = run_request(studio, EditRequest("Increase the volume by 6 dB.", audio=source, nfe=2, seed=3))
     samples_24k = round(int(0.6123 * 22050) * 24000 / 22050)
     assert result.wav.shape == (samples_24k,) and result.record.gen_frames == -(-samples_24k // 480)
 
@@ -151,7 +153,7 @@ def test_fit_to_source_returns_the_exact_source_length(studio, tmp_path):
 def test_the_whole_clip_is_encoded_and_a_leftover_frame_is_masked(studio, tmp_path, sampler_inputs, leftover, encoded):
     source = tmp_path / "leftover.wav"
     sf.write(source, 0.3 * np.sin(np.arange(15 * 480 + leftover) / 7.0), 24000, subtype="FLOAT")
-    record = studio.edit(EditRequest("Increase the volume by 3 dB.", audio=source, nfe=1, seed=1), "base")[0].record
+    record = run_request(studio, EditRequest("Increase the volume by 3 dB.", audio=source, nfe=1, seed=1), "base")[0].record
     ref, ref_mask = sampler_inputs[-1]["ref"], sampler_inputs[-1]["ref_mask"]
     # upstream: 15 valid frames (T // 480); ≥ 136 leftover samples make the encoder emit a 16th, masked
     assert ref.shape[1] == encoded == record.ref_latent_frames and record.ref_frames == 15
@@ -162,7 +164,7 @@ def test_the_reference_is_a_seeded_posterior_draw_by_default(studio, tmp_path, s
     source = _tone(tmp_path / "draw.wav", seconds=0.4)
 
     def reference(seed, **knobs):
-        record = studio.edit(EditRequest("Lower the volume.", audio=source, nfe=1, seed=seed, **knobs), "base")[0].record
+        record = run_request(studio, EditRequest("Lower the volume.", audio=source, nfe=1, seed=seed, **knobs), "base")[0].record
         return sampler_inputs[-1]["ref"], record
 
     (first, record), (again, _), (other, other_record) = reference(5), reference(5), reference(6)
@@ -176,7 +178,7 @@ def test_the_reference_is_a_seeded_posterior_draw_by_default(studio, tmp_path, s
 
 def test_same_seed_same_output_other_seed_other_output(studio, tmp_path):
     source = _tone(tmp_path / "in.wav")
-    run = lambda seed: studio.edit(EditRequest("Lower the pitch by 1 semitones.", audio=source, nfe=3, seed=seed))[0].wav  # noqa: E731
+    run = lambda seed: run_request(studio, EditRequest("Lower the pitch by 1 semitones.", audio=source, nfe=3, seed=seed))[0].wav  # noqa: E731
     first, again, other = run(11), run(11), run(12)
     assert np.array_equal(first, again)
     assert not np.array_equal(first, other)
@@ -197,16 +199,16 @@ def test_re_roll_skips_the_thinker_and_the_vae_encode(studio, tmp_path, monkeypa
     monkeypatch.setattr(QwenConditioner, "hidden_states", count_thinker)
     monkeypatch.setattr(AuKVAE, "posterior", count_encode)  # a new seed draws anew from the cached posterior
     source = _tone(tmp_path / "reroll.wav", seconds=0.5)
-    first, _ = studio.edit(EditRequest("Remove the background noise.", audio=source, nfe=2, seed=1))
-    second, _ = studio.edit(EditRequest("Remove the background noise.", audio=source, nfe=3, cfg=1.5, sway=0.0, seed=2))
+    first, _ = run_request(studio, EditRequest("Remove the background noise.", audio=source, nfe=2, seed=1))
+    second, _ = run_request(studio, EditRequest("Remove the background noise.", audio=source, nfe=3, cfg=1.5, sway=0.0, seed=2))
     assert calls == {"thinker": 1, "encode": 1}
     assert not first.record.condition_cache_hit and second.record.condition_cache_hit
-    studio.edit(EditRequest("Remove the noise.", audio=source, nfe=2, seed=1))
+    run_request(studio, EditRequest("Remove the noise.", audio=source, nfe=2, seed=1))
     assert calls == {"thinker": 2, "encode": 2}
 
 
 def test_flash_ignores_sampling_knobs_and_says_so(studio):
-    result, _ = studio.edit(EditRequest("Generate a tone.", seconds=0.2, nfe=9, cfg=3.0, sway=0.5, seed=4), "flash")
+    result, _ = run_request(studio, EditRequest("Generate a tone.", seconds=0.2, nfe=9, cfg=3.0, sway=0.5, seed=4), "flash")
     record = result.record
     assert record.recipe.t_grid == (0.0, 0.07612049579620361, 0.2928932309150696, 0.6173166036605835, 1.0)
     assert (record.recipe.nfe, record.recipe.cfg, record.recipe.sway) == (4, 0.0, None)
@@ -214,13 +216,13 @@ def test_flash_ignores_sampling_knobs_and_says_so(studio):
 
 
 def test_explicit_grid_overrides_nfe_and_sway(studio):
-    record = studio.edit(EditRequest("A tone.", seconds=0.1, t_grid="0, 0.5, 1", nfe=7, seed=0), "base")[0].record
+    record = run_request(studio, EditRequest("A tone.", seconds=0.1, t_grid="0, 0.5, 1", nfe=7, seed=0), "base")[0].record
     assert record.recipe.t_grid == (0.0, 0.5, 1.0) and record.recipe.nfe == 2 and record.recipe.ignored == ("nfe",)
 
 
 def test_progress_is_reported_per_phase_and_step(studio):
     seen = []
-    studio.edit(EditRequest("A tone.", seconds=0.1, nfe=3, seed=0), "base", progress=lambda *p: seen.append(p))
+    run_request(studio, EditRequest("A tone.", seconds=0.1, nfe=3, seed=0), "base", progress=lambda *p: seen.append(p))
     assert ("sample", 3, 3) in seen and seen.index(("condition", 1, 1)) < seen.index(("sample", 1, 3))
     assert seen[-1] == ("decode", 1, 1)
 
@@ -232,7 +234,7 @@ def test_stop_between_steps_cancels(studio):
         return len(steps) >= 2
 
     with pytest.raises(Cancelled, match="nothing was produced"):
-        studio.edit(EditRequest("A tone.", seconds=0.1, nfe=5, seed=0), "base",
+        run_request(studio, EditRequest("A tone.", seconds=0.1, nfe=5, seed=0), "base",
                     progress=lambda phase, done, total: steps.append(done) if phase == "sample" else None,
                     should_stop=should_stop)
 
@@ -253,7 +255,7 @@ def test_stop_between_steps_cancels(studio):
 def test_bad_clips_fail_before_any_model_runs(studio, tmp_path, make, message, monkeypatch):
     monkeypatch.setattr(AuKPipeline, "load", lambda self: pytest.fail("a model was loaded for a bad clip"))
     with pytest.raises(InputError, match=message):
-        studio.edit(EditRequest("Remove the noise.", audio=make(tmp_path)), "flash")
+        run_request(studio, EditRequest("Remove the noise.", audio=make(tmp_path)), "flash")
 
 
 @pytest.mark.parametrize(
@@ -349,12 +351,14 @@ def test_a_tts_result_is_checked_by_what_the_resident_thinker_hears(studio, tmp_
     the result (its output head read from the snapshot) and the check is the word error rate. The
     tiny random thinker hears nonsense, so this holds the mechanics, not the quality."""
     source = _tone(tmp_path / "voice.wav", seconds=0.6)
-    request = EditRequest('Say the following with the same voice: "good morning"', audio=source, nfe=1, seed=2)
-    (best,), _ = studio.edit_candidates(request, "base", candidates=1)
-    check = best.check
-    assert check.task == "content" and check.unit == "WER" and check.tolerance == 0.2
-    assert check.got is not None and check.got >= 0 and 'for "good morning"' in check.note
-    assert check.passed == (check.got <= 0.2)
+    order = EditOrder.from_knobs({"instruction": 'Say the following with the same voice: "good morning"',
+                                  "audio": str(source), "nfe": 1, "seed": 2, "randomize_seed": False, "model": "base"},
+                                 studio.config.limits)
+    (best,), _ = EditJob(studio, order).run()
+    check = best.record["check"]
+    assert check["task"] == "content" and check["unit"] == "WER" and check["tolerance"] == 0.2
+    assert check["got"] is not None and check["got"] >= 0 and 'for "good morning"' in check["note"]
+    assert check["pass"] == (check["got"] <= 0.2)
     with studio.pipeline(studio.entry("base")).conditioner_in_use() as conditioner:
         assert isinstance(conditioner.model.lm_head, torch.nn.Linear)  # attached to the resident thinker
 
@@ -368,8 +372,8 @@ def test_the_demo_encoder_refuses_an_instruction_past_its_positions_in_a_sentenc
 
     studio = Studio(StudioConfig(demo_dir=DEMO_DIR, device="cpu"))
     long = "音" * 1000
-    problems = studio.edit_problems({"instruction": long, "seconds": 1, "model": "demo"})
+    problems = edit_problems(studio, {"instruction": long, "seconds": 1, "model": "demo"})
     assert problems.keys() == {"instruction"} and "1002 tokens" in problems["instruction"]
-    assert studio.edit_problems({"instruction": "音" * 500, "seconds": 1, "model": "demo"}) == {}
+    assert edit_problems(studio, {"instruction": "音" * 500, "seconds": 1, "model": "demo"}) == {}
     with pytest.raises(InputError, match="reads at most 512"):
-        studio.edit(EditRequest(long, seconds=1, nfe=1), "demo")
+        run_request(studio, EditRequest(long, seconds=1, nfe=1), "demo")

@@ -117,7 +117,8 @@ def test_pitch_and_noise_removal_leave_the_spectrum_out():
 def test_the_demo_models_right_edits_of_a_steady_tone_pass():
     # AuK-Tiny re-synthesises a 440 Hz tone with its own flicker: the "kept −0.02 ✗" on a right edit.
     from bench.bench_demo import seeded_demo_edit
-    from auk_app.service import DEMO_DIR, Studio, StudioConfig
+    from auk_app.demo import DEMO_DIR
+    from auk_app.service import Studio, StudioConfig
 
     edit = seeded_demo_edit(Studio(StudioConfig(demo_dir=DEMO_DIR)))
     steady = (0.25 * np.sin(2 * np.pi * 440 * np.arange(2 * RATE) / RATE)).astype(np.float32)

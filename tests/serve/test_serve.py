@@ -16,6 +16,7 @@ import soundfile as sf
 from auk_app.auk.plan import plan_edit
 from auk_app.auk.request import EditRequest
 from auk_app.errors import Cancelled
+from auk_app.job import EditJob, run_request
 from auk_app.results import EditOrder
 from auk_app.serve.client import ServeError
 from auk_app.service import Studio, StudioConfig
@@ -74,9 +75,9 @@ def _journal(cluster, request_id: str, timeout: float = 30.0) -> dict:
 def test_the_same_seed_gives_the_same_pcm_as_in_process(local, remote, serve_cluster, region):
     request = EditRequest(instruction="Increase the volume by 6 dB.", audio=SPEECH, seed=7,
                           region_start=region and region[0], region_end=region and region[1])
-    want, _ = local.edit(request, "demo")
+    want, _ = run_request(local, request, "demo")
     steps = []
-    got, entry = remote.edit(request, "demo", progress=lambda phase, done, total: steps.append((phase, done, total)))
+    got, entry = run_request(remote, request, "demo", progress=lambda phase, done, total: steps.append((phase, done, total)))
     assert np.array_equal(got.wav, want.wav)  # the window ran on a replica, spliced back here
     assert [s for s in steps if s[0] == "sample"][-1] == ("sample", 16, 16)  # per step, streamed back
     record = got.record
@@ -85,7 +86,7 @@ def test_the_same_seed_gives_the_same_pcm_as_in_process(local, remote, serve_clu
     assert record.steps == want.record.steps and record.steps["dit_steps"] == 16  # the replica's step tally
     knobs = {"audio": SPEECH, "instruction": request.instruction, "model": "demo", "seed": 7, "randomize_seed": False,
              "region_start": request.region_start, "region_end": request.region_end}
-    (delivered,), _ = remote.fulfil(EditOrder.from_knobs(knobs, remote.config.limits))  # what every front end writes
+    (delivered,), _ = EditJob(remote, EditOrder.from_knobs(knobs, remote.config.limits)).run()  # what every front end writes
     assert np.array_equal(delivered.wav, want.wav) and delivered.record["engine"] == "ray-serve"
     assert delivered.record["replica"] and delivered.record["check"]["task"] == "volume"
     assert remote.info()["auk_server"] == record.engine_server
@@ -95,9 +96,9 @@ def test_eight_concurrent_users_all_correct_over_both_replicas(local, remote):
     requests = [EditRequest(instruction=instruction, audio=audio, seed=seed)
                 for seed, (instruction, audio) in enumerate(
                     [("Increase the volume by 6 dB.", SPEECH), ("Remove only the background noise.", NOISY)] * 4)]
-    wants = [local.edit(request, "demo")[0].wav for request in requests]
+    wants = [run_request(local, request, "demo")[0].wav for request in requests]
     with ThreadPoolExecutor(8) as pool:
-        results = list(pool.map(lambda request: remote.edit(request, "demo")[0], requests))
+        results = list(pool.map(lambda request: run_request(remote, request, "demo")[0], requests))
     for got, want in zip(results, wants, strict=True):
         np.testing.assert_allclose(got.wav, want, **BATCHED)
     assert len({got.record.replica for got in results}) == 2
@@ -116,7 +117,7 @@ def test_stop_cancels_the_request_on_its_replica(remote, serve_cluster):
 
     began = time.monotonic()
     with pytest.raises(Cancelled, match="nothing was produced"):
-        remote.auk_server.run(plan, progress=progress, should_stop=stop.is_set, on_start=starts.append)
+        remote.engine.runner.run(plan, progress=progress, should_stop=stop.is_set, on_start=starts.append)
     assert time.monotonic() - began < 30
     line = _journal(serve_cluster, starts[0]["request_id"])
     assert line["outcome"] == "cancelled" and line["stop_requested"] and line["steps"] < line["of"] == 32
@@ -124,7 +125,7 @@ def test_stop_cancels_the_request_on_its_replica(remote, serve_cluster):
 
 def test_a_replica_killed_mid_run_is_retried_on_the_other(local, remote):
     request = EditRequest(instruction="Increase the volume by 6 dB.", audio=SPEECH, seed=2, **LONG)
-    want, _ = local.edit(request, "demo")
+    want, _ = run_request(local, request, "demo")
     starts, killed = [], []
 
     def progress(phase, done, total):
@@ -132,7 +133,7 @@ def test_a_replica_killed_mid_run_is_retried_on_the_other(local, remote):
             killed.append(starts[-1])
             os.kill(starts[-1]["pid"], signal.SIGKILL)
 
-    runner = remote.auk_server
+    runner = remote.engine.runner
     plan = plan_edit(request, remote.entry("demo").checkpoint, remote.config.limits)
     began = time.monotonic()
     try:
@@ -170,9 +171,9 @@ def test_the_app_on_serve_writes_a_manifest_naming_the_engine_and_replica(remote
 
 def test_a_whole_recording_s_windows_run_on_both_replicas_as_in_process(local, remote, serve_cluster, long_tones):
     """Each window a request returning its latents, several at once; joined and decoded in the app."""
-    (want,), _ = local.fulfil(_whole_order(local, long_tones, nfe=8))
+    (want,), _ = EditJob(local, _whole_order(local, long_tones, nfe=8)).run()
     events = []
-    (got,), _ = remote.fulfil(_whole_order(remote, long_tones, nfe=8), progress=lambda *event: events.append(event))
+    (got,), _ = EditJob(remote, _whole_order(remote, long_tones, nfe=8), progress=lambda *event: events.append(event)).run()
     np.testing.assert_allclose(got.wav, want.wav, **BATCHED)
     windows = got.record["windows"]
     assert windows["count"] == want.record["windows"]["count"] == 3 and sum(windows["replicas"].values()) == 3
@@ -196,7 +197,7 @@ def test_stop_ends_a_whole_recording_s_windows_on_their_replicas(remote, serve_c
 
     began = time.monotonic()
     with pytest.raises(Cancelled, match="nothing was produced"):
-        remote.fulfil(_whole_order(remote, long_tones, nfe=32), progress=progress, should_stop=stop.is_set)
+        EditJob(remote, _whole_order(remote, long_tones, nfe=32), progress=progress, should_stop=stop.is_set).run()
     assert time.monotonic() - began < 40
     until, ended = time.monotonic() + 30, []
     while time.monotonic() < until and len(ended) < 3:  # every window's replica writes its line
@@ -204,3 +205,17 @@ def test_stop_ends_a_whole_recording_s_windows_on_their_replicas(remote, serve_c
         time.sleep(0.2)
     assert len(ended) == 3 and all(line["op"] == "latents" and line["stop_requested"] for line in ended)
     assert all(line["outcome"] == "cancelled" and line["steps"] < line["of"] == 32 for line in ended)
+
+
+def test_on_serve_an_edit_is_decoded_and_recognised_once_by_the_app(serve_cluster, long_tones, monkeypatch):
+    """The app reads the upload and the instruction once, region edit or whole recording; the replicas
+    get the plan's samples and the checked knobs, and read neither again."""
+    from tests.app.test_job import count_readings
+
+    remote = Studio(StudioConfig(device="cpu", auk_server=serve_cluster.url))  # nothing decoded yet
+    counts = count_readings(monkeypatch)
+    region = _whole_order(remote, SPEECH, nfe=2, region_start=0.2, region_end=1.0)
+    (delivered,), _ = EditJob(remote, region).run()
+    assert delivered.record["engine"] == "ray-serve" and counts == {"decodes": 1, "recognitions": 1}
+    (delivered,), _ = EditJob(remote, _whole_order(remote, long_tones, nfe=2)).run()
+    assert delivered.record["windows"]["count"] == 3 and counts == {"decodes": 2, "recognitions": 2}

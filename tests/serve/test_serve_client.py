@@ -16,7 +16,9 @@ import pytest
 
 from auk_app.audex.token_sampler import Deadline
 from auk_app.auk.request import EditRequest
+from auk_app.job import EditJob, run_request
 from auk_app.serve.client import ServeError, ServeRunner, check_url
+from auk_app.serve.engine import ServeEngine
 from auk_app.service import Studio, StudioConfig
 from tests.conftest import REPO
 from tests.ports import free_port
@@ -40,10 +42,10 @@ def test_a_refused_url_is_named_by_its_host_never_its_credentials():
 def test_a_deployment_that_is_down_is_one_sentence_not_a_hang():
     studio = Studio(StudioConfig(device="cpu", auk_server=f"http://127.0.0.1:{free_port()}/auk"))
     with pytest.raises(ServeError, match="cannot be reached") as raised:
-        studio.auk_server.check()
+        studio.engine.runner.check()
     began = time.monotonic()
     with pytest.raises(ServeError, match="cannot be reached"):  # gone after start-up: the edit says so
-        studio.edit(VOLUME_EDIT, "demo")
+        run_request(studio, VOLUME_EDIT, "demo")
     assert time.monotonic() - began < 10
     assert "\n" not in str(raised.value)
 
@@ -96,10 +98,10 @@ def test_a_silent_replica_is_given_up_with_its_sentence_and_not_sent_again():
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}/auk"
         studio = Studio(StudioConfig(device="cpu", auk_server=url))
-        studio.auk_server = ServeRunner(url, idle_timeout=1.0, retry_pause=0.1)
+        studio.engine = ServeEngine(ServeRunner(url, idle_timeout=1.0, retry_pause=0.1), studio.config.limits, studio.device)
         began = time.monotonic()
         with pytest.raises(ServeError, match="sent nothing for 1 s, so the edit was given up"):
-            studio.edit(VOLUME_EDIT, "demo")
+            run_request(studio, VOLUME_EDIT, "demo")
         assert time.monotonic() - began < 10 and _SilentReplica.posts == 1
     finally:
         _SilentReplica.release.set()
@@ -251,10 +253,10 @@ def _edit(url: str, runner: ServeRunner | None = None, progress=None, request: E
           refusal=ServeError):
     """``request`` through a Studio on ``url``; (the sentence it failed with, seconds it took)."""
     studio = Studio(StudioConfig(device="cpu", auk_server=url))
-    studio.auk_server = runner or ServeRunner(url, retry_pause=0.1)
+    studio.engine = ServeEngine(runner or ServeRunner(url, retry_pause=0.1), studio.config.limits, studio.device)
     began = time.monotonic()
     with pytest.raises(refusal) as failed:
-        studio.edit(request, "demo", progress=progress)
+        run_request(studio, request, "demo", progress=progress)
     return str(failed.value), time.monotonic() - began
 
 
@@ -294,7 +296,7 @@ def test_a_window_s_latents_that_are_not_what_its_plan_asked_for_are_refused(rep
     order = EditOrder.from_knobs({"audio": str(path), "instruction": "Decrease the volume by 6 dB.", "model": "demo"},
                                  studio.config.limits)
     with pytest.raises(EngineError) as refused:
-        studio.fulfil(order)
+        EditJob(studio, order).run()
     message = str(refused.value)
     assert words in message and "so nothing was written" in message and "\n" not in message
     assert message.count(". ") == 0
@@ -325,7 +327,7 @@ def test_the_deadline_grows_with_the_plan_s_steps(replica):
     checkpoint = studio.entry("demo").checkpoint
     for nfe, seconds in [(8, 160), (32, 280), (64, 440)]:
         plan = plan_edit(replace(VOLUME_EDIT, nfe=nfe), checkpoint, studio.config.limits)
-        deadline = studio.auk_server.deadline(plan)
+        deadline = studio.engine.runner.deadline(plan)
         assert deadline.seconds == seconds and f"5 s for each of its {nfe} steps, at most 900 s" in deadline.basis
 
 
