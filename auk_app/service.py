@@ -40,6 +40,7 @@ from auk_app.demo import DEMO_DIR
 from auk_app.errors import AppError, Cancelled, CheckpointError, InputError
 from auk_app.knobs import EDIT
 from auk_app.progress import Progress, ShouldStop, silent
+from auk_app.quantize import pick_quantization
 from auk_app.results import Delivery, EditOrder, check_parts, deliver
 from auk_app.runtime import pick_device, pick_precision
 from auk_app.urls import server_host
@@ -104,6 +105,7 @@ class StudioConfig:
     xcodec: Path | None = None
     device: str | None = None
     dtype: str | None = None
+    quantize: str = "none"  # weight-only int8 or int4 block linears of the DiT and text encoder (auk_app.quantize)
     offload: bool = False
     auk_batch: int = DEFAULT_MAX_BATCH  # most concurrent edits per DiT step (and concurrent edits the app admits)
     pack: bool = False  # shared steps attend over each edit's own frames (auk_app.auk.packing), not padding
@@ -136,6 +138,7 @@ class Studio:
             self.auk_server = ServeRunner(config.auk_server)  # a bad URL is refused here
         self.device = pick_device(config.device)
         self.precision = pick_precision(self.device, config.dtype)
+        self.quantization = pick_quantization(self.device, self.precision, config.quantize)  # refused at start
         self._entries = self._discover()
         self.not_downloaded = {key: label for key, (label, _) in RELEASED.items() if key not in self._entries}
         self._default = self._pick_default(config.default_model)
@@ -218,7 +221,7 @@ class Studio:
                 pipeline = AuKPipeline(
                     entry.checkpoint, text_encoder_path=text_encoder, device=self.device, dtype=self.precision,
                     offload=self.config.offload, limits=self.config.limits, max_batch=self.config.auk_batch,
-                    compile=self.config.compile, pack=self.config.pack,
+                    compile=self.config.compile, pack=self.config.pack, quantize=self.quantization,
                 )
                 for other in self._pipelines.values():
                     other.unload()
@@ -462,7 +465,8 @@ class Studio:
         else:
             with self._resident(entry) as pipeline:
                 made = run(pipeline)
-            result = as_edit_result(made, clip, device=str(pipeline.device), dtype=pipeline.precision.name)
+            result = as_edit_result(made, clip, device=str(pipeline.device), dtype=pipeline.precision.name,
+                                    quantize=pipeline.quantization.mode)
         target = order.target or target_from_text(request.instruction)
         started = time.perf_counter()
         checked = _checked(target, _SharedSource(), result)
@@ -587,6 +591,7 @@ class Studio:
             "loaded_model": loaded,
             "device": str(self.device),
             "dtype": self.precision.name,
+            "quantize": self.quantization.mode,
             "demo": default.demo,
             "audex_demo": self.audex_demo,
             "audex_server": self._audex_server_host(),
