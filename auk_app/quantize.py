@@ -7,16 +7,17 @@ Which layers, and why (numbers at the released shapes):
   and SwiGLU feed-forwards in its 10 double and 20 single blocks (944 M of its 1.53 B
   parameters); every linear layer of the text encoder's decoder and audio-encoder layers
   (Qwen2.5-Omni-3B: 2.77 B of the text decoder's 3.09 B, 0.63 B of the audio tower's 0.64 B;
-  MiniLM's six encoder layers for the demo). These hold nearly all the bytes, and each of them
-  reads activations that a norm has just bounded.
-* **Kept in the compute dtype: everything else.** Embeddings (Qwen's 311 M-entry token table, the
-  DiT's time, text and latent input projections), every norm, the DiT's adaLN modulations and
-  its output head (``norm_out``, ``proj_out``), the audio tower's convolutions and output
-  projection. adaLN is 566 M parameters, 37 % of the DiT, and kept all the same: its output is
-  the shift, scale and gate of every token of its block, so a rounding error there is a
-  multiplicative error on the whole stream, and it runs once per step on a single row, so int8
-  would save memory but no time. The output head writes the velocity itself. The VAE is not
-  touched (float32 under every choice).
+  MiniLM's six encoder layers for the demo); Audex's decoder layers, where its LM samples in this
+  process. These hold nearly all the bytes, and each of them reads activations that a norm has
+  just bounded.
+* **Kept in the compute dtype: everything else.** Embeddings (Qwen's token table of 311 M
+  parameters, the DiT's time, text and latent input projections), every norm, the DiT's adaLN
+  modulations and its output head (``norm_out``, ``proj_out``), the audio tower's convolutions
+  and output projection, Audex's embeddings and output head. adaLN is 566 M parameters, 37 % of
+  the DiT, and kept all the same: its output is the shift, scale and gate of every token of its
+  block, so a rounding error there is a multiplicative error on the whole stream, and it runs
+  once per step on a single row, so int8 would save memory but no time. The output head writes
+  the velocity itself. The VAE is not touched (float32 under every choice).
 
 Quantizing replaces a layer's weight with a torchao tensor after the checkpoint's strict load of
 its released keys, so released checkpoints load unchanged and nothing new is downloaded; a
@@ -46,6 +47,7 @@ from auk_app.runtime import Precision, storage_tensors
 # audio-encoder layers, MiniLM's encoder layers.
 DIT_BLOCKS = re.compile(r"(single_)?transformer_blocks\.\d+\.(attn|ff|ff_x|ff_c)\.")
 TEXT_ENCODER_BLOCKS = re.compile(r"model\.(language_model|audio_tower)\.layers\.\d+\.|encoder\.layer\.\d+\.")
+LM_BLOCKS = re.compile(r"model\.layers\.\d+\.")  # Audex's decoder layers; its embeddings and lm_head stay
 INT4_GROUP = 128  # inputs per scale and zero point: torchao's default, the tinygemm kernel's usual choice
 INT4_MIN_CAPABILITY = (8, 0)  # the tinygemm int4 kernel's tensor-core path
 

@@ -533,7 +533,7 @@ class Studio:
                 server = RemoteSampler(self.config.audex_server) if self.config.audex_server else None
                 # Audex has no float32-master recipe: under autocast-bf16 it runs bf16 weights, as released.
                 self._audex = AudexPipeline.from_paths(root, xcodec, device=self.device, dtype=self.precision.compute,
-                                                       sampler=server)
+                                                       sampler=server, quantization=self.quantization)
             return self._audex
 
     @property
@@ -562,6 +562,7 @@ class Studio:
             "demo_model": self.audex_demo, "thinker_dir": pipeline.thinker_dir.name,
             "xcodec_dir": pipeline.xcodec_dir.name, "device": str(pipeline.device),
             "dtype": str(pipeline.dtype).removeprefix("torch."),
+            "quantize": self.quantization.mode if sampler.engine == "in-process" else "none",  # a server's own
             "engine": sampler.engine,
             "engine_server": sampler.host,
         }

@@ -160,8 +160,11 @@ def test_a_release_with_its_qwen_thinker_edits_with_int8_weights(tmp_path, qwen_
 
 
 def test_the_demo_studio_reports_int8_in_model_info_and_the_record():
+    from auk_app.ui.text import serving_line
+
     studio = Studio(StudioConfig(quantize="int8"))
     assert studio.info()["quantize"] == "int8" and Studio().info()["quantize"] == "none"
+    assert "on cpu, float32 with int8 block weights;" in serving_line(studio.info())
     tone = (0.2 * np.sin(2 * np.pi * 220 * np.arange(48000) / 24000)).astype(np.float32)
     result, _ = studio.edit(EditRequest("Increase the volume by 6 dB.", audio=(tone, 24000), seed=0), "demo")
     assert result.record.quantize == "int8" and result.record.dtype == "float32"
@@ -187,3 +190,17 @@ def test_the_real_size_dit_and_thinker_load_and_run_in_int8_within_six_and_a_hal
     assert len(hidden.hidden_states) == 37 and torch.isfinite(hidden.last_hidden_state).all()
     # In bfloat16 they are 3.06 + 7.45 GB; the block linears hold 0.94 B and 3.40 B parameters.
     assert dit_bytes < 2.13e9 and thinker_bytes < 4.06e9 and dit_bytes + thinker_bytes <= 6.5e9
+
+
+def test_audex_tiny_samples_phase_valid_streams_with_an_int8_lm():
+    from auk_app.audex.request import AudexRequest
+    from auk_app.quantize import LM_BLOCKS
+
+    studio = Studio(StudioConfig(quantize="int8"))
+    request = AudexRequest.from_knobs(dict(caption="A 440 Hz tone for 0.5 seconds.", seed=0, randomize_seed=False),
+                                      studio.config.limits, seconds=1.0)
+    made = studio.text_to_audio(request)
+    assert made.model["quantize"] == "int8" and made.result.report["phase_valid"]
+    lm = _linears(studio.audex().sampler.thinker.model)
+    quantized = {n for n, layer in lm.items() if _is_quantized(layer)}
+    assert quantized == {n for n in lm if LM_BLOCKS.match(n)} and "lm_head" in set(lm) - quantized
