@@ -2,6 +2,7 @@
 
     python -m bench.bench_quantize bytes [--out bench/results/DATE-cpu-quantize-bytes.json]
     python -m bench.bench_quantize quality [--clips 4] [--out bench/results/DATE-cpu-quantize-quality.json]
+    python -m bench.bench_quantize audex [--captions 8] [--seeds 2] [--out bench/results/DATE-cpu-quantize-audex.json]
 
 ``bytes``: the resident bytes of the DiT's and the Qwen2.5-Omni-3B thinker's weights at the
 released shapes (random weights), one model at a time: float32 and bfloat16 counted on the meta
@@ -17,12 +18,16 @@ latents; a tiny random Qwen2.5-Omni thinker in the released layout (tests/qwen_s
 fused hidden states of an instruction with a clip, in float32 and bfloat16; AuK-Tiny's edits of
 the edit check's held-out clips (volume, pitch, noise removal, text to tone), measured by the
 app's edit check (``auk_app.check``) for each mode.
+
+``audex``: Audex-Tiny's held-out tone captions with its LM's decoder layers in int8 and not: the
+phase validity of every stream and the tones' measured frequencies.
 """
 
 from __future__ import annotations
 
 import argparse
 import ctypes
+import math
 import datetime
 import gc
 import os
@@ -295,6 +300,38 @@ def tiny_study(clips: int) -> dict:
             "quantized_text_encoder_layers": len(_quantized(pipeline._conditioner.model))}
 
 
+def audex_study(captions: int, seeds: int) -> dict:
+    """Audex-Tiny's held-out tone captions (the Audex-Tiny bench's, ``seeds`` seeds each) sampled by
+    its LM with and without int8 decoder-layer linears, as the Text-to-audio tab samples them: per
+    mode, the share of phase-valid streams and the median tone-frequency error; between the modes,
+    the share of identical token streams and the median gap of the measured frequency in cents."""
+    from bench.bench_audex_demo import heldout_scenes, run
+    from auk_app.service import Studio, StudioConfig
+    from training import audex_measures
+
+    studios = {mode: Studio(StudioConfig(quantize=mode)) for mode in ("none", "int8")}
+    rows = []
+    for scene in heldout_scenes("tone", captions):
+        for seed in range(seeds):
+            made = {mode: run(studio, scene.caption, seed).result for mode, studio in studios.items()}
+            scores = {mode: audex_measures.score(scene, result.waveform).values for mode, result in made.items()}
+            rows.append({"caption": scene.caption, "seed": seed, "asked_hz": scores["none"]["asked_hz"],
+                         "same_tokens": made["none"].token_ids == made["int8"].token_ids,
+                         **{f"phase_valid_{m}": bool(r.report["phase_valid"]) for m, r in made.items()},
+                         **{f"hz_{m}": v["hz"] for m, v in scores.items()},
+                         **{f"freq_err_{m}": v["freq_err"] for m, v in scores.items()}})
+    gaps = [abs(1200 * math.log2(r["hz_int8"] / r["hz_none"])) for r in rows if r["hz_int8"] > 0 and r["hz_none"] > 0]
+    summary = {"runs": len(rows), "same_tokens_share": float(np.mean([r["same_tokens"] for r in rows])),
+               "median_gap_cents": float(np.median(gaps)), "largest_gap_cents": max(gaps)}
+    for mode in studios:
+        summary[f"phase_valid_share_{mode}"] = float(np.mean([r[f"phase_valid_{mode}"] for r in rows]))
+        summary[f"median_freq_err_{mode}"] = float(np.median([r[f"freq_err_{mode}"] for r in rows]))
+    lms = {mode: studio.audex().sampler.thinker.model for mode, studio in studios.items()}
+    return {"captions": captions, "seeds": seeds, "summary": summary, "rows": rows,
+            "quantized_lm_layers": len(_quantized(lms["int8"])),
+            "lm_bytes": {mode: weight_bytes(lm) for mode, lm in lms.items()}}
+
+
 def _quantized(module: torch.nn.Module) -> list[str]:
     """The names of ``module``'s linear layers whose weight is a torchao tensor."""
     return [name for name, layer in module.named_modules()
@@ -315,7 +352,9 @@ def record(kind: str, study: dict, started: float) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("study", choices=("bytes", "quality"))
+    parser.add_argument("study", choices=("bytes", "quality", "audex"))
+    parser.add_argument("--captions", type=int, default=8, help="audex: held-out tone captions")
+    parser.add_argument("--seeds", type=int, default=2, help="audex: seeds per caption")
     parser.add_argument("--clips", type=int, default=4, help="quality: AuK-Tiny's held-out clips per family and material")
     parser.add_argument("--frames", type=int, default=100, help="quality: the real-size DiT's reference and target frames")
     parser.add_argument("--out", type=Path)
@@ -324,8 +363,10 @@ def main() -> None:
     started = time.perf_counter()
     if args.study == "bytes":
         study = bytes_study()
-    else:
+    elif args.study == "quality":
         study = {"dit": dit_study(args.frames), "thinker": thinker_study(), "auk_tiny": tiny_study(args.clips)}
+    else:
+        study = {"audex_tiny": audex_study(args.captions, args.seeds)}
     publish(record(args.study, study, started), args.out)
 
 
