@@ -3,6 +3,7 @@
     python -m bench.bench_quantize bytes [--out bench/results/DATE-cpu-quantize-bytes.json]
     python -m bench.bench_quantize quality [--clips 4] [--out bench/results/DATE-cpu-quantize-quality.json]
     python -m bench.bench_quantize audex [--captions 8] [--seeds 2] [--out bench/results/DATE-cpu-quantize-audex.json]
+    python -m bench.bench_quantize gpu --device cuda [--out bench/results/DATE-GPU-quantize.json]
 
 ``bytes``: the resident bytes of the DiT's and the Qwen2.5-Omni-3B thinker's weights at the
 released shapes (random weights), one model at a time: float32 and bfloat16 counted on the meta
@@ -18,6 +19,11 @@ latents; a tiny random Qwen2.5-Omni thinker in the released layout (tests/qwen_s
 fused hidden states of an instruction with a clip, in float32 and bfloat16; AuK-Tiny's edits of
 the edit check's held-out clips (volume, pitch, noise removal, text to tone), measured by the
 app's edit check (``auk_app.check``) for each mode.
+
+``gpu`` (``--device cuda``): for each mode the device runs, a stack of the released shapes in
+bfloat16 (random weights, the DiT's blocks compiled, as the app serves them) and a 10 s Base and a
+Flash edit on a 5 s reference: the weights' bytes, the allocator's peak and the median seconds.
+On the CPU it runs the same lines on a small stack (the tests' smoke run).
 
 ``audex``: Audex-Tiny's held-out tone captions with its LM's decoder layers in int8 and not: the
 phase validity of every stream and the tones' measured frequencies.
@@ -40,6 +46,7 @@ import numpy as np
 import torch
 from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
+from auk_app.config import QUANTIZE_CHOICES
 from auk_app.quantize import DIT_BLOCKS, TEXT_ENCODER_BLOCKS, Quantization, quiet_library_logs, weight_bytes
 from auk_app.runtime import PRECISIONS
 from bench.records import publish
@@ -54,7 +61,9 @@ REAL_AUDIO = dict(num_mel_bins=128, encoder_layers=32, encoder_attention_heads=2
                   output_dim=2048, n_window=100, max_source_positions=1500)
 INT4_IN_MULTIPLE, INT4_OUT_MULTIPLE, INT4_GROUP = 1024, 8, 128  # torchao's tile_packed_to_4d padding and groups
 ALL = re.compile("")  # a layer's own name is "" when it is quantized alone
-GB = 1e9
+NOT_MEASURED_ON_CPU = ("int4's bytes, derived here from torchao's layout, which only a CUDA GPU builds; a 10 s Base and "
+                       "a Flash edit's peak GPU memory and time in each mode: `python -m bench.bench_quantize gpu` "
+                       "on a GPU, which this run had none of")
 
 
 def real_dit(device: str = "meta"):
@@ -169,7 +178,7 @@ def bytes_study() -> dict:
                 for name, mode in (("bfloat16", "none"), ("int8", "int8"))}
     together |= {"float32": sum(m["float32_bytes"] for m in models.values()),
                  "int4_derived": sum(m["derived"]["int4"] for m in models.values())}
-    return {"models": models, "together_bytes": together,
+    return {"not_measured": NOT_MEASURED_ON_CPU, "models": models, "together_bytes": together,
             "int8_over_bfloat16": round(together["int8"] / together["bfloat16"], 4),
             "int4_over_bfloat16": round(together["int4_derived"] / together["bfloat16"], 4)}
 
@@ -338,21 +347,151 @@ def _quantized(module: torch.nn.Module) -> list[str]:
             if isinstance(layer, torch.nn.Linear) and is_traceable_wrapper_subclass(layer.weight)]
 
 
+# ----------------------------------------------------------------------------- GPU
+
+
+# A stack small enough for the CPU, which runs every line of the GPU study there (the tests' smoke run).
+SMOKE = dict(dit=dict(REAL_DIT, dim=64, heads=2, dim_head=32, text_hidden_dim=32, num_layers=1, num_single_layers=1),
+             text=dict(REAL_TEXT, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+                       vocab_size=400, rope_parameters={"rope_type": "default", "rope_theta": 1e6,
+                                                        "mrope_section": [2, 1, 1]}),
+             audio=dict(REAL_AUDIO, encoder_layers=1, encoder_attention_heads=2, encoder_ffn_dim=32, d_model=16,
+                        output_dim=32), frames=(10, 20), text_tokens=8, small_vae=True,
+             # The thinker builds its vision tower before the conditioner drops it: the default's is 0.67 B.
+             vision=dict(depth=1, hidden_size=16, intermediate_size=32, num_heads=2, out_hidden_size=32,
+                         fullatt_block_indexes=[0]))  # fmt: skip
+REAL = dict(dit=REAL_DIT, text=REAL_TEXT, audio=REAL_AUDIO, frames=(250, 500), text_tokens=64, small_vae=False,
+            vision=None)
+
+
+def _bfloat16_stack(sizes: dict, device: torch.device):
+    """The DiT and the thinker initialised in bfloat16 on ``device`` (their own initialisation) and the
+    float32 VAE, at ``sizes``: what the pipeline holds after loading, with random weights."""
+    from transformers import Qwen2_5OmniThinkerConfig
+
+    from auk_app.auk.qwen import _AudioTextThinker
+    from auk_app.auk.dit import AuKTransformer
+    from auk_app.auk.vae import AuKVAE
+    from bench.bench_speed import REAL_VAE, TINY_VAE
+
+    default = torch.get_default_dtype()
+    torch.set_default_dtype(torch.bfloat16)
+    try:
+        with torch.device(device):
+            dit = AuKTransformer(**sizes["dit"]).eval()
+            config = Qwen2_5OmniThinkerConfig(text_config=sizes["text"], audio_config=sizes["audio"],
+                                              vision_config=sizes["vision"])
+            thinker = _AudioTextThinker(config).eval()
+    finally:
+        torch.set_default_dtype(default)
+    with torch.device(device):
+        vae = AuKVAE(**(TINY_VAE if sizes["small_vae"] else REAL_VAE)).eval()
+    vae.remove_weight_norm()
+    return dit, thinker, vae
+
+
+def _edit(stack, recipe, sizes: dict, graphs, device: torch.device, compile: bool) -> None:
+    """One edit as the pipeline runs it: the thinker's states of a random prompt fused, the reference's
+    posterior mean, the solve through the DiT's step graphs, the decode of the target."""
+    from auk_app.auk.conditioner import fuse_hidden_states
+    from auk_app.auk.sampler import SolveSpec, solve
+    from auk_app.auk.vae_decode import fast_decode
+    from auk_app.config import HOP
+    from auk_app.runtime import autocast
+
+    dit, thinker, vae = stack
+    ref_frames, target_frames = sizes["frames"]
+    generator = torch.Generator().manual_seed(0)
+    ids = torch.randint(0, sizes["text"]["vocab_size"], (1, sizes["text_tokens"]), generator=generator).to(device)
+    ref_wav = (0.1 * torch.randn(1, ref_frames * HOP, generator=generator)).to(device)
+    layers = sizes["text"]["num_hidden_layers"]
+    with torch.inference_mode():
+        with autocast(device, PRECISIONS["bfloat16"]):
+            hidden = thinker.model.language_model(input_ids=ids, output_hidden_states=True).hidden_states[1:]
+            text = fuse_hidden_states(hidden, torch.zeros(layers, device=device), torch.ones(1, device=device))
+        mean, std = vae.posterior(ref_wav)
+        ref = vae.latents(mean, std, sample=False)
+        spec = SolveSpec.of(recipe, text=text, c_mask=None, ref=ref, ref_mask=None, gen_frames=target_frames, seed=0,
+                            device=device)
+        with autocast(device, PRECISIONS["bfloat16"]):
+            latents = solve(dit, spec, graphs)
+        fast_decode(vae, latents.float(), compile=compile, clamp=False)
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _gpu_mode(mode: str, sizes: dict, device: torch.device, compile: bool, repeats: int) -> dict:
+    """``mode``'s stack: its resident weights on the device, then a Base and a Flash edit's peak
+    memory (warm-up included: graph capture and compilation) and median seconds of ``repeats``."""
+    from auk_app.auk.configs import BASE_RECIPE, flash_recipe
+    from auk_app.auk.step_graphs import StepGraphs
+
+    cuda = device.type == "cuda"
+    stack = _bfloat16_stack(sizes, device)
+    quantization = Quantization(mode)
+    layers = len(quantization.apply(stack[0], DIT_BLOCKS)) + len(quantization.apply(stack[1], TEXT_ENCODER_BLOCKS))
+    if compile:
+        stack[0].compile_blocks()
+    graphs = StepGraphs(stack[0], compute=torch.bfloat16)
+    figures = {"quantized_layers": layers, "weight_bytes": sum(weight_bytes(m) for m in stack),
+               "allocated_after_load_bytes": torch.cuda.memory_allocated(device) if cuda else None}
+    for name, recipe in (("base", BASE_RECIPE), ("flash", flash_recipe())):
+        if cuda:
+            torch.cuda.reset_peak_memory_stats(device)
+        times = []
+        for _ in range(repeats + 1):  # the first warms up
+            started = time.perf_counter()
+            _edit(stack, recipe, sizes, graphs, device, compile)
+            times.append(time.perf_counter() - started)
+        figures[f"{name}_edit_seconds"] = round(float(np.median(times[1:])), 4)
+        figures[f"{name}_first_edit_seconds"] = round(times[0], 4)
+        figures[f"{name}_peak_allocated_bytes"] = torch.cuda.max_memory_allocated(device) if cuda else None
+        figures[f"{name}_peak_reserved_bytes"] = torch.cuda.max_memory_reserved(device) if cuda else None
+    del stack, graphs
+    gc.collect()
+    if cuda:
+        torch.cuda.empty_cache()
+    return figures
+
+
+def gpu_study(device: torch.device, sizes: dict = REAL, compile: bool | None = None, repeats: int = 3) -> dict:
+    """Every mode this device runs (int4 only on a CUDA GPU that takes it; a refusal is recorded as its
+    sentence): a 10 s Base and a Flash edit's time and peak memory on a stack at ``sizes``, one mode
+    at a time, in bfloat16 with the DiT's blocks compiled on CUDA as the app serves them."""
+    from auk_app.errors import InputError
+    from auk_app.quantize import pick_quantization
+
+    compile = device.type == "cuda" if compile is None else compile
+    modes = {}
+    for mode in QUANTIZE_CHOICES:
+        try:
+            pick_quantization(device, PRECISIONS["bfloat16"], mode)
+        except InputError as refused:
+            modes[mode] = {"refused": str(refused)}
+            continue
+        modes[mode] = _gpu_mode(mode, sizes, device, compile, repeats)
+        print(mode, modes[mode], flush=True)
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
+    return {"gpu": name, "compiled": compile, "reference_frames": sizes["frames"][0],
+            "target_frames": sizes["frames"][1], "text_tokens": sizes["text_tokens"], "repeats": repeats, "modes": modes}
+
+
 # ----------------------------------------------------------------------------- record
 
 
-def record(kind: str, study: dict, started: float) -> dict:
+def record(kind: str, study: dict, started: float, device: str = "cpu") -> dict:
     """A study as a committed record: torch, torchao and the threads that ran it, no machine paths."""
     from importlib import metadata
 
-    return {"date": datetime.date.today().isoformat(), "device": "cpu", "kind": kind,
+    return {"date": datetime.date.today().isoformat(), "device": device, "kind": kind,
             "torch": torch.__version__, "torchao": metadata.version("torchao"), "threads": torch.get_num_threads(),
             "seconds": round(time.perf_counter() - started, 1), **study}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("study", choices=("bytes", "quality", "audex"))
+    parser.add_argument("study", choices=("bytes", "quality", "audex", "gpu"))
+    parser.add_argument("--device", default="cuda", help="gpu: the device (cpu runs the small stack)")
     parser.add_argument("--captions", type=int, default=8, help="audex: held-out tone captions")
     parser.add_argument("--seeds", type=int, default=2, help="audex: seeds per caption")
     parser.add_argument("--clips", type=int, default=4, help="quality: AuK-Tiny's held-out clips per family and material")
@@ -365,9 +504,12 @@ def main() -> None:
         study = bytes_study()
     elif args.study == "quality":
         study = {"dit": dit_study(args.frames), "thinker": thinker_study(), "auk_tiny": tiny_study(args.clips)}
-    else:
+    elif args.study == "audex":
         study = {"audex_tiny": audex_study(args.captions, args.seeds)}
-    publish(record(args.study, study, started), args.out)
+    else:
+        device = torch.device(args.device)
+        study = gpu_study(device, REAL if device.type == "cuda" else SMOKE)
+    publish(record(args.study, study, started, "cpu" if args.study != "gpu" else args.device), args.out)
 
 
 if __name__ == "__main__":

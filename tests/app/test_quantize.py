@@ -30,6 +30,8 @@ from training.checkpoint_writer import write_auk_checkpoint
 
 CPU = torch.device("cpu")
 FLOAT32 = PRECISIONS["float32"]
+INT4_ON_CPU = ("--quantize int4 is not supported on the CPU: torchao's 4-bit weight-only kernel runs on CUDA GPUs "
+               "only, so use --quantize int8 here.")
 
 
 def _linears(module: torch.nn.Module) -> dict[str, torch.nn.Linear]:
@@ -55,18 +57,14 @@ def test_int4_on_the_cpu_is_refused_in_one_sentence_naming_the_mode_and_the_devi
     with pytest.raises(InputError) as refused:
         pick_quantization(CPU, PRECISIONS["bfloat16"], "int4")
     sentence = str(refused.value)
-    assert sentence == ("--quantize int4 is not supported on the CPU: torchao's 4-bit weight-only kernel runs on "
-                        "CUDA GPUs only, so use --quantize int8 here.")
-    assert sentence.count(". ") == 0 and sentence.endswith(".")
+    assert sentence == INT4_ON_CPU and sentence.count(". ") == 0 and sentence.endswith(".")
 
 
 def test_the_app_refuses_int4_on_the_cpu_at_start_with_that_sentence(capsys):
     with pytest.raises(SystemExit) as stopped:
         app_main(["--quantize", "int4", "--device", "cpu", "--port", str(free_port())])
     assert stopped.value.code == 2
-    assert capsys.readouterr().err == ("AuK Studio cannot start: --quantize int4 is not supported on the CPU: "
-                                       "torchao's 4-bit weight-only kernel runs on CUDA GPUs only, so use "
-                                       "--quantize int8 here.\n")
+    assert capsys.readouterr().err == f"AuK Studio cannot start: {INT4_ON_CPU}\n"
 
 
 # --- which layers ---------------------------------------------------------------------------------
@@ -204,3 +202,16 @@ def test_audex_tiny_samples_phase_valid_streams_with_an_int8_lm():
     lm = _linears(studio.audex().sampler.thinker.model)
     quantized = {n for n, layer in lm.items() if _is_quantized(layer)}
     assert quantized == {n for n in lm if LM_BLOCKS.match(n)} and "lm_head" in set(lm) - quantized
+
+
+def test_the_gpu_study_runs_each_mode_the_cpu_takes_on_a_small_stack():
+    from bench.bench_quantize import SMOKE, gpu_study
+
+    study = gpu_study(CPU, SMOKE, repeats=1)
+    none, int8, int4 = (study["modes"][mode] for mode in ("none", "int8", "int4"))
+    assert int4 == {"refused": INT4_ON_CPU}
+    # 1 double block of 8 block linears, 1 single block of 4; 2 decoder layers of 7, 1 audio layer of 6.
+    assert (none["quantized_layers"], int8["quantized_layers"]) == (0, 8 + 4 + 2 * 7 + 6)
+    assert int8["weight_bytes"] < none["weight_bytes"]
+    assert all(mode[f"{name}_edit_seconds"] > 0 and mode[f"{name}_peak_allocated_bytes"] is None
+               for mode in (none, int8) for name in ("base", "flash"))
