@@ -156,8 +156,8 @@ def main(argv: list[str] | None = None) -> None:
     config = StudioConfig(
         auk_base=args.auk_base, auk_flash=args.auk_flash, extra_auk=tuple(args.auk_extra), qwen=args.qwen,
         audex=args.audex, xcodec=args.xcodec, device=args.device, dtype=args.dtype, quantize=args.quantize,
-        offload=args.offload,
-        auk_batch=args.auk_batch, pack=args.pack, compile=None if args.compile else False, download=args.download,
+        offload=args.offload, auk_batch=args.auk_batch, pack=args.pack, compile=None if args.compile else False,
+        download=args.download,
         default_model=args.default_model, audex_server=args.audex_server,
         auk_server=args.auk_server, **overrides,
     )

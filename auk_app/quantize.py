@@ -92,9 +92,9 @@ def _check_int4(device: torch.device, precision: Precision) -> None:
     if device.type != "cuda":
         raise InputError(f"--quantize int4 is not supported on the {device.type.upper()}: torchao's 4-bit weight-only "
                          "kernel runs on CUDA GPUs only, so use --quantize int8 here.")
-    capability = torch.cuda.get_device_capability(device)
-    if capability < INT4_MIN_CAPABILITY:
-        raise InputError(f"--quantize int4 is not supported on {device} (compute capability {capability[0]}.{capability[1]}): "
+    major, minor = torch.cuda.get_device_capability(device)
+    if (major, minor) < INT4_MIN_CAPABILITY:
+        raise InputError(f"--quantize int4 is not supported on {device} (compute capability {major}.{minor}): "
                          "torchao's 4-bit kernel needs 8.0 or newer, so use --quantize int8 on this GPU.")
     if precision.weights != torch.bfloat16:
         raise InputError(f"--quantize int4 on {device} needs bfloat16 weights, not {precision.name}: torchao's 4-bit "
