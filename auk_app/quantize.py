@@ -8,8 +8,7 @@ Which layers, and why (numbers at the released shapes):
   parameters); every linear layer of the text encoder's decoder and audio-encoder layers
   (Qwen2.5-Omni-3B: 2.77 B of the text decoder's 3.09 B, 0.63 B of the audio tower's 0.64 B;
   MiniLM's six encoder layers for the demo); Audex's decoder layers, where its LM samples in this
-  process. These hold nearly all the bytes, and each of them reads activations that a norm has
-  just bounded.
+  process. These hold most of the bytes (4.34 B of the DiT's and thinker's 5.25 B parameters).
 * **Kept in the compute dtype: everything else.** Embeddings (Qwen's token table of 311 M
   parameters, the DiT's time, text and latent input projections), every norm, the DiT's adaLN
   modulations and its output head (``norm_out``, ``proj_out``), the audio tower's convolutions

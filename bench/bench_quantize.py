@@ -1,4 +1,4 @@
-"""What ``--quantize`` saves and what it costs, on the CPU.
+"""What ``--quantize`` saves and what it costs: on the CPU, and on a GPU where one is lent.
 
     python -m bench.bench_quantize bytes [--out bench/results/DATE-cpu-quantize-bytes.json]
     python -m bench.bench_quantize quality [--clips 4] [--out bench/results/DATE-cpu-quantize-quality.json]
@@ -32,10 +32,11 @@ phase validity of every stream and the tones' measured frequencies.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ctypes
-import math
 import datetime
 import gc
+import math
 import os
 import re
 import tempfile
@@ -47,7 +48,8 @@ import torch
 from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
 from auk_app.config import QUANTIZE_CHOICES
-from auk_app.quantize import DIT_BLOCKS, TEXT_ENCODER_BLOCKS, Quantization, quiet_library_logs, weight_bytes
+from auk_app.quantize import (DIT_BLOCKS, INT4_GROUP, TEXT_ENCODER_BLOCKS, Quantization, quiet_library_logs,
+                              weight_bytes)
 from auk_app.runtime import PRECISIONS
 from bench.records import publish
 
@@ -59,11 +61,23 @@ REAL_TEXT = dict(hidden_size=2048, intermediate_size=11008, num_hidden_layers=36
                  rope_parameters={"rope_type": "default", "rope_theta": 1e6, "mrope_section": [16, 24, 24]})
 REAL_AUDIO = dict(num_mel_bins=128, encoder_layers=32, encoder_attention_heads=20, encoder_ffn_dim=5120, d_model=1280,
                   output_dim=2048, n_window=100, max_source_positions=1500)
-INT4_IN_MULTIPLE, INT4_OUT_MULTIPLE, INT4_GROUP = 1024, 8, 128  # torchao's tile_packed_to_4d padding and groups
+INT4_IN_MULTIPLE, INT4_OUT_MULTIPLE = 1024, 8  # what torchao's tile_packed_to_4d pads inputs and outputs to
 ALL = re.compile("")  # a layer's own name is "" when it is quantized alone
 NOT_MEASURED_ON_CPU = ("int4's bytes, derived here from torchao's layout, which only a CUDA GPU builds; a 10 s Base and "
                        "a Flash edit's peak GPU memory and time in each mode: `python -m bench.bench_quantize gpu` "
                        "on a GPU, which this run had none of")
+
+
+@contextlib.contextmanager
+def _initialised_in_bfloat16():
+    """Modules built inside initialise in bfloat16: float32 first would take twice the memory (6.1 GB
+    more for the DiT) before the cast."""
+    default = torch.get_default_dtype()
+    torch.set_default_dtype(torch.bfloat16)
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(default)
 
 
 def real_dit(device: str = "meta"):
@@ -200,13 +214,8 @@ def dit_study(frames: int) -> dict:
     from auk_app.auk.sampler import build_time_grid, draw_noise, sample_latents
 
     torch.manual_seed(0)
-    with torch.device("cpu"):
-        default = torch.get_default_dtype()
-        torch.set_default_dtype(torch.bfloat16)  # initialised in bfloat16: float32 first would take 6.1 GB more
-        try:
-            dit = real_dit("cpu")
-        finally:
-            torch.set_default_dtype(default)
+    with _initialised_in_bfloat16():
+        dit = real_dit("cpu")
     text, ref = torch.randn(1, 32, REAL_DIT["text_hidden_dim"]), torch.randn(1, frames, REAL_DIT["latent_dim"])
     grid = build_time_grid(nfe=BASE_RECIPE.nfe, sway_sampling_coef=BASE_RECIPE.sway, t_grid=None).tolist()
     noise = draw_noise(frames, REAL_DIT["latent_dim"], seed=0, generator=None, device="cpu", dtype=torch.float32)
@@ -374,16 +383,11 @@ def _bfloat16_stack(sizes: dict, device: torch.device):
     from auk_app.auk.vae import AuKVAE
     from bench.bench_speed import REAL_VAE, TINY_VAE
 
-    default = torch.get_default_dtype()
-    torch.set_default_dtype(torch.bfloat16)
-    try:
-        with torch.device(device):
-            dit = AuKTransformer(**sizes["dit"]).eval()
-            config = Qwen2_5OmniThinkerConfig(text_config=sizes["text"], audio_config=sizes["audio"],
-                                              vision_config=sizes["vision"])
-            thinker = _AudioTextThinker(config).eval()
-    finally:
-        torch.set_default_dtype(default)
+    with _initialised_in_bfloat16(), torch.device(device):
+        dit = AuKTransformer(**sizes["dit"]).eval()
+        config = Qwen2_5OmniThinkerConfig(text_config=sizes["text"], audio_config=sizes["audio"],
+                                          vision_config=sizes["vision"])
+        thinker = _AudioTextThinker(config).eval()
     with torch.device(device):
         vae = AuKVAE(**(TINY_VAE if sizes["small_vae"] else REAL_VAE)).eval()
     vae.remove_weight_norm()
