@@ -15,7 +15,7 @@ import socket
 import sys
 from pathlib import Path
 
-from auk_app.config import DTYPE_CHOICES
+from auk_app.config import DTYPE_CHOICES, QUANTIZE_CHOICES
 from auk_app.resolve import AUDEX, AUK_BASE, AUK_FLASH, QWEN_OMNI, XCODEC1, Repo
 
 DEFAULT_HOST = "127.0.0.1"
@@ -75,6 +75,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="how the DiT and the text encoders run (auto: bfloat16 on CUDA, else float32). float32, "
                           "bfloat16, float16: weights in that dtype (bfloat16 is vLLM-Omni's recipe); autocast-bf16: "
                           "float32 weights under bf16 autocast, upstream AuK's recipe, twice bfloat16's weight memory")
+    run.add_argument("--quantize", default=os.environ.get("AUK_QUANTIZE", "none"), choices=QUANTIZE_CHOICES,
+                     help="int8 or int4 (CUDA only) weights for the DiT's and text encoder's block linears, the "
+                          "rest in --dtype (default: $AUK_QUANTIZE, else none; docs/running.md)")
     run.add_argument("--audex-server", metavar="URL", default=os.environ.get("AUDEX_SERVER_URL"),
                      help="sample Audex on this vLLM server running the Audex plugin (default: $AUDEX_SERVER_URL; "
                           "unset: in this process); the app keeps the tokenizer and XCodec1 decoding")
@@ -145,13 +148,16 @@ def main(argv: list[str] | None = None) -> None:
     from auk_app.ui.app import build_demo, launch_options
     from auk_app.ui.text import serving_line
     from auk_app.ui.warming import Warming, startup_steps
+    from auk_app.quantize import quiet_library_logs
     from auk_app.service import Studio, StudioConfig
 
+    quiet_library_logs()
     overrides = {"demo_dir": args.demo_dir} if args.demo_dir else {}
     config = StudioConfig(
         auk_base=args.auk_base, auk_flash=args.auk_flash, extra_auk=tuple(args.auk_extra), qwen=args.qwen,
-        audex=args.audex, xcodec=args.xcodec, device=args.device, dtype=args.dtype, offload=args.offload,
-        auk_batch=args.auk_batch, pack=args.pack, compile=None if args.compile else False, download=args.download,
+        audex=args.audex, xcodec=args.xcodec, device=args.device, dtype=args.dtype, quantize=args.quantize,
+        offload=args.offload, auk_batch=args.auk_batch, pack=args.pack, compile=None if args.compile else False,
+        download=args.download,
         default_model=args.default_model, audex_server=args.audex_server,
         auk_server=args.auk_server, **overrides,
     )

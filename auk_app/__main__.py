@@ -18,7 +18,7 @@ import json
 import sys
 from pathlib import Path
 
-from auk_app.config import DTYPE_CHOICES, Limits
+from auk_app.config import DTYPE_CHOICES, QUANTIZE_CHOICES, Limits
 from auk_app.errors import AppError, InputError
 from auk_app.knobs import EDIT, Knob
 
@@ -43,6 +43,8 @@ def _parser() -> argparse.ArgumentParser:
     edit.add_argument("--device")
     edit.add_argument("--dtype", default="auto", choices=DTYPE_CHOICES,
                       help="autocast-bf16 = upstream AuK's float32 weights under bf16 autocast (see app.py --help)")
+    edit.add_argument("--quantize", default="none", choices=QUANTIZE_CHOICES,
+                      help="int8 or int4 weights for the DiT's and text encoder's block linears (see app.py --help)")
     edit.add_argument("--download", action="store_true", help="download missing weights from the Hugging Face Hub")
     return parser
 
@@ -101,13 +103,15 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     from auk_app.job import EditJob
     from auk_app.results import EditOrder, write_edit
+    from auk_app.quantize import quiet_library_logs
     from auk_app.service import Studio, StudioConfig
 
+    quiet_library_logs()
     written: list[Path] = []
     try:
         check_output(args.output)
         config = StudioConfig(extra_auk=(args.checkpoint,) if args.checkpoint else (), qwen=args.qwen,
-                              device=args.device, dtype=args.dtype, download=args.download)
+                              device=args.device, dtype=args.dtype, quantize=args.quantize, download=args.download)
         order = EditOrder.from_knobs(_values(args), config.limits)  # every knob, before anything loads
         studio = Studio(config)
         made, _ = EditJob(studio, order, warn=lambda warning: print(f"warning: {warning}", file=sys.stderr)).run()

@@ -20,6 +20,8 @@ MAX_TOTAL_FRAMES = 65_536  # reference + target, the DiT's hard cap (≈ 21.8 mi
 MIN_SECONDS = 2 * HOP / SAMPLE_RATE
 # --dtype choices (runtime.PRECISIONS defines them; named here so argument parsing stays torch-free)
 DTYPE_CHOICES = ("auto", "float32", "bfloat16", "float16", "autocast-bf16")
+# --quantize choices (auk_app.quantize applies them): weight-only int8 or 4-bit block linears, or none
+QUANTIZE_CHOICES = ("none", "int8", "int4")
 
 
 def frames_for_seconds(seconds: float) -> int:

@@ -71,7 +71,8 @@ class LocalEngine:
                 should_stop: ShouldStop | None = None) -> EditResult:
         with self._resident(entry) as pipeline:
             made = edit_request_whole(pipeline, clip, request, progress=progress, should_stop=should_stop)
-        return as_edit_result(made, clip, device=str(pipeline.device), dtype=pipeline.precision.name)
+        return as_edit_result(made, clip, device=str(pipeline.device), dtype=pipeline.precision.name,
+                              quantize=pipeline.quantization.mode)
 
     def start(self, entry: ModelEntry, *, preload: bool) -> str | None:
         if preload:

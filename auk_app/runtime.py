@@ -8,6 +8,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 import torch
+from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
 from auk_app.errors import InputError
 
@@ -104,9 +105,19 @@ def capture_graph(run, *, warmup: int = 2, pool=None, generator: torch.Generator
     return graph, out
 
 
+def storage_tensors(tensor: torch.Tensor) -> list[torch.Tensor]:
+    """The plain tensors that hold ``tensor``'s data: itself, or a wrapper's inner tensors (a torchao
+    quantized weight keeps its int8 data, scales and zero points so, and has no storage of its own)."""
+    if not is_traceable_wrapper_subclass(tensor):
+        return [tensor]
+    names, _ = tensor.__tensor_flatten__()
+    return [inner for name in names for inner in storage_tensors(getattr(tensor, name))]
+
+
 def weight_addresses(module: torch.nn.Module) -> tuple[int, ...]:
-    """Where ``module``'s parameters and buffers live: a CUDA graph replays on these addresses."""
-    return tuple(t.data_ptr() for t in (*module.parameters(), *module.buffers()))
+    """Where ``module``'s parameters and buffers live (a quantized weight's inner tensors): a CUDA
+    graph replays on these addresses."""
+    return tuple(inner.data_ptr() for t in (*module.parameters(), *module.buffers()) for inner in storage_tensors(t))
 
 
 class GraphCache:

@@ -29,6 +29,7 @@ from auk_app.config import Limits
 from auk_app.engine import Engine, LocalEngine
 from auk_app.errors import InputError
 from auk_app.progress import Progress, ShouldStop, silent
+from auk_app.quantize import pick_quantization
 from auk_app.runtime import pick_device, pick_precision
 from auk_app.uploads import Uploads
 from auk_app.urls import server_host
@@ -54,6 +55,7 @@ class StudioConfig:
     xcodec: Path | None = None
     device: str | None = None
     dtype: str | None = None
+    quantize: str = "none"  # weight-only int8 or int4 block linears of the DiT and text encoder (auk_app.quantize)
     offload: bool = False
     auk_batch: int = DEFAULT_MAX_BATCH  # most concurrent edits per DiT step (and concurrent edits the app admits)
     pack: bool = False  # shared steps attend over each edit's own frames (auk_app.auk.packing), not padding
@@ -81,6 +83,7 @@ class Studio:
         self.config = config
         self.device = pick_device(config.device)
         self.precision = pick_precision(self.device, config.dtype)
+        self.quantization = pick_quantization(self.device, self.precision, config.quantize)  # refused at start
         self.engine: Engine = self._engine()  # a bad Serve URL is refused here
         self.uploads = Uploads(config.limits.max_decoded_samples)
         demo.register()  # the demo model is always offered, and read like a release
@@ -178,7 +181,7 @@ class Studio:
                 pipeline = AuKPipeline(
                     entry.checkpoint, text_encoder_path=text_encoder, device=self.device, dtype=self.precision,
                     offload=self.config.offload, limits=self.config.limits, max_batch=self.config.auk_batch,
-                    compile=self.config.compile, pack=self.config.pack,
+                    compile=self.config.compile, pack=self.config.pack, quantize=self.quantization,
                 )
                 for other in self._pipelines.values():
                     other.unload()
@@ -238,7 +241,7 @@ class Studio:
                 server = RemoteSampler(self.config.audex_server) if self.config.audex_server else None
                 # Audex has no float32-master recipe: under autocast-bf16 it runs bf16 weights, as released.
                 self._audex = AudexPipeline.from_paths(root, xcodec, device=self.device, dtype=self.precision.compute,
-                                                       sampler=server)
+                                                       sampler=server, quantization=self.quantization)
             return self._audex
 
     @property
@@ -267,6 +270,7 @@ class Studio:
             "demo_model": self.audex_demo, "thinker_dir": pipeline.thinker_dir.name,
             "xcodec_dir": pipeline.xcodec_dir.name, "device": str(pipeline.device),
             "dtype": str(pipeline.dtype).removeprefix("torch."),
+            "quantize": self.quantization.mode if sampler.engine == "in-process" else "none",  # a server's own
             "engine": sampler.engine,
             "engine_server": sampler.host,
         }
@@ -296,6 +300,7 @@ class Studio:
             "loaded_model": loaded,
             "device": str(self.device),
             "dtype": self.precision.name,
+            "quantize": self.quantization.mode,
             "demo": default.demo,
             "audex_demo": self.audex_demo,
             "audex_server": self._audex_server_host(),

@@ -286,15 +286,16 @@ def _join_and_decode(pipeline: WindowEngine, solver: _WindowSolver, concurrent: 
     return out, decoding + time.perf_counter() - tick
 
 
-def as_edit_result(made: WholeFileResult, source: MonoClip, *, device: str, dtype: str) -> EditResult:
+def as_edit_result(made: WholeFileResult, source: MonoClip, *, device: str, dtype: str,
+                   quantize: str = "none") -> EditResult:
     """A whole-file edit as every other edit's result, for the check and the manifest: a window's
     record, made the recording's, with the windows (how many, how long, their crossfade)."""
     rate, windows, hop = made.sample_rate, made.windows, made.plan.checkpoint.hop
     seconds = made.wav.size / rate
     record = made.plan.record(seconds=seconds, ref_latent_frames=windows.frames, cache_hit=False,
                               timings=made.timings, device=device, dtype=dtype)
-    record = replace(record, gen_frames=windows.frames, ref_frames=made.wav.size // hop, fit_to_source=True,
-                     source_seconds=source.seconds, source_samples_24k=made.wav.size,
+    record = replace(record, quantize=quantize, gen_frames=windows.frames, ref_frames=made.wav.size // hop,
+                     fit_to_source=True, source_seconds=source.seconds, source_samples_24k=made.wav.size,
                      source_sample_rate=source.sample_rate, source_channels=source.channels,
                      steps=made.steps, windows={"count": len(windows.windows),
                               "seconds": (windows.windows[0][1] - windows.windows[0][0]) / rate,

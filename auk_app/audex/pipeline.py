@@ -34,6 +34,7 @@ from auk_app.audex.vocab import AudexVocab
 from auk_app.audex.xcodec import SAMPLE_RATE, decode_frames, load_xcodec
 from auk_app.errors import InputError
 from auk_app.progress import Progress, ShouldStop, silent
+from auk_app.quantize import NONE, Quantization
 from auk_app.runtime import pick_device, pick_precision
 from auk_app.validate import plain_text
 
@@ -85,15 +86,18 @@ class AudexPipeline:
         device: torch.device | str | None = None,
         dtype: torch.dtype | None = None,
         sampler: TokenSampler | None = None,
+        quantization: Quantization = NONE,
     ) -> AudexPipeline:
         """A pipeline over ``thinker_dir`` (Audex snapshot root or its checkpoint_folder_audiogen)
         and ``xcodec_dir`` (an XCodec1 snapshot), sampling on ``sampler`` (e.g. a
-        :class:`~auk_app.audex.remote.RemoteSampler`), by default the thinker in this process.
+        :class:`~auk_app.audex.remote.RemoteSampler`), by default the thinker in this process, its
+        decoder layers' linears quantized by ``quantization`` (:mod:`auk_app.quantize`).
         Cheap: no file is read until first use."""
         device = pick_device(device)
         dtype = pick_precision(device, dtype).weights
         text = TokenizerOnce(Path(thinker_dir))  # shared with the in-process sampler: read once
-        sampler = sampler or LocalSampler(Path(thinker_dir), device=device, dtype=dtype, text=text)
+        sampler = sampler or LocalSampler(Path(thinker_dir), device=device, dtype=dtype, text=text,
+                                          quantization=quantization)
         return cls(Path(thinker_dir), Path(xcodec_dir), sampler=sampler, device=device, dtype=dtype, text=text)
 
     @property

@@ -38,6 +38,7 @@ from auk_app.audex.thinker import AudexThinker, TokenizerOnce, load_thinker
 from auk_app.audex.token_sampler import Deadline, SampledStream, end_reason, prompt_rows, stopped
 from auk_app.audex.vocab import AudexVocab
 from auk_app.progress import Progress, ShouldStop
+from auk_app.quantize import LM_BLOCKS, NONE, Quantization
 
 CHUNK = 16  # tokens the loop runs between host syncs: four frames, so a sync falls on a frame boundary
 
@@ -51,9 +52,11 @@ class LocalSampler:
     host = None
 
     def __init__(self, thinker_dir: Path, *, device: torch.device, dtype: torch.dtype,
-                 text: TokenizerOnce | None = None) -> None:
-        """``text``: the folder's tokenizer as the pipeline loads it, so it is read once, not twice."""
+                 text: TokenizerOnce | None = None, quantization: Quantization = NONE) -> None:
+        """``text``: the folder's tokenizer as the pipeline loads it, so it is read once, not twice;
+        ``quantization``: what becomes of the LM's decoder-layer linears once loaded."""
         self.thinker_dir, self.device, self.dtype = thinker_dir, device, dtype
+        self.quantization = quantization
         self.text = text or TokenizerOnce(thinker_dir)
         self._thinker: AudexThinker | None = None
         self._lock = threading.Lock()
@@ -63,7 +66,9 @@ class LocalSampler:
         """The loaded thinker (LM, tokenizer, token layout); loads on first access."""
         with self._lock:
             if self._thinker is None:
-                self._thinker = load_thinker(self.thinker_dir, device=self.device, dtype=self.dtype, text=self.text())
+                thinker = load_thinker(self.thinker_dir, device=self.device, dtype=self.dtype, text=self.text())
+                self.quantization.apply(thinker.model, LM_BLOCKS)
+                self._thinker = thinker
             return self._thinker
 
     def load(self) -> None:

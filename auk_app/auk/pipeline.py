@@ -38,6 +38,7 @@ from auk_app.auk.vae_decode import fast_decode
 from auk_app.config import Limits
 from auk_app.errors import Cancelled, CheckpointError
 from auk_app.progress import Progress, ShouldStop, silent
+from auk_app.quantize import DIT_BLOCKS, TEXT_ENCODER_BLOCKS, Quantization, pick_quantization
 from auk_app.runtime import Precision, autocast, pick_device, pick_precision
 
 # The posterior draw's generator is seeded with seed + this offset (vLLM-Omni's value): with the
@@ -57,6 +58,8 @@ class AuKPipeline:
     each new step shape then compiles once on first use, which on the CPU costs more than it saves.
     ``pack`` makes the batcher's shared steps attend over each request's valid tokens alone
     (:mod:`auk_app.auk.packing`: variable-length attention on CUDA); off, they attend padded.
+    ``quantize`` (``none``, ``int8``, ``int4``: :mod:`auk_app.quantize`) quantizes the DiT's and the
+    text encoder's block linears once they are loaded; a mode the device cannot run is refused here.
     """
 
     def __init__(
@@ -72,11 +75,13 @@ class AuKPipeline:
         max_batch: int = DEFAULT_MAX_BATCH,
         compile: bool | None = None,
         pack: bool = False,
+        quantize: str | Quantization | None = None,
     ):
         self.checkpoint = checkpoint if isinstance(checkpoint, AuKCheckpoint) else read_auk_checkpoint(checkpoint)
         self.text_encoder_path = text_encoder_path
         self.device = pick_device(device)
         self.precision = pick_precision(self.device, dtype)
+        self.quantization = pick_quantization(self.device, self.precision, quantize)
         self.offload = offload and self.device.type != "cpu"
         self.compile = self.device.type == "cuda" if compile is None else compile
         self.limits = limits
@@ -116,10 +121,12 @@ class AuKPipeline:
             return
         home = torch.device("cpu") if self.offload else self.device
         model = load_auk_checkpoint(self.checkpoint, device=home, dtype=self.precision.weights)
+        self.quantization.apply(model.dit, DIT_BLOCKS)
         if self.compile:
             model.dit.compile_blocks()
         encoder = self.checkpoint.text_encoder
         conditioner = load_conditioner(encoder, self.text_encoder_path, device=home, dtype=self.precision.weights)
+        self.quantization.apply(conditioner.model, TEXT_ENCODER_BLOCKS)
         if conditioner.hidden_size != self.checkpoint.dit_config.text_hidden_dim:
             raise CheckpointError(
                 f"The text encoder's hidden size {conditioner.hidden_size} does not match the DiT's text input "
@@ -165,7 +172,7 @@ class AuKPipeline:
         timings["total"] = plan.planned_in + time.perf_counter() - started
         record = plan.record(seconds=wav.shape[0] / plan.checkpoint.sample_rate, ref_latent_frames=ref_latent_frames,
                              cache_hit=cache_hit, timings=timings, device=str(self.device), dtype=self.precision.name)
-        record = replace(record, steps=asdict(tally))
+        record = replace(record, steps=asdict(tally), quantize=self.quantization.mode)
         return EditResult(wav=wav, sample_rate=plan.checkpoint.sample_rate, record=record, source=plan.source)
 
     def latents(self, plan: EditPlan, *, progress: Progress | None = None,

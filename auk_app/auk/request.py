@@ -102,6 +102,7 @@ class EditRecord:
     rtf: float
     device: str
     dtype: str
+    quantize: str = "none"  # the DiT's and text encoder's block linears: none, int8 or int4 (auk_app.quantize)
     # Where it ran: in this process, or on a Ray Serve replica (auk_app.serve) at engine_server.
     engine: str = "in-process"
     engine_server: str | None = None  # host:port of the Serve proxy

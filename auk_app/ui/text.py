@@ -46,8 +46,9 @@ def serving_line(info: dict[str, Any]) -> str:
     weights = "the embedded demo model (no released weights found)" if default["demo"] else "released weights"
     loading = ("the demo models load behind the page once it answers" if default["demo"]
                else "released weights load on first use unless --preload")
-    return (f"AuK Studio serves {default['label']} ({weights}) and {audex} on {info['device']}, {info['dtype']}; "
-            f"{loading}.")
+    quantized = "" if info.get("quantize", "none") == "none" else f" with {info['quantize']} block weights"
+    return (f"AuK Studio serves {default['label']} ({weights}) and {audex} on {info['device']}, {info['dtype']}"
+            f"{quantized}; {loading}.")
 
 
 def demo_banner() -> str:
