@@ -2,6 +2,7 @@
 
     python app.py                      # 127.0.0.1:7860, local weights if found, else the demo model
     python app.py --host 0.0.0.0 --preload --default-model flash
+    python app.py --mcp                # also the public endpoints as MCP tools at /gradio_api/mcp/
 
 Nothing is written to the directory the app runs from: outputs go to Gradio's temp dir
 (GRADIO_TEMP_DIR), weights are only read (or downloaded to the Hugging Face cache with --download).
@@ -55,6 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
                                     "0.0.0.0 for containers)")
     net.add_argument("--port", type=int, help=f"port (default: $GRADIO_SERVER_PORT, else {DEFAULT_PORT})")
     net.add_argument("--share", action="store_true", help="also open a temporary public gradio.live link")
+    net.add_argument("--mcp", action="store_true", default=None,
+                     help="also serve the public endpoints as MCP tools over Streamable HTTP at /gradio_api/mcp/ "
+                          "(default: $GRADIO_MCP_SERVER, which Gradio reads; docs/running.md)")
 
     ckpt = parser.add_argument_group("checkpoints")
     ckpt.add_argument("--auk-base", type=Path, metavar="DIR", help=f"AuK base checkpoint dir ({_where(AUK_BASE)})")
@@ -143,6 +147,7 @@ def main(argv: list[str] | None = None) -> None:
         _refuse(exc)
     # Heavy imports after argument parsing and the address, so --help is instant and a bad port is one sentence.
     from auk_app.ui.app import build_demo, launch_options
+    from auk_app.ui.mcp_tools import serve_tools
     from auk_app.ui.text import serving_line
     from auk_app.ui.warming import Warming, startup_steps
     from auk_app.service import Studio, StudioConfig
@@ -174,7 +179,9 @@ def main(argv: list[str] | None = None) -> None:
     warming = Warming(startup_steps(studio), on_done=lambda seconds: print(
         f"Warm-up done, {seconds:.1f} s after the page came up.", flush=True))
     demo = build_demo(studio, warming)
-    demo.launch(server_name=host, server_port=port, share=args.share, prevent_thread_lock=True, **launch_options())
+    demo.launch(server_name=host, server_port=port, share=args.share, prevent_thread_lock=True, mcp_server=args.mcp,
+                **launch_options())
+    serve_tools(demo)
     warming.start()
     demo.block_thread()
 

@@ -314,7 +314,7 @@ class Handlers:
         self._api_edit = taking(EDIT, self._edit_audio, self.limits)
         self._page_edit = taking(EDIT, self._edit_from_ui, built=None)
         self._api_audex = taking(AUDEX, self._text_to_audio, self.limits)
-        self._api_suggest = taking(SUGGEST, self._suggest_instruction)
+        self._api_suggest = taking(SUGGEST, self._suggest_instruction, self.limits)
         # The page's Generate (a private event) waits for the model like /edit_audio. A request of N
         # candidates holds N places (its ``candidates`` input, at the same place in both edits').
         runs_at = inputs_of(self._api_edit).index("candidates")
@@ -548,7 +548,11 @@ class Handlers:
     # ------------------------------------------------------------------ cheap public helpers
 
     def inspect_audio(self, audio=None):
-        """The upload check's findings for a clip, without running a model: rate, channels, length, levels, verdict."""
+        """The upload check's findings for a clip, without running a model: rate, channels, length, levels, verdict.
+
+        Parameters:
+            audio: The clip to check (any format soundfile or librosa reads), under the limits of an edit's source.
+        """
         return upload_check.check_upload(audio, self.limits)
 
     def model_info(self):
