@@ -59,6 +59,10 @@ _BASE = """
 #source-audio .waveform-container {position: relative}
 .region-shade {position: absolute; top: 0; bottom: 0; background: rgba(234, 179, 8, 0.28); pointer-events: none;
   border-left: 2px solid #ca8a04; border-right: 2px solid #ca8a04; z-index: 2}
+/* The figures' buttons in a row of their own above the image: laid over it, they hid the end of the title's
+   level line (peak and RMS). */
+#edit-figure .icon-button-wrapper.top-panel, #audex-figure .icon-button-wrapper.top-panel {position: static;
+  width: fit-content; margin: 0 0 var(--spacing-sm) auto}
 #edit-candidates audio {width: 100%; height: 36px}
 #edit-candidates .candidate {margin: 0}
 """

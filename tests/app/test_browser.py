@@ -144,6 +144,23 @@ def _bottom(browser: Browser, selector: str) -> float:
     return browser.evaluate(f"document.querySelector('{selector}').getBoundingClientRect().bottom + window.scrollY")
 
 
+# The figure's own buttons (fullscreen, download) and the image they belong to, as boxes.
+FIGURE_BOXES = """(sel => { const block = document.querySelector(sel);
+  const box = (el) => el.getBoundingClientRect().toJSON();
+  return [box(block.querySelector('img')), [...block.querySelectorAll('.icon-button-wrapper')].map(box)]; })"""
+
+
+def _nothing_over_the_figure(browser: Browser, selector: str) -> None:
+    """No button of the figure lies over the image, whose top carries the title (the instruction,
+    then the peak and RMS line, which runs to its right edge)."""
+    image, toolbars = browser.evaluate(f"{FIGURE_BOXES}('{selector}')")
+    assert toolbars, selector  # the buttons are there, beside the image
+    for bar in toolbars:
+        apart = (bar["bottom"] <= image["top"] or bar["top"] >= image["bottom"] or bar["right"] <= image["left"]
+                 or bar["left"] >= image["right"])
+        assert apart, (selector, bar, image)
+
+
 def test_on_a_phone_generate_and_the_result_follow_the_instruction_and_the_banner_folds(app, tmp_path):
     """At 420 px: the clip, the instruction, Generate and the result come first, in that order, the
     builder after them; the banner starts folded, as it would fill the first screen."""
@@ -183,6 +200,7 @@ def test_text_to_audio_in_chromium(app, browser, tmp_path):
     assert "With the phase mask" in table and "Without the mask" in table
     browser.wait_for("document.querySelector('#audex-flac-file')?.offsetParent != null")  # beside the WAV
     browser.wait_for("document.querySelector('#audex-figure img')?.complete")
+    _nothing_over_the_figure(browser, "#audex-figure")
     _keep(browser.screenshot(tmp_path / "auk_studio_text_to_audio.png"))
 
 
@@ -335,7 +353,8 @@ def test_every_tab_reads_at_a_phones_and_a_desktops_width(app, tmp_path, width):
 def test_a_run_at_both_widths_leaves_no_stale_note_renders_its_toast_and_reads(app, tmp_path, width):
     """Stop's note goes when a later run is started; a warning toast shows its Markdown rendered, not
     backticks; the region is shaded on the source's waveform; the check card stands by the figure,
-    whose smallest text is at least 9.5 px high at the column's width."""
+    whose smallest text is at least 9.5 px high at the column's width and whose buttons leave its title
+    in sight."""
     from auk_app.ui import figures
 
     page = Browser(tmp_path / f"run{width}", width=width, height=900)
@@ -364,6 +383,7 @@ def test_a_run_at_both_widths_leaves_no_stale_note_renders_its_toast_and_reads(a
         beside = card["right"] <= figure["left"] and card["top"] < figure["bottom"]
         above = card["bottom"] <= figure["top"] + 1 and figure["top"] - card["bottom"] < 100
         assert (beside if width > 720 else above), (card, figure)
+        _nothing_over_the_figure(page, "#edit-figure")
         natural, shown = page.evaluate("(i => [i.naturalWidth, i.clientWidth])(document.querySelector("
                                        "'#edit-figure img'))")
         assert natural == round(figures.WIDTH_INCHES * figures.DPI)
