@@ -329,5 +329,11 @@ def drawn_seed(values: Mapping[str, Any]) -> dict[str, Any]:
     """``values`` with ``seed`` None (a fresh draw) where ``randomize_seed`` asks for one."""
     return {**values, "seed": None} if check_flag(values.get("randomize_seed", True), "randomize_seed") else dict(values)
 
+
+def replaying(values: Mapping[str, Any], seed: int) -> dict[str, Any]:
+    """``values`` set to run again as they ran: with the ``seed`` used and no fresh draw."""
+    return {**values, "seed": seed, "randomize_seed": False}
+
+
 # What /suggest_instruction takes: the edit's request as a person writes it, for whose model, of which clip.
 SUGGEST = Knobs([EDIT["audio"], EDIT["instruction"], EDIT["model"]])

@@ -406,7 +406,8 @@ class Handlers:
         best = files[0]
         # In the session's state, not in this object: on ZeroGPU this runs in a worker process. Every
         # candidate's figure waits there until it is drawn (the best's by finish_edit, another's when picked).
-        state = {**state, "figure": best.figure, "audio": str(best.audio),
+        # "source": the clip edited, which the history's A/B plays against the result.
+        state = {**state, "figure": best.figure, "audio": str(best.audio), "source": values["audio"],
                  "candidates": [{"audio": str(f.audio), "manifest": f.manifest, "file": str(f.manifest_file),
                                  "figure": f.figure if f is not best else None} for f in files]}
         return _edit_outputs(files, state, None)
