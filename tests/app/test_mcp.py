@@ -201,3 +201,21 @@ def test_the_helpers_answer_as_tools(server, voice):
     assert info["demo"] is True and "demo" in info["available_models"]
     found = json.loads(_texts(_call(server, "inspect_audio", {"audio": _upload(server, voice)}))[0])
     assert found["verdict"] == "ok" and found["duration_s"] == pytest.approx(0.6)
+
+
+def test_the_environment_variable_gradio_reads_turns_it_on_too(demo_dir, gradio_temp, monkeypatch):
+    """GRADIO_MCP_SERVER=true without the flag: Gradio's server, which serve_tools then sets right."""
+    from auk_app.service import Studio, StudioConfig
+    from auk_app.ui.mcp_tools import serve_tools
+    from tests.app.conftest import launched
+
+    monkeypatch.setenv("GRADIO_MCP_SERVER", "true")
+    with launched(Studio(StudioConfig(demo_dir=demo_dir, device="cpu"))) as running:
+        assert serve_tools(running.demo)
+        tools = _with_session(running.url, lambda session: session.list_tools()).tools
+    assert {tool.name for tool in tools} == TOOLS
+    monkeypatch.delenv("GRADIO_MCP_SERVER")
+    with launched(Studio(StudioConfig(demo_dir=demo_dir, device="cpu"))) as running:
+        assert not serve_tools(running.demo)  # no server, nothing to set right
+        assert httpx.get(running.url + "gradio_api/mcp/", timeout=30).status_code == 404
+
