@@ -41,7 +41,8 @@ def _entry_html(entry: dict[str, Any], root: str | Path) -> str:
                 "it still restores its settings.</p>")
     else:
         body = _players(entry, root) + _actions(entry, root)
-    return f'<li class="history-entry" data-entry="{escape(entry["id"])}">{title}<p class="history-meta">{meta}</p>{body}</li>'
+    return (f'<li class="history-entry" data-entry="{escape(entry["id"])}">{title}'
+            f'<p class="history-meta">{meta}</p>{body}</li>')
 
 
 def _players(entry: dict[str, Any], root: str | Path) -> str:
@@ -76,7 +77,8 @@ def _clock(created: str) -> str:
 # The panel's script (gr.HTML's js_on_load: ``element`` is the panel, ``trigger`` sends an event).
 # One listener on the panel serves every entry, those rendered later included.
 SCRIPT = """
-const other = (player) => player.parentElement.querySelector(player.matches('.ab-result') ? '.ab-source' : '.ab-result');
+const other = (player) => player.parentElement.querySelector(
+  player.matches('.ab-result') ? '.ab-source' : '.ab-result');
 // A result that starts playing fetches its source too, so a switch is at once.
 element.addEventListener('play', (event) => {
   const source = event.target.matches?.('.ab-result') && other(event.target);

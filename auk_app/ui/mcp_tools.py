@@ -40,8 +40,7 @@ from gradio_client import handle_file
 from gradio_client.utils import is_file_obj_with_meta, is_http_url_like, traverse
 from pydantic import BaseModel
 
-PATH = "/gradio_api/mcp/"  # Gradio's Streamable HTTP route
-FILE_ROUTE = "/gradio_api/file="
+FILE_ROUTE = "/gradio_api/file="  # Gradio's route serving a file by its path
 
 
 def serve_tools(blocks) -> bool:
