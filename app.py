@@ -2,6 +2,7 @@
 
     python app.py                      # 127.0.0.1:7860, local weights if found, else the demo model
     python app.py --host 0.0.0.0 --preload --default-model flash
+    python app.py --mcp                # also the public endpoints as MCP tools at /gradio_api/mcp/
 
 Nothing is written to the directory the app runs from: outputs go to Gradio's temp dir
 (GRADIO_TEMP_DIR), weights are only read (or downloaded to the Hugging Face cache with --download).
@@ -55,8 +56,16 @@ def build_parser() -> argparse.ArgumentParser:
                                     "0.0.0.0 for containers)")
     net.add_argument("--port", type=int, help=f"port (default: $GRADIO_SERVER_PORT, else {DEFAULT_PORT})")
     net.add_argument("--share", action="store_true", help="also open a temporary public gradio.live link")
+    net.add_argument("--mcp", action="store_true", default=None,
+                     help="also serve the public endpoints as MCP tools over Streamable HTTP at /gradio_api/mcp/ "
+                          "(default: $GRADIO_MCP_SERVER, which Gradio reads; docs/running.md)")
 
-    ckpt = parser.add_argument_group("checkpoints")
+    _checkpoint_flags(parser.add_argument_group("checkpoints"))
+    _runtime_flags(parser.add_argument_group("runtime"))
+    return parser
+
+
+def _checkpoint_flags(ckpt: argparse._ArgumentGroup) -> None:
     ckpt.add_argument("--auk-base", type=Path, metavar="DIR", help=f"AuK base checkpoint dir ({_where(AUK_BASE)})")
     ckpt.add_argument("--auk-flash", type=Path, metavar="DIR", help=f"AuK-Flash checkpoint dir ({_where(AUK_FLASH)})")
     ckpt.add_argument("--auk-extra", type=Path, metavar="DIR", action="append", default=[],
@@ -69,7 +78,8 @@ def build_parser() -> argparse.ArgumentParser:
     ckpt.add_argument("--demo-dir", type=Path, metavar="DIR",
                       help="the embedded demo model's directory (default: assets/AuK-Tiny beside app.py)")
 
-    run = parser.add_argument_group("runtime")
+
+def _runtime_flags(run: argparse._ArgumentGroup) -> None:
     run.add_argument("--device", default="auto", help="auto (CUDA when available, else CPU), cpu, cuda, cuda:1, …")
     run.add_argument("--dtype", default="auto", choices=DTYPE_CHOICES,
                      help="how the DiT and the text encoders run (auto: bfloat16 on CUDA, else float32). float32, "
@@ -101,7 +111,6 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--default-model", default="auto", metavar="NAME",
                      help="the model 'auto' means: auto (released weights when found, else demo), demo, base, flash, "
                           "or an --auk-extra folder name")
-    return parser
 
 
 def server_address(args: argparse.Namespace) -> tuple[str, int]:
@@ -146,6 +155,7 @@ def main(argv: list[str] | None = None) -> None:
         _refuse(exc)
     # Heavy imports after argument parsing and the address, so --help is instant and a bad port is one sentence.
     from auk_app.ui.app import build_demo, launch_options
+    from auk_app.ui.mcp_tools import serve_tools
     from auk_app.ui.text import serving_line
     from auk_app.ui.warming import Warming, startup_steps
     from auk_app.quantize import quiet_library_logs
@@ -175,7 +185,9 @@ def main(argv: list[str] | None = None) -> None:
     warming = Warming(startup_steps(studio), on_done=lambda seconds: print(
         f"Warm-up done, {seconds:.1f} s after the page came up.", flush=True))
     demo = build_demo(studio, warming)
-    demo.launch(server_name=host, server_port=port, share=args.share, prevent_thread_lock=True, **launch_options())
+    demo.launch(server_name=host, server_port=port, share=args.share, prevent_thread_lock=True, mcp_server=args.mcp,
+                **launch_options())
+    serve_tools(demo)
     warming.start()
     demo.block_thread()
 

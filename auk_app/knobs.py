@@ -344,5 +344,10 @@ def audex_request(values: Mapping[str, Any], limits: Limits, *, seconds: float =
     return AudexRequest(sampling, max_seconds, checked["compare_unmasked"])
 
 
+def replaying(values: Mapping[str, Any], seed: int) -> dict[str, Any]:
+    """``values`` set to run again as they ran: with the ``seed`` used and no fresh draw."""
+    return {**values, "seed": seed, "randomize_seed": False}
+
+
 # What /suggest_instruction takes: the edit's request as a person writes it, for whose model, of which clip.
 SUGGEST = Knobs([EDIT["audio"], EDIT["instruction"], EDIT["model"]])

@@ -1,7 +1,8 @@
 """The Gradio 6 face of AuK Studio: ``build_demo(studio)`` lays out the Blocks and wires the events;
 ``launch_options()`` gives the launch-time look and limits (Gradio 6 takes theme and css at launch).
 
-Tabs: "Edit & generate (AuK)", "Text to audio (Audex)", "API", "About". The event functions live
+Tabs: "Edit & generate (AuK)", "Text to audio (Audex)", "API", "About", and under them the history
+of this browser's results (:mod:`auk_app.ui.history_panel`). The event functions live
 in :mod:`auk_app.ui.handlers`; the generated wording in :mod:`auk_app.ui.text`; the look (theme,
 CSS, the order of a tab's sections on a phone) in :mod:`auk_app.ui.style`, the page's few scripts
 in :mod:`auk_app.ui.page_js`; what loads behind the page in :mod:`auk_app.ui.warming`.
@@ -28,7 +29,7 @@ from typing import Any
 import gradio as gr
 
 from auk_app import instructions
-from auk_app.ui import outputs, page_js, style
+from auk_app.ui import history_panel, outputs, page_js, style
 from auk_app.ui import text as ui_text
 from auk_app.config import Limits
 from auk_app.knobs import AUDEX, EDIT, MAX_CANDIDATES
@@ -379,11 +380,13 @@ def _wire_suggest(e: SimpleNamespace, endpoint: SimpleNamespace, h: Handlers) ->
                     concurrency_limit=1)
 
 
-def _wire_edit_plumbing(e: SimpleNamespace, h: Handlers) -> None:
+def _wire_edit_plumbing(e: SimpleNamespace, h: Handlers) -> list[dict]:
     """The edit tab's private events: model knobs and task marks, the capability note, the builder,
-    the upload verdict and the result-as-source swap."""
+    the upload verdict and the result-as-source swap. Returns what follows a new source clip (its
+    checks, the builder's preview, the capability note), for other events to chain."""
     sampling = [getattr(e, knob.name) for knob in recipe_knobs(h.studio.entry("auto"))]
-    e.model.change(h.on_model_change, e.model, [e.model, *sampling, e.knob_note, e.task], **PRIVATE)
+    # A person's choice, not every change: a restored entry sets a model and that model's knobs together.
+    e.model.input(h.on_model_change, e.model, [e.model, *sampling, e.knob_note, e.task], **PRIVATE)
     # The note follows a finished instruction (left, submitted, built or picked), not each keystroke, where
     # a half-typed request would read as no task at all.
     note = {"fn": h.capability_note, "inputs": [e.model, e.instruction], "outputs": e.capability_note, **PRIVATE}
@@ -415,6 +418,7 @@ def _wire_edit_plumbing(e: SimpleNamespace, h: Handlers) -> None:
                         [e.output, e.manifest, e.check_line, e.seed, e.manifest_file, e.figure, e.flac_file,
                          e.mp3_file], api_visibility="private", concurrency_id=FIGURE_QUEUE,
                         concurrency_limit=FIGURE_CONCURRENCY)
+    return [clip, preview, note]
 
 
 def _wire_audex(a: SimpleNamespace, h: Handlers, status) -> Any:
@@ -498,7 +502,7 @@ def build_demo(studio: Studio, warming: Warming | None = None) -> gr.Blocks:
         # Open on a desktop; folded on a phone (page_js.FOLD_ON_PHONES), where it would fill the first screen.
         with gr.Accordion("About the demo model in use", open=True, visible=default.demo, elem_id="demo-banner-box"):
             gr.Markdown(ui_text.demo_banner(), elem_classes=["banner"], elem_id="demo-banner")
-        with gr.Tabs(overflow_behavior="wrap"):  # every tab in sight on a phone, none behind a menu
+        with gr.Tabs(overflow_behavior="wrap") as tabs:  # every tab in sight on a phone, none behind a menu
             with gr.Tab("Edit & generate (AuK)", id="edit"):
                 e = _edit_tab(studio, h)
                 endpoint = _edit_endpoint(studio)
@@ -509,6 +513,7 @@ def build_demo(studio: Studio, warming: Warming | None = None) -> gr.Blocks:
             with gr.Tab("About", id="about"):
                 gr.Markdown(ui_text.about_page(studio.config.limits, MAX_FILE_SIZE),
                             elem_id="about-page")
+        history = history_panel.build()
 
         # Model endpoints: validated before the queue; edits batch in the pipeline, text to audio runs alone.
         edit = _wire_edit(e, endpoint, h, studio.config)
@@ -523,7 +528,8 @@ def build_demo(studio: Studio, warming: Warming | None = None) -> gr.Blocks:
         a.stop.click(h.stop, None, a.stop_note, cancels=[audex], **PRIVATE)
 
         _wire_helpers(api, e, h)
-        _wire_edit_plumbing(e, h)
+        new_source = _wire_edit_plumbing(e, h)
+        history_panel.wire(history, history_panel.Events(h, e, a, tabs, history), edit, audex, demo, new_source)
         _wire_views(e, a)
         demo.load(None, js=page_js.FOLD_ON_PHONES)
         demo.load(None, js=page_js.RENDER_TOASTS)

@@ -304,7 +304,7 @@ class Handlers:
         self._api_edit = taking(EDIT, self._edit_audio, self.limits)
         self._page_edit = taking(EDIT, self._edit_from_ui, built=None)
         self._api_audex = taking(AUDEX, self._text_to_audio, self.limits)
-        self._api_suggest = taking(SUGGEST, self._suggest_instruction)
+        self._api_suggest = taking(SUGGEST, self._suggest_instruction, self.limits)
         # The page's Generate (a private event) waits for the model like /edit_audio. A request of N
         # candidates holds N places (its ``candidates`` input, at the same place in both edits').
         runs_at = inputs_of(self._api_edit).index("candidates")
@@ -396,7 +396,8 @@ class Handlers:
         best = files[0]
         # In the session's state, not in this object: on ZeroGPU this runs in a worker process. Every
         # candidate's figure waits there until it is drawn (the best's by finish_edit, another's when picked).
-        state = {**state, "figure": best.figure, "audio": str(best.audio),
+        # "source": the clip edited, which the history's A/B plays against the result.
+        state = {**state, "figure": best.figure, "audio": str(best.audio), "source": values["audio"],
                  "candidates": [{"audio": str(f.audio), "manifest": f.manifest, "file": str(f.manifest_file),
                                  "figure": f.figure if f is not best else None} for f in files]}
         return _edit_outputs(files, state, None)
@@ -537,7 +538,11 @@ class Handlers:
     # ------------------------------------------------------------------ cheap public helpers
 
     def inspect_audio(self, audio=None):
-        """The upload check's findings for a clip, without running a model: rate, channels, length, levels, verdict."""
+        """The upload check's findings for a clip, without running a model: rate, channels, length, levels, verdict.
+
+        Parameters:
+            audio: The clip to check (any format soundfile or librosa reads), under the limits of an edit's source.
+        """
         return upload_check.check_upload(audio, self.limits, self.studio.uploads.read)
 
     def model_info(self):

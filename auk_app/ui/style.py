@@ -59,8 +59,27 @@ _BASE = """
 #source-audio .waveform-container {position: relative}
 .region-shade {position: absolute; top: 0; bottom: 0; background: rgba(234, 179, 8, 0.28); pointer-events: none;
   border-left: 2px solid #ca8a04; border-right: 2px solid #ca8a04; z-index: 2}
+/* The figures' buttons in a row of their own above the image: laid over it, they hid the end of the title's
+   level line (peak and RMS). */
+#edit-figure .icon-button-wrapper.top-panel, #audex-figure .icon-button-wrapper.top-panel {position: static;
+  width: fit-content; margin: 0 0 var(--spacing-sm) auto}
 #edit-candidates audio {width: 100%; height: 36px}
 #edit-candidates .candidate {margin: 0}
+/* The history panel (auk_app/ui/history_view.py): one card per result, its player full width. */
+#history-panel .history-list {list-style: none; margin: 0; padding: 0; display: flex; flex-direction: column; gap: 10px}
+#history-panel .history-entry {border: 1px solid var(--border-color-primary); border-radius: 8px; padding: 8px 12px;
+  display: flex; flex-direction: column; gap: 4px; min-width: 0}
+#history-panel .history-title {text-align: left; font-weight: 600; overflow-wrap: anywhere; cursor: pointer;
+  color: var(--body-text-color); background: none; border: none; box-shadow: none; padding: 0}
+#history-panel .history-title:hover {text-decoration: underline}
+#history-panel .history-meta, #history-panel .history-gone, #history-panel .history-empty {margin: 0;
+  font-size: 0.88em; opacity: 0.85; overflow-wrap: anywhere}
+#history-panel audio {width: 100%; height: 36px}
+#history-panel .history-actions {display: flex; flex-wrap: wrap; gap: 6px}
+#history-panel .history-actions button {border: 1px solid var(--border-color-primary); border-radius: 6px;
+  padding: 2px 10px; font-size: 0.9em; background: var(--button-secondary-background-fill);
+  color: var(--button-secondary-text-color); font-weight: normal}
+#history-panel .history-actions button[aria-pressed=true] {border-color: var(--color-accent)}
 """
 
 

@@ -10,6 +10,7 @@ Screenshots go to the pytest tmp dir and, when AUK_APP_SCREENSHOTS names a folde
 
 from __future__ import annotations
 
+import json
 import os
 import time
 import shutil
@@ -144,6 +145,23 @@ def _bottom(browser: Browser, selector: str) -> float:
     return browser.evaluate(f"document.querySelector('{selector}').getBoundingClientRect().bottom + window.scrollY")
 
 
+# The figure's own buttons (fullscreen, download) and the image they belong to, as boxes.
+FIGURE_BOXES = """(sel => { const block = document.querySelector(sel);
+  const box = (el) => el.getBoundingClientRect().toJSON();
+  return [box(block.querySelector('img')), [...block.querySelectorAll('.icon-button-wrapper')].map(box)]; })"""
+
+
+def _nothing_over_the_figure(browser: Browser, selector: str) -> None:
+    """No button of the figure lies over the image, whose top carries the title (the instruction,
+    then the peak and RMS line, which runs to its right edge)."""
+    image, toolbars = browser.evaluate(f"{FIGURE_BOXES}('{selector}')")
+    assert toolbars, selector  # the buttons are there, beside the image
+    for bar in toolbars:
+        apart = (bar["bottom"] <= image["top"] or bar["top"] >= image["bottom"] or bar["right"] <= image["left"]
+                 or bar["left"] >= image["right"])
+        assert apart, (selector, bar, image)
+
+
 def test_on_a_phone_generate_and_the_result_follow_the_instruction_and_the_banner_folds(app, tmp_path):
     """At 420 px: the clip, the instruction, Generate and the result come first, in that order, the
     builder after them; the banner starts folded, as it would fill the first screen."""
@@ -183,6 +201,7 @@ def test_text_to_audio_in_chromium(app, browser, tmp_path):
     assert "With the phase mask" in table and "Without the mask" in table
     browser.wait_for("document.querySelector('#audex-flac-file')?.offsetParent != null")  # beside the WAV
     browser.wait_for("document.querySelector('#audex-figure img')?.complete")
+    _nothing_over_the_figure(browser, "#audex-figure")
     _keep(browser.screenshot(tmp_path / "auk_studio_text_to_audio.png"))
 
 
@@ -335,7 +354,8 @@ def test_every_tab_reads_at_a_phones_and_a_desktops_width(app, tmp_path, width):
 def test_a_run_at_both_widths_leaves_no_stale_note_renders_its_toast_and_reads(app, tmp_path, width):
     """Stop's note goes when a later run is started; a warning toast shows its Markdown rendered, not
     backticks; the region is shaded on the source's waveform; the check card stands by the figure,
-    whose smallest text is at least 9.5 px high at the column's width."""
+    whose smallest text is at least 9.5 px high at the column's width and whose buttons leave its title
+    in sight."""
     from auk_app.ui import figures
 
     page = Browser(tmp_path / f"run{width}", width=width, height=900)
@@ -364,6 +384,7 @@ def test_a_run_at_both_widths_leaves_no_stale_note_renders_its_toast_and_reads(a
         beside = card["right"] <= figure["left"] and card["top"] < figure["bottom"]
         above = card["bottom"] <= figure["top"] + 1 and figure["top"] - card["bottom"] < 100
         assert (beside if width > 720 else above), (card, figure)
+        _nothing_over_the_figure(page, "#edit-figure")
         natural, shown = page.evaluate("(i => [i.naturalWidth, i.clientWidth])(document.querySelector("
                                        "'#edit-figure img'))")
         assert natural == round(figures.WIDTH_INCHES * figures.DPI)
@@ -394,4 +415,137 @@ def test_the_page_says_what_is_still_loading_until_it_is_loaded(demo_dir, gradio
             page.wait_for("!document.querySelector('#loading-line')?.offsetParent", timeout=30)
     finally:
         release.set()
+        page.close()
+
+
+# ----------------------------------------------------------------------------- the session's history
+
+ENTRIES = "document.querySelectorAll('#history-panel .history-entry')"
+# Plays the edit's result from 0.8 s once it has loaded; the A/B switch should carry on from there.
+PLAY_FROM = """(async () => { const result = document.querySelector('#history-panel .ab-result');
+  result.preload = 'auto'; result.load();
+  await new Promise((loaded) => result.addEventListener('loadedmetadata', loaded, {once: true}));
+  result.currentTime = 0.8; await result.play(); return !result.paused; })()"""
+HEARING = """(() => { const entry = document.querySelector('#history-panel .history-entry');
+  const [result, source] = ['.ab-result', '.ab-source'].map((s) => entry.querySelector(s));
+  const shown = result.hidden ? source : result, hidden = result.hidden ? result : source;
+  return {source: shown === source, playing: !shown.paused, at: shown.currentTime, other_paused: hidden.paused,
+          other_hidden: hidden.hidden, pressed: entry.querySelector('[data-action=ab]').getAttribute('aria-pressed')};
+})()"""
+
+
+def _files_of(page: Browser, selector: str) -> list[str]:
+    """The server paths of the players' files in the history entry at ``selector``."""
+    from urllib.parse import unquote
+
+    srcs = page.evaluate(f"[...document.querySelectorAll('{selector} audio')].map(a => a.getAttribute('src'))")
+    return [unquote(src.split("file=", 1)[1]) for src in srcs]
+
+
+def _three_seconds(folder: Path) -> Path:
+    """A 3 s clip of its own (the example clips' cached copies go when another app of this session closes)."""
+    import numpy as np
+    import soundfile as sf
+
+    t = np.arange(3 * 24_000) / 24_000
+    wav = 0.3 * np.sin(2 * np.pi * 200 * t) * (0.6 + 0.4 * np.sin(2 * np.pi * 3 * t))
+    sf.write(folder / "three_seconds.wav", wav.astype(np.float32), 24_000, subtype="PCM_16")
+    return folder / "three_seconds.wav"
+
+
+def _edit_and_switch_a_b(page: Browser, clip: Path) -> str:
+    """An edit of ``clip``; its entry, then A/B from the result to the source at the same position
+    while it plays, and back. Returns the entry's seed."""
+    assert "No results yet" in page.wait_for("document.querySelector('#history-panel')?.innerText")
+    page.set_files("#source-audio input[type=file]", [clip])
+    page.wait_for("document.querySelector('#upload-verdict').innerText.includes('Ready: 3.00 s')", timeout=60)
+    page.type_into("#instruction textarea", "Decrease the volume by 10 dB.")
+    page.click("#run-edit")
+    meta = page.wait_for("document.querySelector('#history-panel .history-meta')?.innerText", timeout=240)
+    seed = page.wait_for("(v => v !== '0' && v)(document.querySelector('#seed input').value)")
+    assert page.evaluate(f"{ENTRIES}.length") == 1
+    assert page.evaluate("document.querySelector('#history-panel .history-title').innerText") == \
+        "Decrease the volume by 10 dB."
+    assert meta.startswith(f"Edit · AuK-Tiny (demo) · seed {seed} · asked −10 dB · got ") and meta.endswith(" UTC")
+    assert page.evaluate(PLAY_FROM) is True
+    page.click("#history-panel [data-action=ab]")
+    heard = page.wait_for(f"(h => h.source && h.playing && h)({HEARING})", timeout=10)
+    # At the result's position: it played from 0.8 s, and the switch came within a second or so.
+    assert 0.8 <= heard["at"] < 2.5 and heard["other_paused"] and heard["other_hidden"] and heard["pressed"] == "true"
+    page.click("#history-panel [data-action=ab]")
+    back = page.wait_for(f"(h => !h.source && h)({HEARING})", timeout=10)
+    assert back["at"] >= heard["at"] and back["pressed"] == "false"
+    page.evaluate("document.querySelectorAll('#history-panel audio').forEach(a => a.pause())")
+    return seed
+
+
+def _make_a_sound(page: Browser) -> None:
+    page.click_until("button[role=tab]:nth-of-type(2)",
+                     "document.querySelector('#caption textarea')?.getBoundingClientRect().width > 0")
+    page.type_into("#caption textarea", "A 440 Hz beep lasting one second")
+    page.type_into("#max-seconds input", "0.5", replace=True)
+    page.click("#run-audex")
+    page.wait_for(f"{ENTRIES}.length === 2", timeout=120)
+    assert page.evaluate("document.querySelector('#history-panel .history-title').innerText") == \
+        "A 440 Hz beep lasting one second"  # the newest first
+    assert "Text to audio · Audex-Tiny (demo) · seed " in page.evaluate(
+        "document.querySelector('#history-panel .history-meta').innerText")
+
+
+def _restores_the_edit(page: Browser, seed: str) -> None:
+    """A click on the edit's title: the Edit tab with its instruction, its seed and no fresh draw, and
+    its source clip back in the player."""
+    page.click("#history-panel .history-entry:nth-child(2) .history-title")
+    page.wait_for("document.querySelector('#instruction textarea').value === 'Decrease the volume by 10 dB.'"
+                  " && document.querySelector('#instruction textarea').getBoundingClientRect().width > 0", timeout=30)
+    page.wait_for(f"document.querySelector('#seed input').value === '{seed}'")
+    page.wait_for("document.querySelector('#upload-verdict').innerText.includes('Ready: 3.00 s')", timeout=60)
+    assert page.evaluate("document.querySelector('#randomize-seed input').checked") is False
+    assert f"seed {seed}" in page.evaluate("document.querySelector('#history-note').innerText")
+
+
+@pytest.mark.parametrize("width", [420, 1280])
+def test_the_history_lists_switches_a_b_restores_zips_and_survives_a_reload(app, tmp_path, width):
+    import io
+    import zipfile
+
+    import httpx
+
+    page = Browser(tmp_path / f"history{width}", width=width, height=900)
+    try:
+        page.goto(app.url)
+        page.wait_for("document.querySelector('#run-edit') !== null")
+        seed = _edit_and_switch_a_b(page, _three_seconds(tmp_path))
+        page.type_into("#instruction textarea", "Raise the pitch by 2 semitones.", replace=True)
+        _make_a_sound(page)
+        _restores_the_edit(page, seed)
+
+        page.goto(app.url)  # a reload: the list comes back from the browser, players and all
+        page.wait_for(f"{ENTRIES}.length === 2 && document.querySelectorAll('#history-panel audio').length === 3")
+        page.click("#history-panel .history-entry:nth-child(1) [data-action=source]")  # the sound, into the edit
+        page.wait_for("document.querySelector('#use-note').innerText.includes('is now the source clip')")
+        page.wait_for("document.querySelector('#upload-verdict').innerText.includes('Ready: 0.50 s')", timeout=60)
+
+        page.click("#history-download")
+        link = page.wait_for("document.querySelector('#history-zip a')?.href", timeout=60)
+        with zipfile.ZipFile(io.BytesIO(httpx.get(link, timeout=60).content)) as archive:
+            names = archive.namelist()
+            listed = json.loads(archive.read("history.json"))
+        assert [n[:3] + Path(n).suffix for n in names[:4]] == ["01_.wav", "01_.json", "02_.wav", "02_.json"]
+        assert names[4:] == ["history.json"]
+        assert [e["kind"] for e in listed] == ["edit", "audex"] and str(listed[0]["seed"]) == seed
+
+        # The edit's files gone (as after an hour): it says so, and still restores its settings.
+        for path in _files_of(page, "#history-panel .history-entry:nth-child(2) .history-players"):
+            if "auk_studio" in path:  # the result, not the source clip
+                os.remove(path)
+        page.goto(app.url)
+        page.wait_for("document.querySelector('#history-panel .history-entry:nth-child(2) .history-gone')"
+                      "?.innerText.includes('no longer kept')")
+        page.type_into("#instruction textarea", "Raise the pitch by 2 semitones.", replace=True)
+        _restores_the_edit(page, seed)
+        found = page.evaluate(OVERFLOW)
+        assert found["beyond"] == [] and found["cut"] == [], found  # the panel fits the page at both widths
+        _keep(page.screenshot(tmp_path / f"auk_studio_history_{width}.png"))
+    finally:
         page.close()

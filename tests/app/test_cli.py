@@ -12,7 +12,7 @@ import pytest
 
 from tests.conftest import REPO
 
-OPTIONS = ("--host", "--port", "--share", "--auk-base", "--auk-flash", "--qwen", "--audex", "--xcodec", "--download",
+OPTIONS = ("--host", "--port", "--share", "--mcp", "--auk-base", "--auk-flash", "--qwen", "--audex", "--xcodec", "--download",
            "--device", "--dtype", "--preload", "--default-model", "--auk-batch", "--auk-pack", "--no-compile")
 
 
@@ -22,7 +22,7 @@ def test_help_lists_every_option_and_the_defaults(app_command):
     for option in OPTIONS:
         assert option in done.stdout, option
     for fact in ("127.0.0.1", "7860", "GRADIO_SERVER_NAME", "GRADIO_SERVER_PORT", "AUK_BASE_DIR", "AUK_QWEN_DIR",
-                 "XCODEC1_PATH", "hf download tencent/AuK", "autocast-bf16", "AUK_BATCH"):
+                 "XCODEC1_PATH", "hf download tencent/AuK", "autocast-bf16", "AUK_BATCH", "GRADIO_MCP_SERVER"):
         assert fact in " ".join(done.stdout.split()), fact
 
 
