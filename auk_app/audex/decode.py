@@ -22,7 +22,11 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
-from transformers.models.arcee.modeling_arcee import apply_rotary_pos_emb
+
+from auk_app import transformers_import
+
+with transformers_import.LOCK:
+    from transformers.models.arcee.modeling_arcee import apply_rotary_pos_emb
 
 from auk_app.audex.params import AudexSampling
 from auk_app.audex.phase_head import PhaseHead

@@ -21,8 +21,12 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from transformers import ArceeConfig, ArceeForCausalLM, PreTrainedTokenizerFast
-from transformers.initialization import no_init_weights
+
+from auk_app import transformers_import
+
+with transformers_import.LOCK:
+    from transformers import ArceeConfig, ArceeForCausalLM, PreTrainedTokenizerFast
+    from transformers.initialization import no_init_weights
 
 from auk_app.audex.vocab import AudexVocab
 from auk_app.errors import CheckpointError

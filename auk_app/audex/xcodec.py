@@ -14,8 +14,12 @@ from typing import Any
 
 import numpy as np
 import torch
-from transformers import XcodecConfig, XcodecModel
-from transformers.initialization import no_init_weights
+
+from auk_app import transformers_import
+
+with transformers_import.LOCK:
+    from transformers import XcodecConfig, XcodecModel
+    from transformers.initialization import no_init_weights
 
 from auk_app.audex.rvq import frames_to_codes
 from auk_app.audex.codecs import codec_class

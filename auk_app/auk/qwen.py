@@ -29,15 +29,18 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from transformers import (
-    BatchFeature,
-    Qwen2_5OmniProcessor,
-    Qwen2_5OmniThinkerConfig,
-    Qwen2_5OmniThinkerForConditionalGeneration,
-    Qwen2Tokenizer,
-    WhisperFeatureExtractor,
-)
-from transformers.processing_utils import OmniModalProcessorMixin
+from auk_app import transformers_import
+
+with transformers_import.LOCK:
+    from transformers import (
+        BatchFeature,
+        Qwen2_5OmniProcessor,
+        Qwen2_5OmniThinkerConfig,
+        Qwen2_5OmniThinkerForConditionalGeneration,
+        Qwen2Tokenizer,
+        WhisperFeatureExtractor,
+    )
+    from transformers.processing_utils import OmniModalProcessorMixin
 
 from auk_app.errors import CheckpointError, InputError
 from auk_app.resolve import QWEN_OMNI_FILES, WEIGHT_INDEX

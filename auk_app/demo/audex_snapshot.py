@@ -31,7 +31,11 @@ from pathlib import Path
 import torch
 from safetensors.torch import save_file
 from tokenizers import AddedToken, Tokenizer, models, normalizers, pre_tokenizers
-from transformers import ArceeForCausalLM, PreTrainedTokenizerFast, XcodecConfig, XcodecModel
+
+from auk_app import transformers_import
+
+with transformers_import.LOCK:
+    from transformers import ArceeForCausalLM, PreTrainedTokenizerFast, XcodecConfig, XcodecModel
 
 from auk_app.audex.thinker import arcee_config
 from auk_app.audex.tta import AUDEX_AUDIOCODEC_VOCAB_SIZE

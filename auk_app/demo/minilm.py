@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from auk_app import transformers_import
 from auk_app.errors import CheckpointError, InputError
 from auk_app.validate import plain_text
 
@@ -29,10 +30,11 @@ class MiniLMConditioner:
 
     @classmethod
     def from_pretrained(cls, model_dir: str | Path | None = None, *, device="cpu", dtype=torch.float32):
-        from transformers import AutoModel
-
         model_dir = _folder(model_dir)
-        model = AutoModel.from_pretrained(model_dir, dtype=dtype, local_files_only=True).to(device).eval()
+        with transformers_import.LOCK:  # the auto class imports its model's module on first use
+            from transformers import AutoModel
+
+            model = AutoModel.from_pretrained(model_dir, dtype=dtype, local_files_only=True).to(device).eval()
         return cls(_tokenizer(model_dir), model)
 
     @classmethod
@@ -40,11 +42,12 @@ class MiniLMConditioner:
         """``problem(instruction)``: the sentence for an instruction longer than the encoder's 512
         positions (or of its special tokens alone), or None; from the tokenizer and config alone, so a
         request is checked before anything loads."""
-        from transformers import AutoConfig
-
         model_dir = _folder(model_dir)
         tokenizer = _tokenizer(model_dir)
-        positions = AutoConfig.from_pretrained(model_dir, local_files_only=True).max_position_embeddings
+        with transformers_import.LOCK:
+            from transformers import AutoConfig
+
+            positions = AutoConfig.from_pretrained(model_dir, local_files_only=True).max_position_embeddings
 
         def problem(instruction: str) -> str | None:
             try:
@@ -81,9 +84,10 @@ def _folder(model_dir: str | Path | None) -> Path:
 
 
 def _tokenizer(model_dir: Path):
-    from transformers import AutoTokenizer
+    with transformers_import.LOCK:
+        from transformers import AutoTokenizer
 
-    return AutoTokenizer.from_pretrained(model_dir, local_files_only=True)  # a local folder: nothing online
+        return AutoTokenizer.from_pretrained(model_dir, local_files_only=True)  # a local folder: nothing online
 
 
 def _encode(tokenizer, instruction: str):

@@ -63,7 +63,7 @@ def test_models_and_pipelines_do_not_import_the_app_layer():
     app_layer = {f"auk_app.{p.stem}" for p in PACKAGE.glob("*.py")} - {
         "auk_app.config", "auk_app.errors", "auk_app.dsp", "auk_app.runtime", "auk_app.weights", "auk_app.audio_io",
         "auk_app.validate", "auk_app.resolve", "auk_app.progress", "auk_app.urls", "auk_app.bounded_reads",
-        "auk_app.__init__", "auk_app.knobs", "auk_app.plugins", "auk_app.quantize",
+        "auk_app.__init__", "auk_app.knobs", "auk_app.plugins", "auk_app.quantize", "auk_app.transformers_import",
     } | {f"auk_app.ui.{p.stem}" for p in UI_PACKAGE.glob("*.py")} | {"auk_app.ui"}
     for path in [*PACKAGE.glob("auk/*.py"), *PACKAGE.glob("audex/*.py")]:
         assert not (_modules(path) & app_layer), path
