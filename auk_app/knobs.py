@@ -82,12 +82,10 @@ class Knobs(Sequence[Knob]):
         return [k for k in self._knobs if k.group == group]
 
     def problems(self, values: Mapping[str, Any], limits: Limits) -> dict[str, str]:
-        """The sentence of each value in ``values`` its knob refuses, by name; a seed that
-        ``randomize_seed`` replaces with a fresh draw is not checked."""
+        """The sentence of each value in ``values`` its knob refuses, by name (a seed too where a fresh
+        draw replaces it: the manifest records what was sent)."""
         found = {}
         for name, value in values.items():
-            if name == "seed" and values.get("randomize_seed") is True:
-                continue
             if name in self._by_name:
                 try:
                     self._by_name[name].check(value, limits)
@@ -152,29 +150,37 @@ def _seconds(value, limits: Limits) -> float | None:
         return None
     if not is_real(value) or value < 0:
         raise InputError(
-            f"The duration must be 0 (automatic) or a positive number of seconds, at most "
+            f"seconds (the duration) must be 0 (automatic) or a positive number of seconds, at most "
             f"{limits.max_target_seconds:g}; got {shown(value)}."
         )
     if value == 0:
         return None
     if value > limits.max_target_seconds:
         raise InputError(
-            f"The requested duration is {value:g} s; the limit is {limits.max_target_seconds:g} s. Ask for less."
+            f"seconds asks for {value:g} s; the limit is {limits.max_target_seconds:g} s. Ask for less."
         )
     if value < limits.min_seconds:
         raise InputError(
-            f"The requested duration is {value:g} s; the shortest is {limits.min_seconds:g} s (two 20 ms latent "
+            f"seconds asks for {value:g} s; the shortest is {limits.min_seconds:g} s (two 20 ms latent "
             "frames). Ask for more, or 0 to match the source clip."
         )
     return float(value)
 
 
-def _region_edge(value, limits: Limits) -> float | None:
-    """One edge of a region in seconds; the request checks the region as a whole (check_region)."""
-    if value is not None and not is_real(value):
-        raise InputError(f"region_start and region_end are seconds; got {shown(value)}. "
-                         "Leave region_end empty to edit the whole clip.")
-    return None if value is None else float(value)
+def _region_edge(name: str) -> Check:
+    """One edge of a region, in seconds within the longest source a region is read from; the request
+    checks the region as a whole (check_region)."""
+
+    def check(value, limits: Limits) -> float | None:
+        if value is None:
+            return None
+        if not is_real(value) or not 0 <= value <= limits.max_region_source_seconds:
+            raise InputError(f"{name} is seconds from 0 to {limits.max_region_source_seconds:g} (the longest "
+                             f"recording a region is cut from); got {shown(value)}. Leave region_end empty to "
+                             "edit the whole clip.")
+        return float(value)
+
+    return check
 
 
 def _times(value: str | Sequence[float] | None, what: str, example: str, most: int) -> tuple[float, ...] | None:
@@ -201,12 +207,12 @@ def _times(value: str | Sequence[float] | None, what: str, example: str, most: i
 
 def _t_grid(value: str | Sequence[float] | None, limits: Limits) -> tuple[float, ...] | None:
     """A time grid: finite, strictly increasing, within [0, 1]."""
-    return _times(value, "The time grid", "e.g. \"0, 0.3, 0.7, 1\"", limits.max_grid_points)
+    return _times(value, "The time grid (t_grid)", "e.g. \"0, 0.3, 0.7, 1\"", limits.max_grid_points)
 
 
 def _cfg_interval(value: str | Sequence[float] | None, limits: Limits) -> tuple[float, float] | None:
     """The flow times (from, to) between which guidance runs; None: at every step."""
-    return _times(value, "The guidance interval", "from and to, e.g. \"0.1, 0.9\"", 2)
+    return _times(value, "The guidance interval (cfg_interval)", "from and to, e.g. \"0.1, 0.9\"", 2)
 
 
 def need_duration(seconds: float | None, has_clip: bool) -> None:
@@ -284,9 +290,10 @@ EDIT = Knobs([
     Knob("vae_sample", True, _flag("vae_sample"), "On: the clip's latent is a draw from the VAE posterior, seeded "
          "by the seed, as upstream AuK does. Off: the posterior mean, as vLLM-Omni does.",
          "Sample the clip's latent (vae_sample)", "checkbox", "advanced", run=True),
-    Knob("region_start", None, _region_edge, "Where the part to edit starts, in seconds (empty: the beginning), "
-         "in a clip of up to {max_region_source_seconds:g} s.", "Region start (s)", "number", "region", run=True),
-    Knob("region_end", None, _region_edge, "Where it ends; empty or 0: the whole clip. At most "
+    Knob("region_start", None, _region_edge("region_start"), "Where the part to edit starts, in seconds (empty: the "
+         "beginning), in a clip of up to {max_region_source_seconds:g} s.", "Region start (s)", "number", "region",
+         run=True),
+    Knob("region_end", None, _region_edge("region_end"), "Where it ends; empty or 0: the whole clip. At most "
          "{max_target_seconds:g} s after the start; only that part changes, the rest comes back as it was.",
          "Region end (s)", "number", "region", run=True),
     Knob("headroom", False, _flag("headroom"), "On: a gain keeps the result's peak under −1 dBFS. Off: the level "

@@ -111,8 +111,11 @@ def check_clip(mono: np.ndarray, sample_rate: int, limits: Limits, *, channels: 
 
 
 def _check_text(value, what: str, limit: int, example: str) -> str:
-    """Stripped user text: not empty (nor only invisible format characters, such as zero-width spaces
-    and joiners), at most ``limit`` characters."""
+    """Stripped user text: text (a number, a list or true is no instruction, whatever it would print
+    as), not empty (nor only invisible format characters, such as zero-width spaces and joiners), at
+    most ``limit`` characters."""
+    if value is not None and not isinstance(value, str):
+        raise InputError(f"The {what} must be text; got {shown(value)}. {example}")
     text = value.strip() if isinstance(value, str) else ""
     if not "".join(ch for ch in text if unicodedata.category(ch) != "Cf").strip():
         raise InputError(f"The {what} is empty. {example}")

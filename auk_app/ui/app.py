@@ -38,6 +38,7 @@ from auk_app.service import Studio
 from auk_app.ui.handlers import (Handlers, field_updates, inputs_of, knob_updates, model_choices, recipe_knobs,
                                  task_choices)
 from auk_app.ui.check_card import manifest_card
+from auk_app.ui.gradio_queue import guard_arrivals
 from auk_app.ui.warming import Warming
 from auk_app.ui.widgets import api_widget, page_widget
 
@@ -535,10 +536,11 @@ def build_demo(studio: Studio, warming: Warming | None = None) -> gr.Blocks:
         demo.load(None, js=page_js.RENDER_TOASTS)
         demo.load(h.api_page, None, api.page, **PRIVATE)
 
-    # The model requests' cap is the validators' (Admission): Gradio's own max_size is checked before
+    # The model requests' cap is the gate's (Admission): Gradio's own max_size is checked before
     # validation, so it gives way to simultaneous arrivals, and it counts every event, cheap ones too.
     # api_open=False: a queued event's direct POST route (/gradio_api/run/<name>) is closed, so every
-    # request that reaches a model passes the validator's admission; /model_info (no queue) stays open.
+    # request that reaches a model passes the gate; /model_info (no queue) stays open.
     demo.queue(max_size=BACKSTOP_MAX_SIZE, default_concurrency_limit=1, api_open=False)
     h.admission.bind(demo, QUEUE_MAX_SIZE)
+    guard_arrivals(demo, h.gate)  # each call's raw values and its places, before Gradio reads or queues it
     return demo

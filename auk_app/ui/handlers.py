@@ -11,6 +11,7 @@ type, never as Gradio's generic error text.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import logging
@@ -34,8 +35,10 @@ from auk_app.knobs import AUDEX, EDIT, MAX_CANDIDATES, SUGGEST, Knobs, audex_req
 from auk_app.recognise import language_of, recognise
 from auk_app.results import EditOrder
 from auk_app.service import Studio
+from auk_app.validate import shown
 from auk_app.ui import outputs, rvq_table, zerogpu
 from auk_app.ui import text as ui_text
+from auk_app.ui.gradio_queue import Arrival
 from auk_app.ui.runs import Admission, Busy, Runs, client_gone
 from auk_app.ui.zerogpu import gpu
 
@@ -92,12 +95,16 @@ def _named(handler, args: tuple, kwargs: dict) -> dict[str, Any]:
     return dict(bound.arguments)
 
 
-def _runs_asked(values: dict[str, Any]) -> int:
-    """The model runs a request asks for: its candidates, or 1 (a bad count is refused by the checks)."""
-    try:
-        return EDIT["candidates"].check(values.get("candidates", 1), None)
-    except AppError:
-        return 1
+def raw_problems(knobs: Knobs, values: dict[str, Any], limits: Limits) -> dict[str, str]:
+    """The sentence for each of a call's values, as its client sent them, that its knob refuses; the
+    clip, which a component reads as a file, must arrive as one."""
+    problems = knobs.problems({k: v for k, v in values.items() if k != "audio"}, limits)
+    clip = values.get("audio")
+    if clip is not None and not (isinstance(clip, dict) and isinstance(clip.get("path") or clip.get("url"), str)):
+        problems["audio"] = ("audio is a file: send it as gradio_client's handle_file(path) does ({\"path\": …, "
+                             "\"meta\": {\"_type\": \"gradio.FileData\"}}), or null to go without a clip; got "
+                             f"{shown(clip)}.")
+    return problems
 
 
 def _verdicts(names: list[str], problems: dict[str, str]) -> list[dict]:
@@ -311,13 +318,15 @@ class Handlers:
         self.admission = Admission(api_names=("edit_audio", "_edit_from_ui", "text_to_audio", "suggest_instruction",
                                               "suggest_on_page"),
                                    weights={"edit_audio": runs_at, "_edit_from_ui": runs_at})  # ui/app.py binds it
+        # Each endpoint's inputs, and the knobs that check a call's values as its client sent them.
+        self._inputs = {"edit_audio": (self._api_edit, EDIT), "_edit_from_ui": (self._page_edit, EDIT),
+                        "text_to_audio": (self._api_audex, AUDEX), "suggest_instruction": (self._api_suggest, SUGGEST),
+                        "suggest_on_page": (self.suggest_on_page, SUGGEST), "inspect_audio": (self.inspect_audio, SUGGEST)}
         # On a ZeroGPU Space the GPU is attached per call, for a budget computed from the request.
-        started = self.admission.started
-        self.edit_audio = self._runs.stoppable(gpu(self.edit_gpu_seconds)(self._api_edit), on_start=started)
-        self.edit_from_ui = self._runs.stoppable(gpu(self.edit_gpu_seconds)(self._page_edit), on_start=started)
-        self.text_to_audio = self._runs.stoppable(gpu(self.audex_gpu_seconds)(self._api_audex), on_start=started)
-        self.suggest_instruction = self._runs.stoppable(gpu(lambda *args, **kwargs: 60)(self._api_suggest),
-                                                        on_start=started)
+        self.edit_audio = self._runs.stoppable(gpu(self.edit_gpu_seconds)(self._api_edit))
+        self.edit_from_ui = self._runs.stoppable(gpu(self.edit_gpu_seconds)(self._page_edit))
+        self.text_to_audio = self._runs.stoppable(gpu(self.audex_gpu_seconds)(self._api_audex))
+        self.suggest_instruction = self._runs.stoppable(gpu(lambda *args, **kwargs: 60)(self._api_suggest))
         # Validators: Gradio runs them inside the client's join request, before the request is queued.
         self.check_edit = self._validator(self._api_edit, self._edit_problems)
         self.check_edit_from_ui = self._validator(self._page_edit, self._edit_problems)
@@ -325,34 +334,45 @@ class Handlers:
         self.check_suggest = self._validator(self._api_suggest, self._suggest_problems)
         self.check_suggest_on_page = self._validator(self.suggest_on_page, self._suggest_problems)
 
+    @contextlib.contextmanager
+    def gate(self, arrival: Arrival):
+        """What a call must pass before Gradio queues it (ui/app.py puts this in front of the queue):
+        each value as its client sent it, by its knob's own check (a list is no instruction, a
+        string no seed, a number no clip: a component would have read them as something else),
+        then, at a model endpoint, places for the runs it asks for, held until it is queued."""
+        handler, knobs = self._inputs.get(arrival.api_name, (None, None))
+        if handler is None:
+            yield {}
+            return
+        names = inputs_of(handler)
+        refused = raw_problems(knobs, dict(zip(names, arrival.data)), self.limits)
+        if refused or arrival.api_name not in self.admission.api_names:
+            yield {names.index(name): message for name, message in refused.items()}
+            return
+        with contextlib.ExitStack() as held:
+            try:
+                held.enter_context(self.admission.reserve(self.admission.runs_of(arrival.api_name, arrival.data)))
+            except Busy as exc:
+                yield {0: str(exc)}
+                return
+            yield {}
+
     def _validator(self, handler, problems_of):
-        """A validator for ``handler``: a place in the model queue for the runs the request asks for
-        (Admission; a full queue refuses at once, before anything is decoded), then ``problems_of(values)``
-        in a worker thread; a refused request gives its place back.
+        """A validator for ``handler``: ``problems_of(values)`` in a worker thread, and then whether
+        the client is still there.
 
         It takes ``handler``'s signature so that Gradio passes it the join's gr.Request: a client that
         gave up while the upload check ran (gradio_client's join times out after 5 s) never opens its
         stream, so nothing else would stop its event from running for nobody; here it is not queued.
-        A full queue is a failed verdict, not gr.Error: Gradio answers that with HTTP 422 and its
-        text, which gradio_client raises as ValidationError, where a gr.Error was a bare HTTP 400.
         """
         names = inputs_of(handler)
 
         @functools.wraps(handler)
         async def validate(*args, **kwargs):
             values = _named(handler, args, kwargs)
-            try:
-                place = self.admission.reserve(_runs_asked(values), getattr(values.get("request"), "session_hash", None))
-            except Busy as exc:
-                return _verdicts(names, {names[0]: str(exc)})
-            try:
-                problems = await anyio.to_thread.run_sync(problems_of, values)
-                if not problems and await client_gone(values.get("request")):
-                    problems = {names[0]: "The client went away during the checks, so the request was not queued."}
-            except BaseException:
-                self.admission.release(place)
-                raise
-            (self.admission.release if problems else self.admission.passed)(place)
+            problems = await anyio.to_thread.run_sync(problems_of, values)
+            if not problems and await client_gone(values.get("request")):
+                problems = {names[0]: "The client went away during the checks, so the request was not queued."}
             return _verdicts(names, problems)
 
         return validate
@@ -464,7 +484,7 @@ class Handlers:
             made, entry = EditJob(self.studio, order, progress=_auk_progress(progress, order.candidates),
                                   should_stop=stop.is_set, warn=gr.Warning).run()
             _raise_if_stopped(stop)
-            files = [outputs.render_edit(delivery, entry.key, root=_output_root()) for delivery in made]
+            files = outputs.render_edits(made, entry.key, root=_output_root())
         except Exception as exc:
             raise _gr_error(exc) from exc
         return files, {"seed": min(f.manifest["seed"] for f in files), "file": str(files[0].manifest_file)}

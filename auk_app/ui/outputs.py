@@ -10,6 +10,7 @@ the oldest ones until all of them fit ``MAX_RESULT_BYTES``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -111,12 +112,41 @@ def slug(text: str, words: int = 4) -> str:
     return "-".join(parts) or "clip"
 
 
+def render_edits(deliveries: list[Delivery], key: str, *, root: str | Path) -> list[EditFiles]:
+    """:func:`render_edit` of each candidate; if one fails, none of their files stay."""
+    made: list[EditFiles] = []
+    try:
+        for delivery in deliveries:
+            made.append(render_edit(delivery, key, root=root))
+    except BaseException:
+        for files in made:
+            shutil.rmtree(files.audio.parent, ignore_errors=True)
+        raise
+    return made
+
+
+@contextlib.contextmanager
+def _fresh_folder(root: str | Path):
+    """A request's own folder (:func:`new_request_dir`), removed with whatever it holds if writing fails:
+    a client that gets an error gets no files either."""
+    folder = new_request_dir(root)
+    try:
+        yield folder
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+
+
 def render_edit(delivery: Delivery, key: str, *, root: str | Path) -> EditFiles:
     """The WAV and manifest of one delivered edit made by model ``key``, in a fresh folder, and its
     figure to draw next (``.figure.draw()``), so the audio need not wait for it. The manifest's
     ``timings.render`` is the files', not the figure's."""
+    with _fresh_folder(root) as folder:
+        return _render_edit(delivery, key, folder)
+
+
+def _render_edit(delivery: Delivery, key: str, folder: Path) -> EditFiles:
     started = time.perf_counter()
-    folder = new_request_dir(root)
     result, record = delivery.result, delivery.result.record
     stem = f"auk_{key}_{slug(record.instruction)}_seed{record.seed}"
     manifest = write_edit(delivery, folder / f"{stem}.wav")
@@ -133,12 +163,16 @@ def render_edit(delivery: Delivery, key: str, *, root: str | Path) -> EditFiles:
 
 def render_audex(made: TextToAudioResult, *, randomized_seed: bool, root: str | Path) -> Deliverables:
     """Files for a text-to-audio run (plus the unmasked comparison's token plot, if it ran)."""
+    if made.result.waveform is not None:
+        refuse_non_finite(made.result.waveform)
+    with _fresh_folder(root) as folder:
+        return _render_audex(made, randomized_seed, folder)
+
+
+def _render_audex(made: TextToAudioResult, randomized_seed: bool, folder: Path) -> Deliverables:
     started = time.perf_counter()
     result, caption = made.result, made.request.caption
     wav = result.waveform
-    if wav is not None:
-        refuse_non_finite(wav)
-    folder = new_request_dir(root)
     stem = f"audex_{slug(caption)}_seed{result.seed}"
     audio, output_info = None, None
     if wav is not None and wav.size:

@@ -17,6 +17,8 @@ pipelines check between steps (and Audex between tokens):
 * A client that gives up during its join (the validator's upload check can take seconds) never
   opens its stream, so nothing marks its event: the validators ask the join's own HTTP request
   (:func:`client_gone`) after the check and queue nothing for a client that has hung up.
+* A raw ``POST /gradio_api/call/<name>`` whose result stream is never opened would run for nobody:
+  when its turn comes, a run whose session nobody reads within LISTENER_SECONDS is not started.
 """
 
 from __future__ import annotations
@@ -28,20 +30,18 @@ import inspect
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any
 
 import anyio
 import gradio as gr
 
 from auk_app.errors import AppError
-from auk_app.ui.gradio_queue import QueuedEvent, events
+from auk_app.ui.gradio_queue import events, listening
 
 DISCONNECT_POLL_SECONDS = 0.2
-# A validated request is in Gradio's queue within milliseconds; a reservation never matched to
-# an event (its push failed after validation) stops counting after this.
-ADMISSION_GRACE_SECONDS = 5.0
-CHECK_GRACE_SECONDS = 120.0  # a request's checks (the upload's decoding) end well within this
+# A call's client opens its result stream as it joins (the page, gradio_client) or right after (a
+# raw POST to /call, then its GET); a run whose stream nobody opened within this is not started.
+LISTENER_SECONDS = 10.0
 
 
 class Busy(AppError):
@@ -52,16 +52,14 @@ class Busy(AppError):
 class Admission:
     """At most ``cap`` model runs waiting or running, however many requests arrive at once.
 
-    Gradio checks its ``max_size`` before it runs the validator, so simultaneous arrivals all passed
-    an empty queue's check, and that cap counts events, not the runs they ask for. Here a model
-    endpoint's validator reserves the runs its request asks for (:meth:`reserve`) under a lock before
-    its checks: the runs of the model events waiting or running in Gradio's queue plus the
-    reservations not yet queued may not pass ``cap``, so the rest of a burst is refused at once.
-    A request whose checks fail gives its runs back (:meth:`release`); one that passes
-    (:meth:`passed`) holds them until its session's event shows in the queue or starts to run
-    (:meth:`started`), where the event itself counts. A request counts as the runs it asks for:
-    ``weights`` maps an endpoint to the input position of its count (an edit's ``candidates``), 1
-    elsewhere.
+    Gradio checks its ``max_size`` before it validates, so simultaneous arrivals all passed an empty
+    queue's check, and that cap counts events, not the runs they ask for. Here every arrival at a
+    model endpoint reserves the runs it asks for (:meth:`reserve`, under a lock, before its checks)
+    and keeps them until Gradio has queued it or refused it (:meth:`release`): the runs of the model
+    events waiting or running in Gradio's queue plus the reservations still being checked may not
+    pass ``cap``, so the rest of a burst is refused at once. A queued event counts itself from the
+    moment it is queued, so nothing is counted twice. A request counts as the runs it asks for (an
+    edit's candidates): ``weights`` maps an endpoint to the input position of its count, 1 elsewhere.
     """
 
     def __init__(self, api_names: Iterable[str], weights: dict[str, int] | None = None) -> None:
@@ -69,77 +67,46 @@ class Admission:
         self.weights = dict(weights or {})
         self.cap: int | None = None
         self._blocks: Any = None
-        self._reserved: list[_Reservation] = []
+        self._reserved: list[int] = []  # the runs of each arrival being checked
         self._lock = threading.Lock()
 
     def bind(self, blocks: gr.Blocks, cap: int) -> None:
         """Count ``blocks``' queue (built after its handlers) against ``cap``; unbound, nothing is refused."""
         self._blocks, self.cap = blocks, cap
 
-    def reserve(self, runs: int, session: str | None) -> _Reservation:
-        """Hold ``runs`` places for a request of ``session``, or raise Busy naming the limit. One
-        request always fits an empty queue."""
-        reservation = _Reservation(session, runs, time.monotonic())
+    def runs_of(self, api_name: str | None, data: list[Any]) -> int:
+        """The runs a call of ``api_name`` with inputs ``data`` asks for: its count input, else 1."""
+        position = self.weights.get(api_name)
+        if position is None or position >= len(data):
+            return 1
+        value = data[position]
+        return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 1 else 1
+
+    @contextlib.contextmanager
+    def reserve(self, runs: int):
+        """Hold ``runs`` places while the block runs (a call's checks and queueing), or raise Busy
+        naming the limit. One request always fits an empty queue."""
         if self.cap is None:
-            return reservation
+            yield
+            return
         with self._lock:
-            held = self._held(reservation.since)
+            held = self._held()
             if held + runs > self.cap and (held or not self.cap):
                 asked = "" if runs == 1 else f" (this request asks for {runs})"
                 raise Busy(f"The server is busy: {held} runs are waiting for the model or running, the most it "
                            f"takes is {self.cap}{asked}. Try again in a minute.")
-            self._reserved.append(reservation)
-        return reservation
+            self._reserved.append(runs)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._reserved.remove(runs)
 
-    def passed(self, reservation: _Reservation) -> None:
-        """The request passed its checks: it goes into Gradio's queue, where its event will count."""
-        reservation.passed_at = time.monotonic()
-
-    def release(self, reservation: _Reservation) -> None:
-        """The request was refused after all: its runs are free again."""
-        with self._lock:
-            if reservation in self._reserved:
-                self._reserved.remove(reservation)
-
-    def started(self, session: str | None) -> None:
-        """A model run of ``session`` has started: its running event counts now, not its reservation."""
-        with self._lock:
-            self._reserved = [r for r in self._reserved if not (r.passed_at is not None and r.session == session)]
-
-    def _held(self, now: float) -> int:
-        """Runs held now (under the lock): the model events' in Gradio's queue, and the reservations
-        whose session has no such event yet."""
+    def _held(self) -> int:
+        """Runs held now (under the lock): the model events' in Gradio's queue, and the arrivals'."""
         waiting, running = events(self._blocks)
         model = [e for e in waiting + running if e.api_name in self.api_names]
-        queued = {e.session for e in model}
-        self._reserved = [r for r in self._reserved
-                          if not r.expired(now) and not (r.passed_at is not None and r.session in queued)]
-        return sum(self._runs_of(e) for e in model) + sum(r.runs for r in self._reserved)
-
-    def _runs_of(self, event: QueuedEvent) -> int:
-        """The runs a queued event asks for: its count input where its endpoint has one, else 1."""
-        position = self.weights.get(event.api_name)
-        if position is None or position >= len(event.data):
-            return 1
-        value = event.data[position]
-        return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 1 else 1
-
-
-@dataclass(eq=False)
-class _Reservation:
-    """Runs held for a request of ``session`` between its arrival and its event's in Gradio's queue."""
-
-    session: str | None
-    runs: int
-    since: float
-    passed_at: float | None = None
-
-    def expired(self, now: float) -> bool:
-        """A passed request is queued within milliseconds, and a check takes seconds at most: a
-        reservation past these bounds lost its request (a push that failed after validation)."""
-        if self.passed_at is not None:
-            return now - self.passed_at > ADMISSION_GRACE_SECONDS
-        return now - self.since > CHECK_GRACE_SECONDS
+        return sum(self.runs_of(e.api_name, e.data) for e in model) + sum(self._reserved)
 
 
 class Runs:
@@ -170,10 +137,9 @@ class Runs:
                 if self._flags.get(session) is flag:
                     del self._flags[session]
 
-    def stoppable(self, handler: Callable[..., Any], *, on_start: Callable[[str | None], None] | None = None,
-                  ) -> Callable[..., Any]:
-        """``handler`` (sync, with a ``request`` parameter) as a coroutine with the same signature;
-        ``on_start(session)`` hears that its run began."""
+    def stoppable(self, handler: Callable[..., Any]) -> Callable[..., Any]:
+        """``handler`` (sync, with a ``request`` parameter) as a coroutine with the same signature,
+        not started for a client that is gone or that nobody reads."""
         signature = inspect.signature(handler)
 
         @functools.wraps(handler)
@@ -182,8 +148,10 @@ class Runs:
             if _disconnected(request):
                 raise gr.Error("The client went away before its run started, so it was not run.",
                                print_exception=False)
-            if on_start is not None:
-                on_start(_session(request))
+            if not await _read_by_someone(request):
+                raise gr.Error(f"Nobody opened this call's result stream within {LISTENER_SECONDS:g} s of its turn, "
+                               "so it was not run: read the result (GET /gradio_api/call/<name>/<event_id>) "
+                               "after posting the call.", print_exception=False)
             with self._running(_session(request)) as flag:
                 watcher = asyncio.create_task(_watch_disconnect(request, flag))
                 try:
@@ -193,6 +161,21 @@ class Runs:
                     watcher.cancel()
 
         return run
+
+
+async def _read_by_someone(request: gr.Request | None) -> bool:
+    """Whether a client reads the result stream of ``request``'s session, waiting LISTENER_SECONDS for
+    one to open it; a call made in this process (no request) has its caller."""
+    session = _session(request)
+    app = getattr(getattr(request, "request", None), "app", None)
+    if session is None or app is None:
+        return True
+    deadline = time.monotonic() + LISTENER_SECONDS
+    while not listening(app.get_blocks(), session):
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(DISCONNECT_POLL_SECONDS)
+    return True
 
 
 async def _watch_disconnect(request: gr.Request | None, flag: threading.Event) -> None:

@@ -134,9 +134,12 @@ def test_a_request_whose_client_is_gone_is_not_started(handlers, monkeypatch, ma
 
 
 def test_a_full_model_queue_refuses_before_the_upload_is_decoded(app, handlers, clips, monkeypatch):
-    """A burst of region edits on a full queue must not each decode a 10-minute source first."""
+    """A burst of region edits on a full queue must not each decode a 10-minute source first: the
+    gate in front of the queue refuses them before the validator (which decodes) runs."""
+    from auk_app.knobs import EDIT
     from auk_app.ui import handlers as handlers_module
     from auk_app.ui import runs
+    from auk_app.ui.gradio_queue import Arrival
 
     decoded = []
     monkeypatch.setattr(handlers_module.upload_check, "check_upload", lambda *args: decoded.append(args))
@@ -144,8 +147,9 @@ def test_a_full_model_queue_refuses_before_the_upload_is_decoded(app, handlers, 
     full = runs.Admission(api_names=("edit_audio",))
     full.bind(object(), cap=0)
     monkeypatch.setattr(handlers, "admission", full)
-    verdicts = asyncio.run(handlers.check_edit(clips.voice, "Raise the volume by 3 dB."))
-    assert "the most it takes is 0" in verdicts[0]["message"] and not verdicts[0]["is_valid"]
+    data = [{"path": str(clips.voice)}, "Raise the volume by 3 dB.", *[k.default for k in EDIT][2:]]
+    with handlers.gate(Arrival("edit_audio", data)) as refused:
+        assert list(refused) == [0] and "the most it takes is 0" in refused[0]
     assert decoded == []
 
 
@@ -260,17 +264,20 @@ def test_a_request_of_n_candidates_holds_n_places_in_the_model_queue(handlers, m
     monkeypatch.setattr(runs, "events", lambda blocks: queue)  # as gradio_queue reads Gradio's
     admission = runs.Admission(api_names=("edit_audio",), weights={"edit_audio": at})
     admission.bind(object(), cap=16)
-    admission.reserve(6, "s3")  # 6 waiting + 2 running + 6 = 14
-    place = admission.reserve(2, "s4")  # 16: full
-    with pytest.raises(runs.Busy, match=r"16 runs are waiting for the model or running, the most it takes is 16 "
-                                        r"\(this request asks for 4\)"):
-        admission.reserve(4, "s5")
-    admission.release(place)  # refused by its checks after all: its places are free again
-    admission.reserve(2, "s6")
+    assert admission.runs_of("edit_audio", [None] * at + [4]) == 4
+    with admission.reserve(6):  # 6 waiting + 2 running + 6 = 14
+        with admission.reserve(2):  # 16: full
+            with pytest.raises(runs.Busy, match=r"16 runs are waiting for the model or running, the most it takes "
+                                                r"is 16 \(this request asks for 4\)"):
+                with admission.reserve(4):
+                    pass
+        with admission.reserve(2):  # the arrival of 2 was queued or refused: its places are free again
+            pass
     queue = ([], [])
     empty = runs.Admission(api_names=("edit_audio",), weights={"edit_audio": at})
     empty.bind(object(), cap=4)
-    empty.reserve(8, "s7")  # one request always fits an empty queue, however many candidates it asks for
+    with empty.reserve(8):  # one request always fits an empty queue, however many candidates it asks for
+        pass
 
 
 def test_gpu_budget_grows_with_the_candidates(handlers):
