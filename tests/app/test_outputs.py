@@ -266,3 +266,31 @@ def test_figures_from_many_threads_hold_each_font_file_open_once(tmp_path):
     for thread in threads:
         thread.join(120)
     assert opened and sorted(_open_font_files()) == opened
+
+
+def test_a_result_whose_files_cannot_all_be_written_leaves_none(tmp_path, monkeypatch):
+    """The WAV is written, then its manifest fails (a serialiser that cannot hold a value, a full disk):
+    the request's folder goes with the WAV in it, for one candidate and for the others of an edit."""
+    def broken(path, manifest):
+        raise OverflowError("Integer exceeds 64-bit range")
+
+    monkeypatch.setattr(outputs, "write_manifest", broken)
+    with pytest.raises(OverflowError):
+        _render(_result(_sine(0.5, 0.1)), tmp_path)
+    assert list(tmp_path.glob("req_*")) == []
+    monkeypatch.undo()
+    first = _render(_result(_sine(0.5, 0.1)), tmp_path)
+    order = EditOrder.from_knobs({"instruction": "Decrease the volume by 10 dB.", "seconds": 1, "seed": 11,
+                                  "randomize_seed": False}, Limits())
+    delivery = deliver(_result(_sine(0.5, 0.2)), order, model=MODEL, check=CHECK, check_seconds=0.0,
+                       candidate={"rank": 1, "of": 2, "seeds": [11, 12]})
+    calls, real = [], outputs.write_manifest
+
+    def second_fails(path, manifest):
+        calls.append(path)
+        return real(path, manifest) if len(calls) == 1 else broken(path, manifest)
+
+    monkeypatch.setattr(outputs, "write_manifest", second_fails)
+    with pytest.raises(OverflowError):
+        outputs.render_edits([delivery, delivery], MODEL["key"], root=tmp_path)
+    assert list(tmp_path.glob("req_*")) == [first.audio.parent]  # the earlier request's files only

@@ -119,3 +119,20 @@ def test_a_call_whose_result_is_read_runs(app):
     event = _post(app.url, "edit_audio", values).json()["event_id"]
     stream = httpx.get(f"{app.url.rstrip('/')}/gradio_api/call/edit_audio/{event}", timeout=300).text
     assert "event: complete" in stream, stream[-500:]
+
+
+def test_candidates_of_a_whole_recording_are_refused_by_the_validator(client, tmp_path):
+    """A 40 s recording runs whole, once: eight candidates are refused before the call is queued (they
+    waited in the queue, holding eight places, and were refused when their turn came)."""
+    import soundfile as sf
+    from gradio_client import handle_file
+    from gradio_client.exceptions import ValidationError
+
+    from training.long_recordings import slow_tones
+
+    path = tmp_path / "long.wav"
+    sf.write(path, slow_tones(40, seed=1), 24_000)
+    with pytest.raises(ValidationError, match=r"candidates: A whole recording longer than the model's 6 s window is "
+                                              r"edited once; ask for one candidate"):
+        client.predict(audio=handle_file(str(path)), instruction="Make it 6 dB quieter.", candidates=8,
+                       api_name="/edit_audio")
