@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 from auk_app import resolve
 from auk_app.auk.checkpoint import AuKCheckpoint
+from auk_app.auk.plan import window_seconds
+from auk_app.config import Limits
 from auk_app.recognise import Recognised, unmatched, untrained
 
 GET_WEIGHTS = (
@@ -27,6 +29,10 @@ class ModelEntry:
     label: str
     checkpoint: AuKCheckpoint
     demo: bool
+
+    def window(self, limits: Limits) -> float:
+        """The longest clip the model reads at once (:func:`~auk_app.auk.plan.window_seconds`)."""
+        return window_seconds(self.checkpoint, limits)
 
 
 def capability_warnings(entry: ModelEntry, found: Recognised | None, language: str,

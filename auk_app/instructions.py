@@ -27,9 +27,11 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from auk_app import lengths
 from auk_app.auk.configs import LANGUAGES
 from auk_app.config import FRAME_RATE
 from auk_app.config import Limits, frames_for_seconds, seconds_for_frames
+from auk_app.lengths import WHOLE_TASKS
 from auk_app.pace import SpeakingRate, count_syllables, speaking_rate
 
 SECONDS_PER_BYTE_EN = 0.0656  # the upstream prompt enhancer's TTS baseline
@@ -449,10 +451,10 @@ def build(
              if not slot.choices and f"{{{name}}}" in english and not filled[name].strip()]
     if empty:
         problem = f"Fill in: {', '.join(empty)}."
-    elif source_seconds is not None and source_seconds > limits.max_target_seconds:
-        # Only a region gets here (a longer whole clip is refused on upload); the edit would be refused too.
-        problem = (f"The region lasts {source_seconds:.2f} s, more than the {limits.max_target_seconds:g} s the "
-                   "model takes: make it shorter.")
+    elif source_seconds is not None and source_seconds > limits.max_target_seconds and not supports(WHOLE_TASKS, key):
+        # Longer than any region: only an edit that keeps the timing and the words runs on it, whole.
+        problem = (f"The clip lasts {source_seconds:.2f} s: {lengths.OTHER_EDITS} with this task, choose a region of "
+                   f"at most {limits.max_target_seconds:g} s; {lengths.WHOLE_EDITS} run on the whole of it.")
     elif chosen.needs_audio and source_seconds is None:
         problem = "This task edits a clip: upload or record one."
     elif not chosen.needs_audio and source_seconds is not None:

@@ -291,8 +291,8 @@ EDIT = Knobs([
          "by the seed, as upstream AuK does. Off: the posterior mean, as vLLM-Omni does.",
          "Sample the clip's latent (vae_sample)", "checkbox", "advanced", run=True),
     Knob("region_start", None, _region_edge("region_start"), "Where the part to edit starts, in seconds (empty: the "
-         "beginning), in a clip of up to {max_region_source_seconds:g} s.", "Region start (s)", "number", "region",
-         run=True),
+         "beginning), in a recording of up to {max_region_source_seconds:g} s (edits that keep the timing and the "
+         "words run on a longer one whole).", "Region start (s)", "number", "region", run=True),
     Knob("region_end", None, _region_edge("region_end"), "Where it ends; empty or 0: the whole clip. At most "
          "{max_target_seconds:g} s after the start; only that part changes, the rest comes back as it was.",
          "Region end (s)", "number", "region", run=True),

@@ -34,7 +34,7 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
-from auk_app import dsp, instructions
+from auk_app import dsp, instructions, lengths
 from auk_app.auk.checkpoint import AuKCheckpoint
 from auk_app.auk.plan import EditPlan, Recipe, window_seconds
 from auk_app.audio_io import MonoClip
@@ -44,12 +44,16 @@ from auk_app.auk.stream_decode import StreamDecoder
 from auk_app.auk.windows import MAX_OVERLAP_SHARE, LatentJoiner, WindowPlan, plan_windows
 from auk_app.config import Limits
 from auk_app.errors import Cancelled, InputError, KnobError
+from auk_app.lengths import WHOLE_TASKS
 from auk_app.progress import Progress, ShouldStop, silent
 from auk_app.recognise import Recognised
 from auk_app.validate import SILENCE_PEAK, check_clip
 
 OVERLAP_SECONDS = 1.0  # shared by neighbouring windows; each seam crossfades over this much
-WHOLE_FILE_TASKS = ("volume", "pitch", "enhance", "music_separation")  # every variant of these, in any wording
+# The edit check of a recording longer than this measures pieces of it (checked_part): 30 s of audio,
+# about 7 s of the check's measures on two cores, whatever the recording's length.
+CHECK_WHOLE_SECONDS = 60.0
+CHECK_PIECES, CHECK_PIECE_SECONDS = 6, 5.0
 
 
 class WindowEngine(Protocol):
@@ -90,15 +94,13 @@ class WholeFileResult:
         return self.plan.recipe
 
 
-def whole_file_refusal(found: Recognised | None, window: float, max_region_seconds: float) -> str | None:
+def whole_file_refusal(found: Recognised | None, window: float, limits: Limits) -> str | None:
     """The one sentence that refuses a request (what the recogniser ``found`` in it) on a whole
     recording longer than the window; None when the edit keeps the timing and the words, so windows
     may share it."""
-    if found is not None and instructions.supports(WHOLE_FILE_TASKS, found.key):
+    if found is not None and instructions.supports(WHOLE_TASKS, found.key):
         return None
-    return (f"Only edits that keep the timing and the words (volume, pitch, noise removal and other clean-ups) can "
-            f"run on a whole recording longer than the model's {window:g} s window; to change the speed, the "
-            f"words or the voice, choose a region of at most {max_region_seconds:g} s (region_start and region_end).")
+    return lengths.whole_refusal(window, limits)
 
 
 @dataclass(frozen=True)
@@ -121,7 +123,7 @@ def route(clip: MonoClip | None, request: EditRequest, found: Recognised | None,
         return Route(False, (warning,) if warning else ())
     if clip.seconds <= window:
         return Route(False)
-    refusal, knob = whole_file_refusal(found, window, limits.max_target_seconds), "audio"
+    refusal, knob = whole_file_refusal(found, window, limits), "audio"
     if refusal is None and candidates > 1:
         refusal, knob = (f"A whole recording longer than the model's {window:g} s window is edited once; ask for "
                          "one candidate, or choose a region to try several."), "candidates"
@@ -129,6 +131,23 @@ def route(clip: MonoClip | None, request: EditRequest, found: Recognised | None,
         raise KnobError(knob, refusal)
     warning = None if refusal is None else long_clip_warning(clip.seconds, label, window)
     return Route(refusal is None, (warning,) if warning else ())
+
+
+def checked_part(result: EditResult) -> tuple[EditResult, str | None]:
+    """What a whole recording's edit check measures: the recording itself up to
+    CHECK_WHOLE_SECONDS, else CHECK_PIECES pieces of CHECK_PIECE_SECONDS spread evenly over it, the
+    source's and the result's at the same places, joined (the check's measures, pYIN above all, take
+    seconds a minute: an hour's would cost more than its edit, and memory with its length); and the
+    words that say which, for the check's note."""
+    rate, n = result.sample_rate, result.wav.size
+    if n <= CHECK_WHOLE_SECONDS * rate or result.source is None:
+        return result, None
+    piece = round(CHECK_PIECE_SECONDS * rate)
+    starts = [round((k + 0.5) * n / CHECK_PIECES) - piece // 2 for k in range(CHECK_PIECES)]
+    take = lambda wav: np.concatenate([wav[start:start + piece] for start in starts])  # noqa: E731
+    sample = replace(result, wav=take(result.wav), source=take(result.source))
+    return sample, (f"measured on {CHECK_PIECES} pieces of {CHECK_PIECE_SECONDS:g} s spread over the "
+                    f"{n / rate:.0f} s recording")
 
 
 def long_clip_warning(seconds: float, model: str, max_clip_seconds: float) -> str | None:

@@ -404,10 +404,10 @@ def _wire_edit_plumbing(e: SimpleNamespace, h: Handlers) -> list[dict]:
     # re-check the empty player and replace the refusal with "No clip".
     # The verdict decodes the upload, and the raw API reaches private events too: queued with /inspect_audio.
     region = [getattr(e, knob.name) for knob in EDIT.in_group("region")]
-    clip = {"fn": h.on_audio_change, "inputs": [e.audio, *region],
+    clip = {"fn": h.on_audio_change, "inputs": [e.audio, *region, e.model],
             "outputs": [e.verdict, e.source_seconds, e.source_voiced, e.audio], "api_visibility": "private",
             "concurrency_id": INTAKE_QUEUE, "concurrency_limit": INTAKE_CONCURRENCY}
-    gr.on([e.audio.input, *(edge.change for edge in region)], **clip).then(**preview)
+    gr.on([e.audio.input, e.model.change, *(edge.change for edge in region)], **clip).then(**preview)
     gr.on([e.language.change] + [f.input for f in fields], **preview)
     e.use_built.click(h.apply_built, e.built, [e.instruction, e.seconds], **PRIVATE).then(**note)
     e.clip_examples.load_input_event.then(**clip).then(**preview).then(**note)

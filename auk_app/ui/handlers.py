@@ -25,7 +25,7 @@ import gradio as gr
 from gradio.route_utils import get_root_url
 from gradio.utils import get_upload_folder
 
-from auk_app import instructions, pace, upload_check
+from auk_app import instructions, lengths, pace, upload_check
 from auk_app.audio_io import write_companions
 from auk_app.catalog import ModelEntry, capability_warnings
 from auk_app.config import Limits
@@ -561,9 +561,10 @@ class Handlers:
         """The upload check's findings for a clip, without running a model: rate, channels, length, levels, verdict.
 
         Parameters:
-            audio: The clip to check (any format soundfile or librosa reads), under the limits of an edit's source.
+            audio: The clip to check (any format soundfile or librosa reads), under the limits of the longest
+                edit (a whole recording's), and what the default model can edit it as.
         """
-        return upload_check.check_upload(audio, self.limits, self.studio.uploads.read)
+        return self._upload_findings(audio, self.limits.for_whole(), "auto")
 
     def model_info(self):
         """Which models exist, which is loaded, on which device and dtype, and whether the demo is in use."""
@@ -592,21 +593,32 @@ class Handlers:
         cautions = capability_warnings(entry, recognise(instruction), language_of(instruction), self.studio.released())
         return "\n\n".join(f"⚠ {caution}" for caution in cautions)
 
-    def on_audio_change(self, audio, start=None, end=None):
+    def on_audio_change(self, audio, start=None, end=None, model="auto"):
         """The upload's verdict (under a region's limit when one is set: ``start``, ``end``; a whole
-        recording's otherwise), the length and the voiced seconds the builder times new words from (the
-        region's when one is set, else the clip's), and the player: a refused clip is cleared from it,
-        so nobody runs an edit that cannot start."""
+        recording's otherwise, with what ``model``'s window lets it be edited as), the length and the
+        voiced seconds the builder times new words from (the region's when one is set, else the clip's),
+        and the player: a refused clip is cleared from it, so nobody runs an edit that cannot start."""
         limits = self.limits.reading(end)
-        findings = None if audio is None else upload_check.check_upload(audio, limits, self.studio.uploads.read)
+        findings = None if audio is None else self._upload_findings(audio, limits, None if end else model)
         usable = findings is not None and findings["verdict"] != "rejected"
         region = (start or 0.0, end) if usable and end is not None and end > (start or 0.0) else None
         length = None if not usable else findings["duration_s"] if region is None else region[1] - region[0]
         voiced = self._voiced_seconds(audio, limits, region) if usable else None
-        verdict = ui_text.upload_verdict(findings)
-        if usable and region is None and findings["duration_s"] > self.limits.max_input_seconds:
-            verdict += " " + ui_text.whole_recording_note(self.limits)
-        return verdict, length, voiced, gr.skip() if usable or audio is None else gr.update(value=None)
+        return (ui_text.upload_verdict(findings), length, voiced,
+                gr.skip() if usable or audio is None else gr.update(value=None))
+
+    def _upload_findings(self, audio, limits: Limits, model: str | None) -> dict[str, Any]:
+        """The upload check of ``audio`` read under ``limits``; for a whole clip (a ``model`` named), its
+        message ends with what a clip of its length can be edited as on that model (else the default)."""
+        findings = upload_check.check_upload(audio, limits, self.studio.uploads.read)
+        if model is not None and findings["verdict"] != "rejected":
+            try:
+                entry = self.studio.entry(model)
+            except AppError:
+                entry = self.studio.entry("auto")
+            if story := lengths.uses(findings["duration_s"], entry.window(self.limits), self.limits):
+                findings["message"] += " " + story
+        return findings
 
     def _voiced_seconds(self, audio, limits: Limits, region: tuple[float, float] | None) -> float:
         """Seconds of speech in an upload (or its region), pauses left out: the builder times new words

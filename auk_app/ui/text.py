@@ -10,7 +10,7 @@ import math
 
 from typing import Any
 
-from auk_app import instructions, knobs
+from auk_app import instructions, knobs, lengths
 from auk_app.config import Limits
 from auk_app.resolve import AUDEX, AUK_BASE, AUK_FLASH, QWEN_OMNI, XCODEC1
 from auk_app.catalog import GET_WEIGHTS
@@ -89,12 +89,6 @@ def rewritten_note(suggestion) -> str:
     who = {"thinker": "the model's thinker", "recogniser": "the demo's recogniser"}[suggestion.by]
     return (f"Rewritten into the model's wording by {who}, from: “{suggestion.asked}”. Change it if it is not what "
             "you meant, then Generate.")
-
-
-def whole_recording_note(limits: Limits) -> str:
-    return (f"Longer than {limits.max_input_seconds:g} s: volume, pitch and clean-up edits run on the whole "
-            f"recording in windows; to change the speed, the words or the voice, set a region of at most "
-            f"{limits.max_target_seconds:g} s.")
 
 
 def stopped_note(clock: str) -> str:
@@ -199,7 +193,7 @@ student. **Audex** makes 16 kHz sound from a caption: a language model samples X
 under an RVQ phase mask. The embedded **AuK-Tiny** and **Audex-Tiny** demos are small models trained here on synthetic sounds.
 
 ### Limits
-Source clips from {limits.min_seconds * 1000:.0f} ms to {limits.max_input_seconds:g} s, up to {limits.max_channels} channels,
+{lengths.summary(limits)} Clips from {limits.min_seconds * 1000:.0f} ms, up to {limits.max_channels} channels,
 {limits.min_sample_rate / 1000:g}–{limits.max_sample_rate / 1000:g} kHz, peaks up to {20 * math.log10(limits.max_peak):+.0f} dBFS; targets from
 {limits.min_seconds:g} s to {limits.max_target_seconds:g} s; nfe {limits.min_nfe}–{limits.max_nfe}; cfg 0–{limits.max_cfg:g};
 sway {limits.min_sway:g} to {limits.max_sway:g}; instructions and captions up to {limits.max_instruction_chars} characters;

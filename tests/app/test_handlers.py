@@ -183,8 +183,8 @@ def test_a_refused_clip_leaves_the_player_and_a_long_one_says_how_it_is_edited(h
     verdict, length, voiced, player = handlers.on_audio_change(str(clips.voice))
     assert verdict.startswith("✓ Ready:") and length == 0.6 and "value" not in player and 0 < voiced <= 0.6
     verdict, _, _, player = handlers.on_audio_change(str(clips.too_long))  # 31 s: whole in windows, or a region
-    assert verdict.startswith("✓ Ready:") and "run on the whole recording in windows" in verdict
-    assert "set a region of at most 30 s" in verdict and "value" not in player
+    assert verdict.startswith("✓ Ready:") and "run on the whole 31.0 s in 6 s windows" in verdict
+    assert "choose a region of at most 30 s" in verdict and "value" not in player
 
 
 def test_stop_and_use_as_source_say_what_they_did(handlers, clips):

@@ -7,8 +7,8 @@ import pytest
 from auk_app.auk.pipeline import AuKPipeline
 from auk_app.config import Limits
 from auk_app.errors import Cancelled, InputError
-from auk_app.validate import SILENCE_PEAK
 from auk_app.recognise import recognise
+from auk_app.validate import SILENCE_PEAK
 from auk_app.whole_file import edit_whole, long_clip_warning, whole_file_refusal
 from tests.app.conftest import EMBEDDED_DEMO, SR
 from training.long_recordings import noisy_speech, slow_tones
@@ -109,7 +109,7 @@ def test_a_silent_stretch_is_left_silent_and_the_rest_edited(pipeline):
     "Change the emotion to happy.", "Make it sound warmer.",
 ])
 def test_an_edit_that_moves_timing_or_words_is_refused_in_one_sentence_that_points_to_regions(instruction):
-    assert whole_file_refusal(recognise(instruction), 6, 30) == (
+    assert whole_file_refusal(recognise(instruction), 6, Limits()) == (
         "Only edits that keep the timing and the words (volume, pitch, noise removal and other clean-ups) can run "
         "on a whole recording longer than the model's 6 s window; to change the speed, the words or the voice, "
         "choose a region of at most 30 s (region_start and region_end).")
@@ -120,7 +120,7 @@ def test_an_edit_that_moves_timing_or_words_is_refused_in_one_sentence_that_poin
     "Keep only the singing voice and remove everything else.", "Make it 6 dB quieter.", "Remove the hiss.",
 ])
 def test_edits_that_keep_timing_and_words_qualify(instruction):
-    assert whole_file_refusal(recognise(instruction), 6, 30) is None
+    assert whole_file_refusal(recognise(instruction), 6, Limits()) is None
 
 
 def test_a_recording_past_the_whole_file_limit_is_refused_before_any_model_work():

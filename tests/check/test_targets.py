@@ -13,9 +13,11 @@ import pytest
 
 from auk_app.catalog import capability_warnings
 from auk_app.check import target_of
+from auk_app.config import Limits
+from auk_app.lengths import WHOLE_TASKS
 from auk_app.recognise import language_of, recognise
 from auk_app.service import Studio, StudioConfig
-from auk_app.whole_file import WHOLE_FILE_TASKS, whole_file_refusal
+from auk_app.whole_file import whole_file_refusal
 
 # (wording, the task the recogniser finds, what the check measures, the number it asks for)
 WORDINGS = [
@@ -96,5 +98,5 @@ def test_the_warnings_the_check_and_the_whole_recording_rule_read_a_wording_alik
     warned = capability_warnings(demo, found, language_of(wording), [])
     reads_as_none = any("reads as none of them" in w for w in warned)
     assert reads_as_none == (found is None) == (target.task == "unknown")
-    whole = whole_file_refusal(found, 6, 30) is None
-    assert whole == (found is not None and found.task in WHOLE_FILE_TASKS)
+    whole = whole_file_refusal(found, 6, Limits()) is None
+    assert whole == (found is not None and found.task in WHOLE_TASKS)
