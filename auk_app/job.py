@@ -41,12 +41,13 @@ from auk_app.knobs import EDIT
 from auk_app.progress import Progress, ShouldStop
 from auk_app.recognise import Recognised, language_of, recognise
 from auk_app.results import Delivery, EditOrder, deliver
-from auk_app.whole_file import Route, route
+from auk_app.whole_file import Route, checked_part, route
 
 if TYPE_CHECKING:
     from auk_app.service import Studio
 
 log = logging.getLogger(__name__)
+STOP_POLL_SECONDS = 0.1  # how often a whole recording's check looks for Stop or a client that is gone
 
 
 @dataclass(frozen=True)
@@ -128,11 +129,30 @@ class EditJob:
         return plan_edit(intake.order.request, intake.entry.checkpoint, self.limits, source=intake.clip)
 
     def whole(self, intake: Intake) -> Candidate:
-        """The whole recording edited in windows, checked like any edit."""
+        """The whole recording edited in windows, checked like any edit on a bounded part of it
+        (whole_file.checked_part), and not at all once Stop is pressed or the client is gone."""
         result = self.studio.engine.windows(intake.entry, intake.clip, intake.order.request, progress=self.progress,
                                             should_stop=self.should_stop)
         started = time.perf_counter()
-        return Candidate(result, self._checked(intake, SharedClip(), result), time.perf_counter() - started)
+        part, measured_on = checked_part(result)
+        checked = self._unless_stopped(lambda: self._checked(intake, SharedClip(), part))
+        if measured_on:
+            checked = replace(checked, note=f"{checked.note}; {measured_on}" if checked.note else measured_on)
+        return Candidate(result, checked, time.perf_counter() - started)
+
+    def _unless_stopped(self, work: Callable[[], EditCheck]) -> EditCheck:
+        """``work()`` in a thread of its own, given up with Cancelled as soon as ``should_stop`` says so
+        (checked every STOP_POLL_SECONDS): a measure cannot stop half-way, and nobody waits for it."""
+        if self.should_stop is None:
+            return work()
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="check")
+        future = pool.submit(contextvars.copy_context().run, work)
+        pool.shutdown(wait=False)  # the thread ends with its work, waited for or not
+        while not future.done():
+            if self.should_stop():
+                raise Cancelled("Stopped before the result was ready; nothing was produced.")
+            time.sleep(STOP_POLL_SECONDS)
+        return future.result()
 
     def candidates(self, intake: Intake, plan: EditPlan) -> list[Candidate]:
         """The order's candidates, each ``plan`` with its own seed, run side by side through the same
