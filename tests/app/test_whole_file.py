@@ -1,6 +1,8 @@
 """Whole recordings longer than the model's window, edited in windows by the demo model (AuK-Tiny,
 6 s windows): the result's level, noise floor and seams, progress and Stop, and the refusals."""
 
+import time
+
 import numpy as np
 import pytest
 
@@ -137,3 +139,32 @@ def test_a_single_clip_longer_than_the_training_clips_is_warned_about():
         "The clip lasts 12.3 s, longer than the 6 s clips AuK-Tiny (demo) was trained on, so expect a weaker edit; "
         "edit it in regions of at most 6 s, or leave the region empty to edit the whole recording in windows of "
         "that length.")
+
+
+@pytest.mark.slow
+def test_a_long_recordings_check_measures_pieces_of_it_and_stops_with_the_edit(tmp_path):
+    """Past 60 s the check measures six 5 s pieces, not the whole (its pYIN cost minutes and gigabytes
+    an hour), and says so; Stop during the check ends the job at once, with nothing delivered."""
+    import soundfile as sf
+
+    from auk_app.job import EditJob
+    from auk_app.results import EditOrder
+    from auk_app.service import Studio, StudioConfig
+
+    studio = Studio(StudioConfig(device="cpu"))
+    path = tmp_path / "long.wav"
+    sf.write(path, slow_tones(65, seed=3), SR, subtype="FLOAT")
+    values = {"audio": str(path), "instruction": QUIETER, "model": "demo", "nfe": 2, "seed": 1, "randomize_seed": False}
+    order = EditOrder.from_knobs(values, studio.config.limits)
+    (delivered,), _ = EditJob(studio, order).run()
+    check = delivered.record["check"]
+    assert check["note"].endswith("measured on 6 pieces of 5 s spread over the 65 s recording") and check["pass"]
+    decoded = []
+
+    def progress(phase, done, total):
+        if phase == "decode" and done == total:
+            decoded.append(time.perf_counter())
+
+    with pytest.raises(Cancelled):
+        EditJob(studio, order, progress=progress, should_stop=lambda: bool(decoded)).run()
+    assert time.perf_counter() - decoded[0] < 1.0  # the check was given up, not waited for
