@@ -543,4 +543,5 @@ def build_demo(studio: Studio, warming: Warming | None = None) -> gr.Blocks:
     demo.queue(max_size=BACKSTOP_MAX_SIZE, default_concurrency_limit=1, api_open=False)
     h.admission.bind(demo, QUEUE_MAX_SIZE)
     guard_arrivals(demo, h.gate)  # each call's raw values and its places, before Gradio reads or queues it
+    outputs.keep_uploads(demo.upload_file_set)  # Gradio's record of the uploads, held to their disk budget
     return demo

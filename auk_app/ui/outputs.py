@@ -15,6 +15,7 @@ import os
 import re
 import shutil
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +35,9 @@ MAX_AGE_SECONDS = 3600  # Gradio's own cache copies expire on the same schedule 
 # request folders together keep to 1 GiB (the newest result can take it over by its own size).
 MAX_RESULT_BYTES = 1 << 30
 MIN_AGE_SECONDS = 300  # a result this young may still be downloading: kept even over the size budget
+# Uploads (up to 120 MB each) are held to a budget of their own: twenty in an hour put 2.3 GB on disk.
+MAX_UPLOAD_BYTES = 1 << 30
+UPLOAD_CHECK_SECONDS = 30.0  # how often the uploads are held to it
 
 
 @dataclass(frozen=True)
@@ -93,6 +97,41 @@ def new_request_dir(root: str | Path, *, max_age_s: float = MAX_AGE_SECONDS,
         shutil.rmtree(folder, ignore_errors=True)
         total -= size
     return Path(tempfile.mkdtemp(prefix="req_", dir=root))
+
+
+def prune_uploads(paths: set[str], *, max_bytes: int = MAX_UPLOAD_BYTES, min_age_s: float = MIN_AGE_SECONDS) -> None:
+    """Hold the uploaded files at ``paths`` (Gradio's record of every upload, ``Blocks.upload_file_set``;
+    gone ones leave it) to ``max_bytes``: the oldest go first, never one younger than ``min_age_s``,
+    which its request may still be reading."""
+    uploads = []
+    for path in list(paths):
+        try:
+            stat = os.stat(path)
+        except FileNotFoundError:
+            paths.discard(path)
+            continue
+        uploads.append((stat.st_mtime, stat.st_size, path))
+    total, now = sum(size for _, size, _ in uploads), time.time()
+    for mtime, size, path in sorted(uploads):
+        if total <= max_bytes or mtime > now - min_age_s:
+            break
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(path)
+        paths.discard(path)
+        total -= size
+
+
+def keep_uploads(paths: set[str], *, every_s: float = UPLOAD_CHECK_SECONDS) -> threading.Thread:
+    """A daemon thread that prunes the uploads (:func:`prune_uploads`) every ``every_s`` seconds: an
+    upload costs disk the moment it arrives, whether or not an edit ever reads it."""
+    def run() -> None:
+        while True:
+            time.sleep(every_s)
+            prune_uploads(paths)
+
+    thread = threading.Thread(target=run, name="uploads", daemon=True)
+    thread.start()
+    return thread
 
 
 def _size(folder: Path) -> int:

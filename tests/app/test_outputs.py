@@ -294,3 +294,34 @@ def test_a_result_whose_files_cannot_all_be_written_leaves_none(tmp_path, monkey
     with pytest.raises(OverflowError):
         outputs.render_edits([delivery, delivery], MODEL["key"], root=tmp_path)
     assert list(tmp_path.glob("req_*")) == [first.audio.parent]  # the earlier request's files only
+
+
+def test_uploads_are_held_to_their_budget_oldest_first_never_the_youngest(tmp_path):
+    now = time.time()
+    paths = set()
+    for age, name in ((3000, "oldest"), (2000, "older"), (1000, "old"), (10, "fresh")):
+        path = tmp_path / name / "clip.wav"
+        path.parent.mkdir()
+        path.write_bytes(b"x" * 1000)
+        os.utime(path, (now - age, now - age))
+        paths.add(str(path))
+    paths.add(str(tmp_path / "gone.wav"))  # an upload Gradio already deleted
+    outputs.prune_uploads(paths, max_bytes=2000, min_age_s=300)
+    assert sorted(os.path.basename(os.path.dirname(p)) for p in paths) == ["fresh", "old"]
+    assert not (tmp_path / "oldest" / "clip.wav").exists() and (tmp_path / "old" / "clip.wav").exists()
+    outputs.prune_uploads(paths, max_bytes=0, min_age_s=300)  # over budget, but what is left is young
+    assert sorted(os.path.basename(os.path.dirname(p)) for p in paths) == ["fresh"]
+
+
+def test_the_app_holds_gradios_record_of_uploads_to_the_budget(app, client):
+    """The app's keeper prunes the very set Gradio adds each upload to."""
+    import threading
+
+    from gradio_client import handle_file
+
+    keepers = [t for t in threading.enumerate() if t.name == "uploads"]
+    assert keepers and keepers[0].is_alive()
+    before = set(app.demo.upload_file_set)
+    client.predict(handle_file(str(Path(__file__).resolve().parents[2] / "assets" / "examples" / "tone.flac")),
+                   api_name="/inspect_audio")
+    assert set(app.demo.upload_file_set) - before  # the upload is in the set the keeper prunes
