@@ -99,6 +99,7 @@ def _round(cache: Path, gate: Path, orders: list[str]) -> list[subprocess.Comple
 
 
 @pytest.mark.slow
+@pytest.mark.alone  # four processes compiling at once take both cores: a server beside them would starve
 def test_processes_compiling_pyin_at_once_leave_a_cache_every_later_process_loads(tmp_path):
     """On a fresh cache, four processes call pYIN for the first time at once, two the check's
     first and two training's first (the order in which each numbers its kernels' files), each
