@@ -6,7 +6,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import httpx
 import pytest
 
-from auk_app.bounded_reads import TooLong, iter_lines, read_body, said, status
+from auk_app.bounded_reads import TooLong, iter_lines, read_body, said
 
 
 def _response(*chunks: bytes) -> httpx.Response:

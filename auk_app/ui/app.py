@@ -11,8 +11,9 @@ Public API (named; everything else is ``api_visibility="private"``): ``/edit_aud
 ``/text_to_audio``, ``/inspect_audio`` and ``/model_info``. ``/edit_audio`` is declared on hidden
 inputs of its own, where an empty knob means the checkpoint's default; the page's Generate is a
 private event over its sliders. At most ``QUEUE_MAX_SIZE`` model runs wait or run (a request's
-candidates each count), held by the validators however many arrive at once (``runs.Admission``);
-no model endpoint can be reached past them (``api_open=False``). ``/edit_audio`` runs up to
+candidates each count), held by a gate in front of Gradio's queue however many arrive at once
+(``Handlers.gate``: each call's raw values, then ``runs.Admission``); no model endpoint can be
+reached past it (``api_open=False``). Uploads are held to their disk budget (``outputs.keep_uploads``). ``/edit_audio`` runs up to
 ``StudioConfig.auk_batch`` edits at once (``concurrency_id="auk"``), so concurrent edits reach the
 pipeline together and share DiT steps; ``/text_to_audio`` runs one at a time
 (``concurrency_id="gpu"``), and so do edits with ``--offload`` or ``--auk-batch 1``, sharing that one
