@@ -100,7 +100,7 @@ def _csv(text: str, path: Path) -> list[Any]:
         return []
     header = [cell.strip() for cell in lines[0]]
     if delimiter == "|" and not {"file_name", "id", "instruction"} & set(header) and len(header) == len(MING_COLUMNS):
-        header, lines = list(MING_COLUMNS), [header, *lines[1:]]
+        header, lines = list(MING_COLUMNS), [list(MING_COLUMNS), *lines]
     if not {"instruction", "audio", "id"} & set(header) and layout_of(set(header)) is None:
         raise ManifestError(f"The manifest {path.name} has no header row naming its columns (id, audio, "
                             f"instruction); its first line is {shown(first)}.")

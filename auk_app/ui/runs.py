@@ -61,7 +61,8 @@ class Admission:
     (:meth:`passed`) holds them until its session's event shows in the queue or starts to run
     (:meth:`started`), where the event itself counts. A request counts as the runs it asks for:
     ``weights`` maps an endpoint to the input position of its count (an edit's ``candidates``), 1
-    elsewhere.
+    elsewhere; :meth:`count` adds an endpoint whose count a function reads from its inputs (a batch's
+    items, from its files).
     """
 
     def __init__(self, api_names: Iterable[str], weights: dict[str, int] | None = None) -> None:
@@ -71,6 +72,11 @@ class Admission:
         self._blocks: Any = None
         self._reserved: list[_Reservation] = []
         self._lock = threading.Lock()
+
+    def count(self, api_name: str, runs_of: Callable[[list[Any]], int]) -> None:
+        """Count ``api_name``'s requests too, each as ``runs_of(its inputs)`` runs."""
+        self.api_names = self.api_names | {api_name}
+        self.weights[api_name] = runs_of
 
     def bind(self, blocks: gr.Blocks, cap: int) -> None:
         """Count ``blocks``' queue (built after its handlers) against ``cap``; unbound, nothing is refused."""
@@ -119,6 +125,8 @@ class Admission:
     def _runs_of(self, event: QueuedEvent) -> int:
         """The runs a queued event asks for: its count input where its endpoint has one, else 1."""
         position = self.weights.get(event.api_name)
+        if callable(position):
+            return max(1, position(event.data))
         if position is None or position >= len(event.data):
             return 1
         value = event.data[position]

@@ -1,0 +1,69 @@
+"""``/edit_batch`` through gradio_client: clips with one instruction, a CSV beside its clips with a
+bad row, and the page's limits, refused before anything runs."""
+
+from __future__ import annotations
+
+import csv
+import io
+import zipfile
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+pytestmark = pytest.mark.slow
+RATE = 24_000
+
+
+def _tone(path, hz: float, seconds: float = 1.0):
+    t = np.arange(round(seconds * RATE)) / RATE
+    sf.write(str(path), (0.2 * np.sin(2 * np.pi * hz * t)).astype(np.float32), RATE)
+    return path
+
+
+def test_edit_batch_runs_clips_and_returns_one_zip_and_the_report(client, tmp_path):
+    from gradio_client import handle_file
+
+    clips = [_tone(tmp_path / f"tone{k}.wav", 200 + 50 * k) for k in range(3)]
+    archive, report, table, figures = client.predict(
+        files=[handle_file(str(p)) for p in clips], instruction="Decrease the volume by 6 dB.", submission=True,
+        seed=3, nfe=8, api_name="/edit_batch")[:4]
+    assert report["counts"] == {"items": 3, "done": 3, "skipped": 0, "failed": 0, "stopped": 0}
+    assert report["tasks"]["volume"]["count"] == 3 and all(r["seed"] == 3 for r in report["rows"])
+    names = set(zipfile.ZipFile(archive).namelist())
+    assert {"tone0.wav", "tone0.json", "submission/tone2.wav", "report.csv", "report.md", "figures/volume.png"} <= names
+    assert [row[0] for row in table["data"]] == ["tone0", "tone1", "tone2"] and len(figures) == 1
+
+
+def test_a_csv_beside_its_clips_fails_its_bad_row_alone(client, tmp_path):
+    from gradio_client import handle_file
+
+    _tone(tmp_path / "a.wav", 300)
+    manifest = tmp_path / "set.csv"
+    manifest.write_text("id,audio,instruction,nfe\nquiet,a.wav,Decrease the volume by 6 dB.,8\n"
+                        "bad,a.wav,Decrease the volume by 6 dB.,999\n")
+    archive, report = client.predict(files=[handle_file(str(manifest)), handle_file(str(tmp_path / "a.wav"))],
+                                     api_name="/edit_batch")[:2]
+    assert report["counts"]["done"] == 1 and report["failed"] == [
+        "Row 2 (bad): nfe (Euler steps) must be a whole number from 1 to 64; got 999."]
+    with zipfile.ZipFile(archive) as opened:
+        rows = list(csv.DictReader(io.StringIO(opened.read("report.csv").decode())))
+    assert [(r["id"], r["status"]) for r in rows] == [("quiet", "done"), ("bad", "failed")]
+
+
+def test_a_batch_over_the_page_limits_is_refused_before_it_runs(client, tmp_path):
+    from gradio_client import handle_file
+    from gradio_client.exceptions import ValidationError as ClientError
+
+    from auk_app.ui.batch_tab import MAX_ITEMS
+
+    clip = _tone(tmp_path / "a.wav", 300, 0.2)
+    with zipfile.ZipFile(tmp_path / "many.zip", "w") as archive:
+        for k in range(MAX_ITEMS + 1):
+            archive.write(clip, f"clips/c{k}.wav")
+    with pytest.raises(ClientError, match=f"has {MAX_ITEMS + 1} items; a batch here takes at most {MAX_ITEMS}"):
+        client.predict(files=[handle_file(str(tmp_path / "many.zip"))], instruction="Decrease the volume by 6 dB.",
+                       api_name="/edit_batch")
+    with pytest.raises(ClientError, match="nfe"):
+        client.predict(files=[handle_file(str(clip))], instruction="Decrease the volume by 6 dB.", nfe=999,
+                       api_name="/edit_batch")
