@@ -5,10 +5,13 @@
 The same held-out demo items (tones: volume, pitch and noise removal, as ``bench_demo`` draws them,
 a third each) run twice through :class:`auk_app.batch.BatchRun` on one Studio, into fresh folders:
 ``--auk-batch`` at once (their DiT steps share the step batcher, one item's conditioning and
-decoding overlap another's steps) and one at a time. Both runs do all the work a batch does (the
-edit, its check, the benchmark scores, the files); a few untimed items load the model and the
-measures first. The record gives items per minute for both and their ratio; the device is
-whatever ``--device`` picks (the CPU here; on a GPU, the demo model's sizes, not the release's).
+decoding overlap another's steps) and one at a time. Both do all the work a batch does (the edit,
+its check, the benchmark scores, the files). An untimed pass of the whole set at that concurrency
+pays first: loading, the measures' kernels, the step batcher's shapes, which a first timed run
+would pay alone. Then ``--rounds`` rounds time one at a
+time and side by side in turn, so a drift of the machine's load meets both; the record gives items
+per minute of each, summed over the rounds, and their ratio. The device is whatever ``--device``
+picks (the CPU here; on a GPU, the demo model's sizes, not the release's).
 """
 
 from __future__ import annotations
@@ -29,7 +32,6 @@ from bench.records import publish
 from training.data import heldout_cases
 
 FAMILIES = ("volume", "pitch", "denoise")
-WARMUP_ITEMS = 2
 
 
 def write_items(folder: Path, n: int, seed: int = 0) -> Path:
@@ -46,19 +48,19 @@ def write_items(folder: Path, n: int, seed: int = 0) -> Path:
     return folder / "items.jsonl"
 
 
-def items_per_minute(studio: Studio, manifest_path: Path, out: Path, workers: int) -> tuple[float, int]:
-    """Items per minute of one run of the whole manifest, and how many items failed."""
+def timed(studio: Studio, manifest_path: Path, out: Path, workers: int) -> tuple[float, int]:
+    """Seconds of one run of the whole manifest into a fresh ``out``, and how many items failed."""
     manifest = read_manifest(manifest_path)
     started = time.perf_counter()
     outcomes = BatchRun(studio, manifest, out, workers=workers).run()
-    seconds = time.perf_counter() - started
-    return 60 * len(outcomes) / seconds, sum(o.status != "done" for o in outcomes)
+    return time.perf_counter() - started, sum(o.status != "done" for o in outcomes)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--items", type=int, default=24)
     parser.add_argument("--auk-batch", type=int, default=4)
+    parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
@@ -67,17 +69,18 @@ def main() -> None:
         root = Path(scratch)
         (root / "items").mkdir()
         manifest = write_items(root / "items", args.items)
-        warm = root / "items" / "warm.jsonl"  # beside the clips it names
-        warm.write_text("".join(manifest.read_text().splitlines(keepends=True)[:WARMUP_ITEMS]))
-        BatchRun(studio, read_manifest(warm), root / "warm", workers=WARMUP_ITEMS).run()
-        batched, failed_batched = items_per_minute(studio, manifest, root / "batched", args.auk_batch)
-        alone, failed_alone = items_per_minute(studio, manifest, root / "alone", 1)
+        timed(studio, manifest, root / "warm", args.auk_batch)
+        runs = [(workers, *timed(studio, manifest, root / f"r{r}_{workers}", workers))
+                for r in range(args.rounds) for workers in (1, args.auk_batch)]
+    seconds = {w: sum(s for k, s, _ in runs if k == w) for w in (1, args.auk_batch)}
+    failed = {w: sum(f for k, _, f in runs if k == w) for w in (1, args.auk_batch)}
+    batched, alone = (60 * args.items * args.rounds / seconds[w] for w in (args.auk_batch, 1))
     publish({
         "bench": "batch_items", "date": datetime.date.today().isoformat(), "device": str(studio.device),
         "model": studio.entry("auto").label, "items": args.items, "families": list(FAMILIES),
         "auk_batch": args.auk_batch, "items_per_min_batched": round(batched, 2),
         "items_per_min_one_at_a_time": round(alone, 2), "ratio": round(batched / alone, 3),
-        "failed": {"batched": failed_batched, "one_at_a_time": failed_alone},
+        "rounds": args.rounds, "failed": {"batched": failed[args.auk_batch], "one_at_a_time": failed[1]},
         "gpu": "not measured: no GPU was lent to this run",
     }, args.out)
 

@@ -102,8 +102,8 @@ class BatchHandlers:
         """The items of a queued batch, from its inputs as Gradio holds them (file records)."""
         files = data[self.files_at] if self.files_at < len(data) else None
         paths = [f.get("path") if isinstance(f, dict) else f for f in files or []]
-        try:
-            return measure([p for p in paths if p], None).items
+        try:  # any instruction: the count of a folder's clips does not depend on it
+            return measure([p for p in paths if p], "count").items
         except AppError:
             return 1
 

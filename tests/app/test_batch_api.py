@@ -67,3 +67,17 @@ def test_a_batch_over_the_page_limits_is_refused_before_it_runs(client, tmp_path
     with pytest.raises(ClientError, match="nfe"):
         client.predict(files=[handle_file(str(clip))], instruction="Decrease the volume by 6 dB.", nfe=999,
                        api_name="/edit_batch")
+
+
+def test_a_queued_batch_counts_as_the_runs_its_items_are(app, tmp_path):
+    """The model queue's cap counts a waiting batch by its items (a zip's clips, a CSV's rows), not as one."""
+    info = next(fn for fn in app.demo.fns.values() if fn.api_name == "model_info")
+    admission = info.fn.__self__.admission
+    clip = _tone(tmp_path / "a.wav", 300, 0.2)
+    with zipfile.ZipFile(tmp_path / "three.zip", "w") as archive:
+        for k in range(3):
+            archive.write(clip, f"c{k}.wav")
+    runs_of = admission.weights["edit_batch"]
+    inputs: list = [None] * 16  # as Gradio holds a queued event's inputs: the files as records
+    inputs[runs_of.__self__.files_at] = [{"path": str(tmp_path / "three.zip")}, {"path": str(clip)}]
+    assert runs_of(inputs) == 4 and "edit_batch" in admission.api_names
