@@ -126,9 +126,13 @@ class BatchHandlers:
                 place = self.h.admission.reserve(size.items, getattr(values.get("request"), "session_hash", None))
             except Busy as exc:
                 return _verdicts(names, {"files": str(exc)})
-            problems = self._knob_problems(values)
-            if not problems and await client_gone(values.get("request")):
-                problems = {"files": "The client went away during the checks, so the batch was not queued."}
+            try:
+                problems = self._knob_problems(values)
+                if not problems and await client_gone(values.get("request")):
+                    problems = {"files": "The client went away during the checks, so the batch was not queued."}
+            except BaseException:
+                self.h.admission.release(place)
+                raise
             (self.h.admission.release if problems else self.h.admission.passed)(place)
             return _verdicts(names, problems)
 
