@@ -1,7 +1,8 @@
 """The Gradio 6 face of AuK Studio: ``build_demo(studio)`` lays out the Blocks and wires the events;
 ``launch_options()`` gives the launch-time look and limits (Gradio 6 takes theme and css at launch).
 
-Tabs: "Edit & generate (AuK)", "Text to audio (Audex)", "API", "About", and under them the history
+Tabs: "Edit & generate (AuK)", "Text to audio (Audex)", "API", "About", "Batch" (:mod:`auk_app.ui.batch_tab`,
+which also serves ``/edit_batch``), and under them the history
 of this browser's results (:mod:`auk_app.ui.history_panel`). The event functions live
 in :mod:`auk_app.ui.handlers`; the generated wording in :mod:`auk_app.ui.text`; the look (theme,
 CSS, the order of a tab's sections on a phone) in :mod:`auk_app.ui.style`, the page's few scripts
@@ -30,7 +31,7 @@ from typing import Any
 import gradio as gr
 
 from auk_app import instructions
-from auk_app.ui import history_panel, outputs, page_js, style
+from auk_app.ui import batch_tab, history_panel, outputs, page_js, style
 from auk_app.ui import text as ui_text
 from auk_app.config import Limits
 from auk_app.knobs import AUDEX, EDIT, MAX_CANDIDATES
@@ -515,6 +516,8 @@ def build_demo(studio: Studio, warming: Warming | None = None) -> gr.Blocks:
             with gr.Tab("About", id="about"):
                 gr.Markdown(ui_text.about_page(studio.config.limits, MAX_FILE_SIZE),
                             elem_id="about-page")
+            with gr.Tab("Batch", id="batch"):
+                batch = batch_tab.build(studio)
         history = history_panel.build()
 
         # Model endpoints: validated before the queue; edits batch in the pipeline, text to audio runs alone.
@@ -530,6 +533,7 @@ def build_demo(studio: Studio, warming: Warming | None = None) -> gr.Blocks:
         a.stop.click(h.stop, None, a.stop_note, cancels=[audex], **PRIVATE)
 
         _wire_helpers(api, e, h)
+        batch_tab.wire(batch, h, _edit_queue(studio.config))
         new_source = _wire_edit_plumbing(e, h)
         history_panel.wire(history, history_panel.Events(h, e, a, tabs, history), edit, audex, demo, new_source)
         _wire_views(e, a)

@@ -319,9 +319,10 @@ class Handlers:
                                               "suggest_on_page"),
                                    weights={"edit_audio": runs_at, "_edit_from_ui": runs_at})  # ui/app.py binds it
         # Each endpoint's inputs, and the knobs that check a call's values as its client sent them.
-        self._inputs = {"edit_audio": (self._api_edit, EDIT), "_edit_from_ui": (self._page_edit, EDIT),
-                        "text_to_audio": (self._api_audex, AUDEX), "suggest_instruction": (self._api_suggest, SUGGEST),
-                        "suggest_on_page": (self.suggest_on_page, SUGGEST), "inspect_audio": (self.inspect_audio, SUGGEST)}
+        self._inputs = {name: (handler, functools.partial(raw_problems, knobs)) for name, handler, knobs in (
+            ("edit_audio", self._api_edit, EDIT), ("_edit_from_ui", self._page_edit, EDIT),
+            ("text_to_audio", self._api_audex, AUDEX), ("suggest_instruction", self._api_suggest, SUGGEST),
+            ("suggest_on_page", self.suggest_on_page, SUGGEST), ("inspect_audio", self.inspect_audio, SUGGEST))}
         # On a ZeroGPU Space the GPU is attached per call, for a budget computed from the request.
         self.edit_audio = self._runs.stoppable(gpu(self.edit_gpu_seconds)(self._api_edit))
         self.edit_from_ui = self._runs.stoppable(gpu(self.edit_gpu_seconds)(self._page_edit))
@@ -340,12 +341,12 @@ class Handlers:
         each value as its client sent it, by its knob's own check (a list is no instruction, a
         string no seed, a number no clip: a component would have read them as something else),
         then, at a model endpoint, places for the runs it asks for, held until it is queued."""
-        handler, knobs = self._inputs.get(arrival.api_name, (None, None))
+        handler, problems_of = self._inputs.get(arrival.api_name, (None, None))
         if handler is None:
             yield {}
             return
         names = inputs_of(handler)
-        refused = raw_problems(knobs, dict(zip(names, arrival.data)), self.limits)
+        refused = problems_of(dict(zip(names, arrival.data)), self.limits)
         if refused or arrival.api_name not in self.admission.api_names:
             yield {names.index(name): message for name, message in refused.items()}
             return
@@ -356,6 +357,11 @@ class Handlers:
                 yield {0: str(exc)}
                 return
             yield {}
+
+    def gated(self, api_name: str, handler, problems_of) -> None:
+        """Check ``api_name``'s calls at the gate too: ``problems_of(values as sent, limits)`` by input
+        name, ``handler`` naming the inputs (an endpoint another module wires, e.g. the Batch tab's)."""
+        self._inputs[api_name] = (handler, problems_of)
 
     def _validator(self, handler, problems_of):
         """A validator for ``handler``: ``problems_of(values)`` in a worker thread, and then whether

@@ -59,7 +59,8 @@ class Admission:
     events waiting or running in Gradio's queue plus the reservations still being checked may not
     pass ``cap``, so the rest of a burst is refused at once. A queued event counts itself from the
     moment it is queued, so nothing is counted twice. A request counts as the runs it asks for (an
-    edit's candidates): ``weights`` maps an endpoint to the input position of its count, 1 elsewhere.
+    edit's candidates): ``weights`` maps an endpoint to the input position of its count, 1 elsewhere;
+    :meth:`count` adds an endpoint whose count a function reads from its inputs (a batch's items).
     """
 
     def __init__(self, api_names: Iterable[str], weights: dict[str, int] | None = None) -> None:
@@ -70,6 +71,11 @@ class Admission:
         self._reserved: list[int] = []  # the runs of each arrival being checked
         self._lock = threading.Lock()
 
+    def count(self, api_name: str, runs_of: Callable[[list[Any]], int]) -> None:
+        """Count ``api_name``'s requests too, each as ``runs_of(its inputs)`` runs."""
+        self.api_names = self.api_names | {api_name}
+        self.weights[api_name] = runs_of
+
     def bind(self, blocks: gr.Blocks, cap: int) -> None:
         """Count ``blocks``' queue (built after its handlers) against ``cap``; unbound, nothing is refused."""
         self._blocks, self.cap = blocks, cap
@@ -77,6 +83,8 @@ class Admission:
     def runs_of(self, api_name: str | None, data: list[Any]) -> int:
         """The runs a call of ``api_name`` with inputs ``data`` asks for: its count input, else 1."""
         position = self.weights.get(api_name)
+        if callable(position):
+            return max(1, position(data))
         if position is None or position >= len(data):
             return 1
         value = data[position]

@@ -167,7 +167,7 @@ def test_the_pages_generate_counts_against_the_cap_like_the_api(app):
 
     model = [fn for fn in app.demo.fns.values() if fn.concurrency_id in ("auk", GPU_QUEUE) and fn.queue]
     assert {fn.api_name for fn in model} == set(_handlers(app.demo).admission.api_names) == {
-        "edit_audio", "_edit_from_ui", "text_to_audio", "suggest_instruction", "suggest_on_page"}
+        "edit_audio", "_edit_from_ui", "text_to_audio", "suggest_instruction", "suggest_on_page", "edit_batch"}
     assert all(fn.validator is not None for fn in model)
 
 

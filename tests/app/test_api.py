@@ -36,6 +36,8 @@ CONTRACT = {
     "/inspect_audio": (["audio"], 1),
     "/suggest_instruction": (["audio", "instruction", "model"], 1),
     "/model_info": ([], 1),
+    "/edit_batch": (["model", "seconds", "nfe", "cfg", "sway", "t_grid", "seed", "vae_sample", "headroom", "enhance",
+                     "candidates", "step_cache", "cfg_interval", "files", "instruction", "submission"], 4),
 }
 
 

@@ -307,7 +307,7 @@ TABS = """[...document.querySelectorAll('button[role=tab]')].map((tab) => {
   return [tab.innerText.trim(), tab.offsetParent !== null && box.left >= 0
           && box.right <= document.documentElement.clientWidth && tab.scrollWidth <= tab.clientWidth];
 })"""
-TAB_LABELS = ["Edit & generate (AuK)", "Text to audio (Audex)", "API", "About"]
+TAB_LABELS = ["Edit & generate (AuK)", "Text to audio (Audex)", "API", "About", "Batch"]
 
 
 def _read_tab(browser: Browser, number: int, ready: str) -> dict:

@@ -29,7 +29,7 @@ from tests.conftest import REPO
 from tests.ports import free_port
 
 pytestmark = pytest.mark.slow
-TOOLS = {"edit_audio", "text_to_audio", "suggest_instruction", "inspect_audio", "model_info"}
+TOOLS = {"edit_audio", "text_to_audio", "suggest_instruction", "inspect_audio", "model_info", "edit_batch"}
 SR = 24_000
 
 
