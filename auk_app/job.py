@@ -38,7 +38,7 @@ from auk_app.check.transcribe import check_content, content_target
 from auk_app.config import QWEN_SAMPLE_RATE
 from auk_app.errors import AppError, Cancelled, CheckpointError, KnobError
 from auk_app.knobs import EDIT
-from auk_app.progress import Progress, ShouldStop
+from auk_app.progress import Progress, ShouldStop, silent
 from auk_app.recognise import Recognised, language_of, recognise
 from auk_app.results import Delivery, EditOrder, deliver
 from auk_app.whole_file import Route, checked_part, route
@@ -135,7 +135,10 @@ class EditJob:
                                             should_stop=self.should_stop)
         started = time.perf_counter()
         part, measured_on = checked_part(result)
+        report = self.progress or silent
+        report("check", 0, 1)
         checked = self._unless_stopped(lambda: self._checked(intake, SharedClip(), part))
+        report("check", 1, 1)
         if measured_on:
             checked = replace(checked, note=f"{checked.note}; {measured_on}" if checked.note else measured_on)
         return Candidate(result, checked, time.perf_counter() - started)

@@ -7,8 +7,10 @@ the upload cap as) is edited whole by "Decrease the volume by 6 dB." through the
 app runs it, twice in one process:
 
 * ``full``: the edit's own seconds (its record's windows and decode), the check's seconds, their
-  ratio (``check_share``; the bar is 0.25), and the peak resident memory the check adds above the
-  memory held when it starts (sampled every 50 ms; the bar is 1 GB);
+  ratio (``check_share``; the bar is 0.25), the peak resident memory the check adds above the
+  memory held when it starts (its "check" phase; sampled every 50 ms; the bar is 1 GB), and beside
+  it what the rest after the decode adds (joining the windows' result, writing it), the process's
+  memory at rest before the edit and its peak over the whole run;
 * ``stopped``: Stop pressed 0.5 s into the check (the run's last decode step reported): the seconds
   until the job gave up (the bar is 5 s), and that nothing was delivered.
 """
@@ -45,22 +47,35 @@ def _rss_mb() -> float:
 
 
 class _Watch:
-    """The phases the job reports, and the process's peak memory from the moment the edit is decoded."""
+    """The phases the job reports, and the process's memory sampled every 50 ms: its peak over the
+    run, from the moment the edit is decoded, and during the check."""
 
     def __init__(self) -> None:
         self.decoded_at: float | None = None
-        self.rss_at_check = self.peak_mb = 0.0
+        self.rest_mb = self.peak_mb = _rss_mb()
+        self.rss_at_decode = self.peak_after_decode = 0.0
+        self.rss_at_check = self.peak_in_check = 0.0
+        self._checking = False
         self._done = threading.Event()
+        threading.Thread(target=self._sample, daemon=True).start()
 
     def progress(self, phase: str, done: int, total: int) -> None:
         if phase == "decode" and done == total and self.decoded_at is None:
             self.decoded_at = time.perf_counter()
-            self.rss_at_check = self.peak_mb = _rss_mb()
-            threading.Thread(target=self._sample, daemon=True).start()
+            self.rss_at_decode = self.peak_after_decode = _rss_mb()
+        if phase == "check":
+            self._checking = done < total
+            if self._checking:
+                self.rss_at_check = self.peak_in_check = _rss_mb()
 
     def _sample(self) -> None:
         while not self._done.wait(0.05):
-            self.peak_mb = max(self.peak_mb, _rss_mb())
+            rss = _rss_mb()
+            self.peak_mb = max(self.peak_mb, rss)
+            if self.decoded_at is not None:
+                self.peak_after_decode = max(self.peak_after_decode, rss)
+            if self._checking:
+                self.peak_in_check = max(self.peak_in_check, rss)
 
     def stop(self) -> None:
         self._done.set()
@@ -75,7 +90,9 @@ def full_run(studio: Studio, order: EditOrder) -> dict:
     check_seconds = delivered.record["check"]["seconds"]
     return {"edit_seconds": round(edit_seconds, 1), "check_seconds": round(check_seconds, 2),
             "check_share": round(check_seconds / edit_seconds, 4),
-            "check_memory_mb": round(watch.peak_mb - watch.rss_at_check, 1),
+            "check_memory_mb": round(watch.peak_in_check - watch.rss_at_check, 1),
+            "after_decode_memory_mb": round(watch.peak_after_decode - watch.rss_at_decode, 1),
+            "rest_rss_mb": round(watch.rest_mb, 1), "peak_rss_mb": round(watch.peak_mb, 1),
             "after_decode_to_end_seconds": round(ended - watch.decoded_at, 2),
             "check": delivered.record["check"]["display"], "note": delivered.record["check"]["note"]}
 

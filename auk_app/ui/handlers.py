@@ -49,6 +49,7 @@ _PHASES = {
     "condition": "Encoding the instruction and the clip",
     "decode": "Decoding to 24 kHz audio",
     "windows": "Windows of the recording edited",
+    "check": "Checking the result",
 }
 
 
