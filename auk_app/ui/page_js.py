@@ -54,3 +54,9 @@ SHADE_REGION = """async (start, end) => {
   shade.style.width = `${(100 * (Math.min(end, seconds) - from)) / seconds}%`;
   box.appendChild(shade);
 }"""
+
+# Closes every toast still on the page: pressed Generate and an arriving result, whose warnings
+# stand beside it (auk_app.ui.result_notes), so an earlier request's toast never covers the next result.
+DISMISS_TOASTS = """() => {
+  document.querySelectorAll('[data-testid=toast-close]').forEach((close) => close.click());
+}"""

@@ -47,7 +47,9 @@ _BASE = """
 #check-card .pass .mark {color: #16a34a}
 #check-card .fail .mark {color: #dc2626}
 #check-card .unmeasured .mark {color: var(--body-text-color-subdued)}
-#check-card .values {display: grid; grid-template-columns: auto 1fr; gap: 2px 8px; white-space: nowrap}
+/* Values wrap between words ("+17.6 dB" over "SNR"), never inside one, and nothing is cut. */
+#check-card .values {display: grid; grid-template-columns: minmax(min-content, max-content) minmax(min-content, 1fr); gap: 2px 8px;
+  overflow-wrap: normal; word-break: normal}
 #check-card .values span:nth-child(odd) {opacity: 0.75}
 #check-card svg {width: 100%; height: 34px; overflow: visible}
 #check-card .band {fill: rgba(22, 163, 74, 0.22)}

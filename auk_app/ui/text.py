@@ -96,6 +96,10 @@ def stopped_note(clock: str) -> str:
             "a waiting one is dropped from the queue.")
 
 
+def stopped_done(clock: str) -> str:
+    return f"■ Stopped: the run ended at {clock}, at its next step, and wrote nothing."
+
+
 def grid(times) -> str:
     """A time grid as the page shows and takes it: "0, 0.07612, 0.2929, 0.6173, 1"."""
     return ", ".join(f"{t:.4g}" for t in times)
