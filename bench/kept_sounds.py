@@ -1,6 +1,6 @@
 """Held-out sounds for calibrating what the edit check counts as kept (``bench.bench_kept``).
 
-None of these was used to build or tune the measure (that was done on an A major and a C minor
+None of these built or tuned the measure (that was done on an A major and a C minor
 chord, a C major seventh, ``slow_tones`` seed 1, a training-split espeak-ng speaker, noisy speech
 seed 3 and a 440 Hz tone): other chords, struck and sustained, a chord progression, plucked
 arpeggios, music-like note lines of other seeds, tones with vibrato, held-out espeak-ng

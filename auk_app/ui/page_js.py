@@ -56,7 +56,7 @@ SHADE_REGION = """async (start, end) => {
 }"""
 
 # Closes every toast still on the page: pressed Generate and an arriving result, whose warnings
-# stand beside it (auk_app.ui.result_notes), so an earlier request's toast never covers the next result.
+# stand beside it (auk_app.ui.result_notes), so one request's toast never covers the next result.
 DISMISS_TOASTS = """() => {
   document.querySelectorAll('[data-testid=toast-close]').forEach((close) => close.click());
 }"""
