@@ -302,6 +302,15 @@ UNDER_THE_ARROW = """[...document.querySelectorAll('.secondary-wrap')].filter((w
   const right = field.getBoundingClientRect().right - parseFloat(getComputedStyle(field).paddingRight);
   return right > arrow.getBoundingClientRect().left + 1;
 }).map((wrap) => wrap.closest('[id]')?.id)"""
+# Each cell of the check card whose text is wider than its box, or broken inside a word.
+CUT_CELLS = """[...document.querySelectorAll('#check-card .values span')].filter((cell) =>
+  cell.scrollWidth > cell.clientWidth + 1 || cell.getBoundingClientRect().right
+    > document.querySelector('#check-card').getBoundingClientRect().right + 1
+  || cell.innerText.split(/\\s+/).some((word) => {
+    const probe = document.createElement('span'); probe.textContent = word;
+    probe.style.whiteSpace = 'nowrap'; cell.appendChild(probe);
+    const wide = probe.getBoundingClientRect().width > cell.clientWidth + 1; probe.remove(); return wide;
+  })).map((cell) => cell.innerText)"""
 TABS = """[...document.querySelectorAll('button[role=tab]')].map((tab) => {
   const box = tab.getBoundingClientRect();
   return [tab.innerText.trim(), tab.offsetParent !== null && box.left >= 0
@@ -379,6 +388,12 @@ def test_a_run_at_both_widths_leaves_no_stale_note_renders_its_toast_and_reads(a
         page.wait_for("document.querySelector('#edit-figure img')?.complete", timeout=240)
         assert page.evaluate("document.querySelector('#stop-note').innerText.trim()") == ""
         assert "Speed" in page.wait_for("document.querySelector('#check-card')?.innerText")
+        # The warning stays beside its result once the toasts are gone, and no cell of the card is cut.
+        assert "not trained" in page.wait_for("document.querySelector('#edit-warnings')?.offsetParent && "
+                                              "document.querySelector('#edit-warnings').innerText")
+        page.wait_for("document.querySelector('[data-testid=toast-text]') === null", timeout=30)
+        assert "not trained" in page.evaluate("document.querySelector('#edit-warnings').innerText")
+        assert page.evaluate(CUT_CELLS) == [], page.evaluate("document.querySelector('#check-card').innerText")
         card, figure = (page.evaluate(f"document.querySelector('{s}').getBoundingClientRect().toJSON()")
                         for s in ("#check-card", "#edit-figure img"))
         beside = card["right"] <= figure["left"] and card["top"] < figure["bottom"]
