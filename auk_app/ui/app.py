@@ -217,6 +217,8 @@ def _source_and_instruction(c: SimpleNamespace, limits: Limits, default: ModelEn
     c.instruction = page_widget(EDIT["instruction"], limits, lines=3,
                                 placeholder="e.g. Decrease the volume by 10 dB. The builder below writes the exact "
                                             "wording.")
+    c.instruction_count = gr.Markdown(f"0 / {limits.max_instruction_chars:,} characters", elem_id="instruction-count",
+                                      elem_classes=["note"])
     with gr.Row():
         c.suggest = gr.Button("Suggest the model's wording", size="sm", elem_id="suggest")
     c.suggest_note = gr.Markdown(elem_id="suggest-note", elem_classes=["note"])
@@ -496,6 +498,16 @@ def _wire_helpers(api: SimpleNamespace, e: SimpleNamespace, h: Handlers) -> None
                       concurrency_limit=INTAKE_CONCURRENCY)
 
 
+def _wire_page_scripts(demo: gr.Blocks, e: SimpleNamespace, limits: Limits) -> None:
+    """What runs in the browser alone: the banner folded on phones, toasts rendered, Ctrl+Enter in the
+    instruction or caption, and the instruction's length against its limit as one types."""
+    demo.load(None, js=page_js.FOLD_ON_PHONES)
+    demo.load(None, js=page_js.RENDER_TOASTS)
+    demo.load(None, js=page_js.RUN_ON_CTRL_ENTER)
+    e.instruction.change(None, e.instruction, e.instruction_count,
+                         js=page_js.count_characters(limits.max_instruction_chars), **PRIVATE)
+
+
 def build_demo(studio: Studio, warming: Warming | None = None) -> gr.Blocks:
     """The whole app over ``studio``; launch it with ``.launch(**launch_options(), ...)``. ``warming``
     (started once the page is up) loads what first runs need, and the page says what it still loads."""
@@ -542,8 +554,7 @@ def build_demo(studio: Studio, warming: Warming | None = None) -> gr.Blocks:
         new_source = _wire_edit_plumbing(e, h)
         history_panel.wire(history, history_panel.Events(h, e, a, tabs, history), edit, audex, demo, new_source)
         _wire_views(e, a)
-        demo.load(None, js=page_js.FOLD_ON_PHONES)
-        demo.load(None, js=page_js.RENDER_TOASTS)
+        _wire_page_scripts(demo, e, studio.config.limits)
         demo.load(h.api_page, None, api.page, **PRIVATE)
 
     # The model requests' cap is the gate's (Admission): Gradio's own max_size is checked before

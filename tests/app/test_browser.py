@@ -71,8 +71,10 @@ def test_upload_edit_and_flash_lock_in_chromium(flash_app, clips, browser, tmp_p
     browser.set_files("#source-audio input[type=file]", [clips.voice])
     browser.wait_for("document.querySelector('#upload-verdict').innerText.includes('Ready: 0.60 s')", timeout=30)
     assert browser.evaluate(f"document.querySelector('{PLAYER}') !== null")  # a usable clip stays in the player
+    assert browser.evaluate("document.querySelector('#instruction-count').innerText") == "0 / 1,000 characters"
     browser.type_into("#instruction textarea", "Decrease the volume by 10 dB.")
-    browser.click("#run-edit")
+    browser.wait_for("document.querySelector('#instruction-count').innerText === '29 / 1,000 characters'")
+    browser.press("Enter", ctrl=True)  # runs the instruction, as Generate does
     wav_url = browser.wait_for(
         "document.querySelector('#edit-output a.download-link[href$=\".wav\"]')?.href", timeout=180)
     browser.wait_for("document.querySelector('#edit-figure img')?.complete")
@@ -192,11 +194,15 @@ def test_text_to_audio_in_chromium(app, browser, tmp_path):
     banner = browser.click_until("button[role=tab]:nth-of-type(2)",  # "Text to audio (Audex)"
                                  "document.querySelector('#audex-banner')?.innerText")
     assert "Audex-Tiny" in banner
-    browser.type_into("#caption textarea", "rain on a tin roof")
     browser.type_into("#max-seconds input", "0.5", replace=True)
     browser.click("#compare-unmasked input")
-    browser.click("#run-audex")
+    browser.type_into("#caption textarea", "rain on a tin roof")
+    browser.press("Enter", ctrl=True)  # runs the caption, as Generate sound does
     browser.wait_for("document.querySelector('#audex-output a.download-link[href$=\".wav\"]') !== null", timeout=120)
+    assert browser.evaluate("document.querySelector('#caption textarea').value") == "rain on a tin roof"  # no new line
+    # The words the demo does not know stay named beside the sound, not only in a toast.
+    assert '"rain", "tin" and "roof"' in browser.wait_for("document.querySelector('#audex-warnings')?.offsetParent"
+                                                         " && document.querySelector('#audex-warnings').innerText")
     table = browser.wait_for("document.querySelector('#rvq-report table')?.innerText")
     assert "With the phase mask" in table and "Without the mask" in table
     browser.wait_for("document.querySelector('#audex-flac-file')?.offsetParent != null")  # beside the WAV
