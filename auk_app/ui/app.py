@@ -323,7 +323,8 @@ def _audex_tab(handlers: Handlers) -> SimpleNamespace:
 
 
 def _audex_knobs(c: SimpleNamespace, handlers: Handlers) -> None:
-    """The sampling knobs, two to a row."""
+    """The sampling knobs, two to a row; on a phone a row wraps rather than squeeze a box (min_width,
+    and for the checkbox, which drops it, auk_app.ui.style)."""
     shown = {"cfg": {"step": 0.5}, "max_seconds": {"value": handlers.audex_seconds, "step": 0.5},
              "temperature": {"step": 0.1}, "top_k": {"step": 1}, "seed": {"step": 1}}
     knobs = [k for k in AUDEX if k.widget != "text"]
@@ -331,7 +332,8 @@ def _audex_knobs(c: SimpleNamespace, handlers: Handlers) -> None:
         with gr.Row():
             for knob in pair:
                 prefix = "audex-" if knob.name in EDIT else ""
-                setattr(c, knob.name, page_widget(knob, handlers.limits, prefix=prefix, **shown.get(knob.name, {})))
+                setattr(c, knob.name, page_widget(knob, handlers.limits, prefix=prefix, min_width=150,
+                                                  **shown.get(knob.name, {})))
 
 
 def _audex_result(c: SimpleNamespace) -> None:

@@ -275,7 +275,7 @@ def test_the_result_plays_while_its_figure_is_still_drawing(app, clips, browser,
 
 # ----------------------------------------------------------------------------- the page at two widths
 
-WIDTHS = [360, 420, 1280]  # the narrowest phones, a common one, a laptop
+WIDTHS = [360, 390, 420, 1280]  # the narrowest phones, two common ones, a laptop
 # Every visible element that reaches past the window's right edge outside a box that scrolls
 # sideways; every box that scrolls sideways, with the height of its bar (0: nothing shows that it
 # scrolls); and every box that cuts its content off sideways without scrolling. Text fields scroll
@@ -308,15 +308,34 @@ UNDER_THE_ARROW = """[...document.querySelectorAll('.secondary-wrap')].filter((w
   const right = field.getBoundingClientRect().right - parseFloat(getComputedStyle(field).paddingRight);
   return right > arrow.getBoundingClientRect().left + 1;
 }).map((wrap) => wrap.closest('[id]')?.id)"""
+# The visible boxes matching a selector that break a word inside it ("Ca te go ry" in a column a few
+# letters wide): a run of letters, digits and underscores whose rendered boxes lie on more than one
+# line (a break at a hyphen or a slash is a break between words).
+BROKEN_WORDS = """((selector) => [...document.querySelectorAll(selector)].filter((cell) => {
+  if (cell.offsetParent === null) return false;
+  const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    for (const match of node.textContent.matchAll(/[\\p{L}\\p{N}_]+/gu)) {
+      const range = document.createRange();
+      range.setStart(node, match.index); range.setEnd(node, match.index + match[0].length);
+      const tops = new Set([...range.getClientRects()].filter((r) => r.width > 0).map((r) => Math.round(r.top)));
+      if (tops.size > 1) return true;
+    }
+  }
+  return false;
+}).map((cell) => cell.innerText.slice(0, 40)))"""
+# Each visible "Randomise seed" box narrower than its label set on one line (the box squeezed beside the seed).
+SEED_BOX_SQUEEZED = """[...document.querySelectorAll('[id$=randomize-seed]')].filter((box) => box.offsetParent !== null)
+  .filter((box) => {
+    const label = box.querySelector('label'); const before = label.style.whiteSpace;
+    label.style.whiteSpace = 'nowrap'; const wide = label.scrollWidth; label.style.whiteSpace = before;
+    return box.clientWidth + 1 < wide;
+  }).map((box) => box.id)"""
 # Each cell of the check card whose text is wider than its box, or broken inside a word.
-CUT_CELLS = """[...document.querySelectorAll('#check-card .values span')].filter((cell) =>
+CUT_CELLS = f"""[...document.querySelectorAll('#check-card .values span')].filter((cell) =>
   cell.scrollWidth > cell.clientWidth + 1 || cell.getBoundingClientRect().right
-    > document.querySelector('#check-card').getBoundingClientRect().right + 1
-  || cell.innerText.split(/\\s+/).some((word) => {
-    const probe = document.createElement('span'); probe.textContent = word;
-    probe.style.whiteSpace = 'nowrap'; cell.appendChild(probe);
-    const wide = probe.getBoundingClientRect().width > cell.clientWidth + 1; probe.remove(); return wide;
-  })).map((cell) => cell.innerText)"""
+    > document.querySelector('#check-card').getBoundingClientRect().right + 1).map((cell) => cell.innerText)
+  .concat({BROKEN_WORDS}('#check-card .values span'))"""
 TABS = """[...document.querySelectorAll('button[role=tab]')].map((tab) => {
   const box = tab.getBoundingClientRect();
   return [tab.innerText.trim(), tab.offsetParent !== null && box.left >= 0
@@ -358,8 +377,14 @@ def test_every_tab_reads_at_a_phones_and_a_desktops_width(app, tmp_path, width):
         assert page.evaluate(faces) == 1
         _read_tab(page, 2, "document.querySelector('#caption textarea')?.getBoundingClientRect().width > 0")
         assert 0 <= _top(page, "#run-audex") - _bottom(page, "#caption") < 700
+        assert page.evaluate(f"{BROKEN_WORDS}('[id$=randomize-seed] label')") == []
+        assert page.evaluate(SEED_BOX_SQUEEZED) == []
+        assert page.evaluate(f"{BROKEN_WORDS}('[id$=randomize-seed] label')") == []
+        assert page.evaluate(SEED_BOX_SQUEEZED) == []
         _read_tab(page, 3, "document.querySelector('#api-page table') !== null")
+        assert page.evaluate(f"{BROKEN_WORDS}('#api-page th, #api-page td')") == []
         _read_tab(page, 4, "document.querySelector('#about-page table')?.offsetParent != null")
+        assert page.evaluate(f"{BROKEN_WORDS}('#about-page th, #about-page td')") == []
         _keep(page.screenshot(tmp_path / f"auk_studio_about_{width}.png"))
     finally:
         page.close()
