@@ -13,7 +13,7 @@ import threading
 import numpy as np
 
 from auk_app import jit_cache
-from auk_app.check import harmonics
+from auk_app.check.harmonics import single_pitch as one_pitch_frames
 from auk_app.dsp import dbfs, resample, rms
 
 F0_RATE = 16000  # pYIN runs at 16 kHz: a third less work than 24 kHz, ample for F0 up to 2.1 kHz
@@ -109,7 +109,7 @@ class Clip:
         if self.f0.size == 0:
             return self.f0
         power = np.abs(_librosa().stft(self.wav16, n_fft=F0_FRAME, hop_length=F0_HOP)) ** 2  # centred, as pYIN's
-        return np.where(harmonics.single_pitch(power, self.f0, F0_RATE, F0_FRAME), self.f0, np.nan)
+        return np.where(one_pitch_frames(power, self.f0, F0_RATE, F0_FRAME), self.f0, np.nan)
 
     @property
     def single_pitch(self) -> bool:
