@@ -539,6 +539,9 @@ def _pitch(r: Request) -> dict | None:
 _SPEED = (r"\b(?:speed\w*|fast\w*|slow\w*|tempo|pace|quick\w*|rate|hurr\w*|rush\w*|time-?stretch\w*|playback)\b|"
           r"语速|速度|倍速|快|慢")
 _SLOW = r"\bslow\w*|\bdecelerat\w*|\breduce the (?:speed|tempo|pace)|慢|减速|降低语速"
+# Faster, said without a number ("speed this up a little"): the edit check then measures the direction.
+_FAST = (r"\b(?:fast\w*|quick\w*|hurr\w*|rush\w*|accelerat\w*|up)\b|\bincrease the (?:speed|tempo|pace)|"
+         r"快|加速|提高语速")
 
 
 def _speed(r: Request) -> dict | None:
@@ -560,7 +563,8 @@ def _speed(r: Request) -> dict | None:
         value = 1 / value if slow and value > 1 else value
     else:
         value = None
-    return {"amount": None if value is None or value <= 0 else plain(value)}
+    direction = "Decrease" if slow else "Increase" if r.find(_FAST) else None
+    return {"amount": None if value is None or value <= 0 else plain(value), "mode": direction}
 
 
 _VOLUME = (r"\b(?:volume|loud\w*|quiet\w*|soft(?:er|ly)?|gain|level|amplif\w*|attenuat\w*|decibels?)\b|"

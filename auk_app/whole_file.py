@@ -183,6 +183,7 @@ def edit_whole(pipeline: WindowEngine, audio: np.ndarray, sample_rate: int, inst
     plan = pipeline.plan(replace(first, audio=None, seconds=window))  # no source checks here
     windows = plan_windows(source.size, window=round(window * rate),
                            overlap=round(min(overlap_seconds, window / MAX_OVERLAP_SHARE) * rate), hop=checkpoint.hop)
+    report("windows", 0, len(windows.windows))  # how many, before the first step: the line counts them from the start
     solver = _WindowSolver(pipeline, source, windows, first, report, should_stop)
     wav, decode_seconds = _join_and_decode(pipeline, solver, concurrent or pipeline.max_batch, report, should_stop)
     timings = {"decode": round(decode_seconds, 4), "total": round(time.perf_counter() - started, 4)}

@@ -7,15 +7,17 @@
     best = rank(checks)[0]  # of several candidates
 
 Targets come from ``targets`` (what the recogniser found in the instruction), numbers from
-``measures`` (pyloudnorm, librosa's pYIN and trim), the record and ranking from ``result``.
+``measures`` (pyloudnorm, librosa's pYIN and trim), what the result kept of its source from ``kept``,
+what it changed that was not asked from ``unasked``, the record and ranking from ``result``.
 """
 
 from auk_app.check.checks import check
-from auk_app.check.measures import Clip, SharedClip, keep_similarity, warm_up
+from auk_app.check.kept import keep_scores, keep_similarity
+from auk_app.check.measures import Clip, SharedClip, warm_up
 from auk_app.check.result import KEEP_MIN, EditCheck, rank, unmeasured
 from auk_app.check.targets import MEASURED, UNMEASURED, Target, target_from_text, target_of
 
 __all__ = [
-    "KEEP_MIN", "MEASURED", "UNMEASURED", "Clip", "EditCheck", "SharedClip", "Target", "check", "keep_similarity", "rank",
-    "target_from_text", "target_of", "unmeasured", "warm_up",
+    "KEEP_MIN", "MEASURED", "UNMEASURED", "Clip", "EditCheck", "SharedClip", "Target", "check", "keep_scores",
+    "keep_similarity", "rank", "target_from_text", "target_of", "unmeasured", "warm_up",
 ]

@@ -13,6 +13,7 @@ import threading
 import numpy as np
 
 from auk_app import jit_cache
+from auk_app.check.harmonics import single_pitch as one_pitch_frames
 from auk_app.dsp import dbfs, resample, rms
 
 F0_RATE = 16000  # pYIN runs at 16 kHz: a third less work than 24 kHz, ample for F0 up to 2.1 kHz
@@ -24,20 +25,18 @@ ENVELOPE_SECONDS = 0.02  # 20 ms frames: a syllable spans several
 SILENCE_TOP_DB = 40.0  # quieter than the clip's peak by this much is silence at an end
 FLOOR_PERCENTILE, SIGNAL_PERCENTILE = 10, 95  # frame levels taken as noise floor and as signal
 FLOOR_LIMIT_DB = -100.0  # a digitally silent frame counts as this, so an SNR stays finite
-MELODY_CENTS = 100.0  # a frame keeps the melody within a semitone of the source's F0
-# What was kept compares level contours over 100 ms blocks: syllables (about 200 ms) still show, while
-# the 20 ms flicker of a steady noise, which differs between two takes of the same noise, averages out.
-KEEP_BLOCK_FRAMES = 5
-# The contour is taken after a first-order pre-emphasis (+6 dB per octave above a few hundred Hz, as
-# speech analysis does): a low rumble (brown noise) wanders by ±2 dB in 100 ms on its own, and
-# without it, two takes of the same rumble disagreed.
-PRE_EMPHASIS = 0.95
-# Contour changes within 25 % of the mean level (about ±2 dB) count as steady: a steady sound's contour
-# is flat, and two flat contours agree whatever their flicker, where a correlation of flicker is noise.
-STEADY_SPREAD = 0.25
-SPECTRUM_BANDS = 40  # mel bands of the long-term spectrum
-SPECTRUM_FLOOR_DB = 60.0  # bands further below the loudest band count as at this floor
-SPECTRUM_STEADY_DB = 3.0  # spectral-shape differences within about ±3 dB count as the same shape
+# The level contour that what was kept compares (auk_app.check.kept) is taken in these bands (Hz): in
+# bands, speech under loud white noise still shows its syllables below 1 kHz, and a low chord's contour
+# is its own, not the codec noise an MP3 leaves above it. Nothing under 60 Hz counts: a low rumble
+# (brown noise) wanders there by ±2 dB in 100 ms on its own, and two takes of it would disagree.
+CONTOUR_BANDS_HZ = (60, 250, 500, 1000, 2000, 4000, 12000)
+CONTOUR_CHUNK_FRAMES = 4096  # frames transformed at once, so an hour's spectrogram never sits in memory whole
+# Mel bands of the long-term spectrum, from 85 ms frames: fine enough (about 15 Hz wide under 500 Hz)
+# that a chord's notes stand apart, where a noise band spread over them would fill the gaps.
+SPECTRUM_BANDS, SPECTRUM_SECONDS = 96, 0.085
+SINGLE_PITCH_SHARE = 0.5  # a source has one pitch to follow where at least half its voiced frames hold one,
+PITCHED_SHARE = 0.15  # and they are at least this share of its sounding frames: speech in loud noise, where pYIN
+# hears a voice in one frame of twelve, gives medians of a few frames that another take does not repeat
 log = logging.getLogger(__name__)
 
 
@@ -89,14 +88,37 @@ class Clip:
         return dbfs(rms(self.wav))
 
     @_measure
+    def wav16(self) -> np.ndarray:
+        """The clip at F0_RATE, where pYIN and the test of one pitch run."""
+        return resample(self.wav, self.rate, F0_RATE)
+
+    @_measure
     def f0(self) -> np.ndarray:
         """F0 per 16 ms frame in Hz, nan where pYIN hears no voice."""
-        wav = resample(self.wav, self.rate, F0_RATE)
+        wav = self.wav16
         if wav.size < F0_FRAME:
             return np.full(0, np.nan)
         track, _, _ = _librosa().pyin(wav, fmin=F0_RANGE_HZ[0], fmax=F0_RANGE_HZ[1], sr=F0_RATE,
                                    frame_length=F0_FRAME, hop_length=F0_HOP, resolution=F0_RESOLUTION)
         return track
+
+    @_measure
+    def melody(self) -> np.ndarray:
+        """The F0 track on the frames that hold one pitch (:mod:`auk_app.check.harmonics`), nan elsewhere:
+        what a melody or a pitch shift can be read from; a chord's frames are left out."""
+        if self.f0.size == 0:
+            return self.f0
+        power = np.abs(_librosa().stft(self.wav16, n_fft=F0_FRAME, hop_length=F0_HOP)) ** 2  # centred, as pYIN's
+        return np.where(one_pitch_frames(power, self.f0, F0_RATE, F0_FRAME), self.f0, np.nan)
+
+    @property
+    def single_pitch(self) -> bool:
+        """Whether pYIN's F0 follows the clip: at least SINGLE_PITCH_SHARE of its voiced frames hold one
+        pitch, and those are at least PITCHED_SHARE of its sounding frames."""
+        voiced = np.count_nonzero(np.isfinite(self.f0))
+        pitched = np.count_nonzero(np.isfinite(self.melody))
+        sounding = self.active_frames(self.f0, F0_HOP / F0_RATE).size
+        return voiced > 0 and pitched >= SINGLE_PITCH_SHARE * voiced and pitched >= PITCHED_SHARE * sounding
 
     @_measure
     def median_f0(self) -> float:
@@ -112,12 +134,21 @@ class Clip:
 
     @_measure
     def contour(self) -> np.ndarray:
-        """RMS per 20 ms frame of the pre-emphasised clip (PRE_EMPHASIS): the level contour that what
-        was kept compares."""
-        emphasised = self.wav.copy()
-        emphasised[1:] -= np.float32(PRE_EMPHASIS) * self.wav[:-1]
-        frame = max(1, round(self.rate * ENVELOPE_SECONDS))
-        return _librosa().feature.rms(y=emphasised, frame_length=frame, hop_length=frame, center=False)[0]
+        """Power per band (CONTOUR_BANDS_HZ) per 20 ms frame, [bands, frames]: the level contour that
+        what was kept compares. Hann frames of twice the hop, in chunks of CONTOUR_CHUNK_FRAMES."""
+        hop = max(1, round(self.rate * ENVELOPE_SECONDS))
+        n_fft = 2 * hop
+        edges = np.searchsorted(np.fft.rfftfreq(n_fft, 1 / self.rate), CONTOUR_BANDS_HZ)
+        frames = max(0, 1 + (self.wav.size - n_fft) // hop) if self.wav.size >= n_fft else 0
+        out = np.zeros((len(CONTOUR_BANDS_HZ) - 1, frames))
+        window = np.hanning(n_fft).astype(np.float32)
+        for start in range(0, frames, CONTOUR_CHUNK_FRAMES):
+            stop = min(start + CONTOUR_CHUNK_FRAMES, frames)
+            piece = self.wav[start * hop:(stop - 1) * hop + n_fft]
+            power = np.abs(np.fft.rfft(np.lib.stride_tricks.sliding_window_view(piece, n_fft)[::hop] * window)) ** 2
+            cumulative = np.concatenate([np.zeros((power.shape[0], 1)), np.cumsum(power, axis=1)], axis=1)
+            out[:, start:stop] = (cumulative[:, edges[1:]] - cumulative[:, edges[:-1]]).T
+        return out
 
     @_measure
     def active(self) -> tuple[int, int]:
@@ -130,7 +161,7 @@ class Clip:
     @_measure
     def spectrum(self) -> np.ndarray:
         """The long-term spectrum: mean power per mel band over the whole clip (silence adds nothing)."""
-        n_fft = 1 << max(8, round(np.log2(self.rate * 0.04)))  # about 40 ms: 1024 at 24 kHz
+        n_fft = 1 << max(8, round(np.log2(self.rate * SPECTRUM_SECONDS)))  # 2048 at 24 kHz
         if self.wav.size < n_fft:
             return np.zeros(SPECTRUM_BANDS)
         mel = _librosa().feature.melspectrogram(y=self.wav, sr=self.rate, n_fft=n_fft, hop_length=n_fft // 2,
@@ -139,7 +170,7 @@ class Clip:
 
     def measure_all(self) -> Clip:
         """Take every measure now (pYIN is the slow one), so later checks read them from the cache."""
-        self.median_f0, self.envelope, self.contour, self.spectrum, self.loudness, self.active  # noqa: B018
+        self.median_f0, self.melody, self.envelope, self.contour, self.spectrum, self.loudness, self.active  # noqa: B018
         return self
 
     @property
@@ -226,96 +257,6 @@ def speed_factor(source: Clip, result: Clip) -> float:
     """How much faster the result plays: the source's sounding length over the result's, both
     without silence at the ends (padding to a target duration does not count)."""
     return source.active_seconds / result.active_seconds if result.active_seconds else float("nan")
-
-
-def keep_similarity(source: Clip, result: Clip, *, timing_kept: bool, shift_cents: float = 0.0,
-                    spectrum_kept: bool = True) -> float:
-    """How much of the source the result kept, 0..1: the lowest of three agreements, each defined for
-    steady sounds as for speech, and blind to the gain:
-
-    * the level contour over time (``_contour_kept``): where the syllables are;
-    * the long-term spectrum's shape (``_spectrum_kept``), unless the task changes it by design
-      (``spectrum_kept`` False: pitch moves the harmonics, noise removal the noise's bands);
-    * the melody (``_melody_kept``): the share of the source's sounding frames whose F0 the result
-      keeps within a semitone after ``shift_cents`` (the measured shift of a pitch edit, which moves
-      the melody whole).
-
-    Where the edit may change timing (``timing_kept`` False: speed, trim) both clips lose the
-    silence at their ends and the result's frames are stretched onto the source's. nan when
-    none applies (a silent source)."""
-    tracks = [(clip.contour, clip.f0) for clip in (source, result)]
-    if not timing_kept:
-        tracks = [(clip.active_frames(contour, ENVELOPE_SECONDS), clip.active_frames(f0, F0_HOP / F0_RATE))
-                  for clip, (contour, f0) in zip((source, result), tracks)]
-    (source_contour, source_f0), (result_contour, result_f0) = tracks
-    sounding = source.active_frames(source.f0, F0_HOP / F0_RATE).size
-    scores = [_contour_kept(source_contour, result_contour), _melody_kept(source_f0, result_f0, shift_cents, sounding)]
-    if spectrum_kept:
-        scores.append(_spectrum_kept(source.spectrum, result.spectrum))
-    scores = [s for s in scores if np.isfinite(s)]
-    return min(scores) if scores else float("nan")
-
-
-def _onto(track: np.ndarray, n: int) -> np.ndarray:
-    """``track``'s nearest frames at ``n`` evenly spaced points: a time stretch of a per-frame
-    measure that does not blend voiced frames with unvoiced ones."""
-    if track.size == 0:
-        return np.full(n, np.nan)
-    return track[np.rint(np.linspace(0, track.size - 1, n)).astype(int)]
-
-
-def _agreement(source: np.ndarray, result: np.ndarray, steady: float) -> float:
-    """How well ``result`` follows ``source`` around their means, 0..1: SSIM's contrast-structure term,
-    (2·cov + c) / (var + var + c). ``c`` (``steady`` squared) is the variation that counts as none,
-    so two steady tracks agree (1) and a steady track against a varying one does not; a correlation
-    of two flat tracks would be noise. Negative agreement (an inverted contour) counts as 0."""
-    source, result = source - source.mean(), result - result.mean()
-    c = steady**2
-    score = (2 * np.mean(source * result) + c) / (np.mean(source**2) + np.mean(result**2) + c)
-    return float(max(score, 0.0))
-
-
-def _contour_kept(source: np.ndarray, result: np.ndarray) -> float:
-    """Agreement of the level contours (``Clip.contour``, pooled into 100 ms blocks), each divided by its
-    mean level so a gain changes nothing; 0 for a silent result, nan for a silent or too short source."""
-    blocks = source.size // KEEP_BLOCK_FRAMES
-    if blocks < 2 or not np.any(source):
-        return float("nan")
-    source, result = (np.sqrt(np.mean(np.square(track[:blocks * KEEP_BLOCK_FRAMES]).reshape(blocks, -1), axis=1))
-                      for track in (source, _onto(result, source.size)))
-    if not np.any(result):
-        return 0.0
-    return _agreement(source / source.mean(), result / result.mean(), STEADY_SPREAD)
-
-
-def _spectrum_kept(source: np.ndarray, result: np.ndarray) -> float:
-    """Agreement of the long-term spectra's shapes in dB (each floored SPECTRUM_FLOOR_DB under its
-    loudest band, its mean level removed): a tone against noise, or one noise colour against another,
-    disagrees even where both are steady. 0 for a silent result, nan for a silent source."""
-    if not np.any(source):
-        return float("nan")
-    if not np.any(result):
-        return 0.0
-    shapes = [10 * np.log10(np.maximum(spectrum, spectrum.max() * 10 ** (-SPECTRUM_FLOOR_DB / 10)))
-              for spectrum in (source, result)]
-    return _agreement(*shapes, SPECTRUM_STEADY_DB)
-
-
-def _melody_kept(source: np.ndarray, result: np.ndarray, shift_cents: float, sounding: int) -> float:
-    """Share of the source's ``sounding`` F0 frames (those between the silences at its ends) that
-    keep their melody: a voiced frame keeps it where the result is voiced within MELODY_CENTS of
-    the source's F0 moved by ``shift_cents``; an unvoiced frame has no melody to lose. Counted over
-    the sounding frames, not the voiced ones alone: pYIN hears a few voiced frames in steady noise
-    (up to a third in brown noise), whose chance "melody" another take of the same noise does not
-    repeat, and they should weigh as little as they are. nan for an unvoiced source."""
-    voiced = np.isfinite(source)
-    if not voiced.any():
-        return float("nan")
-    result = _onto(result, source.size)
-    with np.errstate(invalid="ignore"):
-        interval = 1200 * np.log2(result[voiced] / source[voiced]) - shift_cents
-        lost = np.count_nonzero(~(np.abs(interval) <= MELODY_CENTS))  # nan (unvoiced) counts as lost
-    return float(1 - lost / max(sounding, np.count_nonzero(voiced)))
 
 
 def warm_up() -> None:

@@ -40,11 +40,15 @@ UNMEASURED = {
 @dataclass(frozen=True)
 class Target:
     """A task and its asked number: dB, semitones, a speed factor or Hz; None where the task
-    names no number (denoise, trim). ``reason`` says why it cannot be measured; empty if it can."""
+    names no number (denoise, trim). ``direction`` is +1 or −1 where a volume, pitch or speed
+    request names a direction and no number ("a bit quieter", "speed this up a little"): the check
+    then asks for a change beyond its tolerance that way. ``reason`` says why it cannot be
+    measured; empty if it can."""
 
     task: str
     asked: float | None = None
     reason: str = ""
+    direction: int = 0
 
     @property
     def measurable(self) -> bool:
@@ -56,7 +60,8 @@ NO_TASK = Target("unknown", reason="the instruction reads as none of the model's
 
 
 def target_of(found: Recognised | None) -> Target:
-    """The target of a recognised request (None: no task fits)."""
+    """The target of a recognised request (None: no task fits). A volume, pitch or speed request
+    with a direction (the recogniser's ``mode``) and no ``amount`` is checked for its direction."""
     if found is None:
         return NO_TASK
     fields = found.fields
@@ -69,11 +74,13 @@ def target_of(found: Recognised | None) -> Target:
         return Target(found.task, reason=UNMEASURED.get(found.task, "it has no measure"))
     if task == TRIM:
         return Target(TRIM)
+    direction = _DIRECTIONS.get(fields.get("mode"))
     if not fields.get("amount"):
-        return Target(task, reason=f"the instruction names no amount for the {task} change")
+        if direction is None or task == TONE:
+            return Target(task, reason=f"the instruction names no amount for the {task} change")
+        return Target(task, direction=direction)
     amount = float(fields["amount"])
     if task in (VOLUME, PITCH):
-        direction = _DIRECTIONS.get(fields.get("mode"))
         if direction is None:
             return Target(task, reason=f"the instruction gives no direction (up or down) for the {task} change")
         amount *= direction

@@ -31,7 +31,7 @@ from typing import Any
 import gradio as gr
 
 from auk_app import instructions
-from auk_app.ui import batch_tab, history_panel, outputs, page_js, style
+from auk_app.ui import batch_tab, history_panel, outputs, page_js, result_notes, style
 from auk_app.ui import text as ui_text
 from auk_app.config import Limits
 from auk_app.knobs import AUDEX, EDIT, MAX_CANDIDATES
@@ -164,6 +164,7 @@ def _result(c: SimpleNamespace) -> None:
         label="Result · 24 kHz WAV, level as generated",
         type="filepath", interactive=False, buttons=["download"], elem_id="edit-output",
     )
+    c.warnings = result_notes.block("edit-warnings")
     # /edit_audio's line ("asked −6 dB · got −5.9 dB ✓"); the page shows it as the card below
     c.check_line = gr.Markdown(elem_id="edit-check", visible=False)
     with gr.Row():
@@ -176,7 +177,7 @@ def _result(c: SimpleNamespace) -> None:
     gr.Markdown("Before / after: waveforms and log-mel spectrograms on one time axis; beside them, the check of "
                 "what was asked against what the result measures", elem_classes=["note"])
     with gr.Row(equal_height=False, elem_id="edit-view"):
-        c.check_card = gr.HTML(elem_id="check-card", visible=False, scale=1, min_width=170, padding=False)
+        c.check_card = gr.HTML(elem_id="check-card", visible=False, scale=1, min_width=220, padding=False)
         c.figure = gr.Image(label="Before / after", show_label=False, type="filepath", format="png",
                             interactive=False, buttons=["download", "fullscreen"], elem_id="edit-figure", scale=3,
                             min_width=260)
@@ -216,6 +217,8 @@ def _source_and_instruction(c: SimpleNamespace, limits: Limits, default: ModelEn
     c.instruction = page_widget(EDIT["instruction"], limits, lines=3,
                                 placeholder="e.g. Decrease the volume by 10 dB. The builder below writes the exact "
                                             "wording.")
+    c.instruction_count = gr.Markdown(f"0 / {limits.max_instruction_chars:,} characters", elem_id="instruction-count",
+                                      elem_classes=["note"])
     with gr.Row():
         c.suggest = gr.Button("Suggest the model's wording", size="sm", elem_id="suggest")
     c.suggest_note = gr.Markdown(elem_id="suggest-note", elem_classes=["note"])
@@ -320,7 +323,8 @@ def _audex_tab(handlers: Handlers) -> SimpleNamespace:
 
 
 def _audex_knobs(c: SimpleNamespace, handlers: Handlers) -> None:
-    """The sampling knobs, two to a row."""
+    """The sampling knobs, two to a row; on a phone a row wraps rather than squeeze a box (min_width,
+    and for the checkbox, which drops it, auk_app.ui.style)."""
     shown = {"cfg": {"step": 0.5}, "max_seconds": {"value": handlers.audex_seconds, "step": 0.5},
              "temperature": {"step": 0.1}, "top_k": {"step": 1}, "seed": {"step": 1}}
     knobs = [k for k in AUDEX if k.widget != "text"]
@@ -328,12 +332,14 @@ def _audex_knobs(c: SimpleNamespace, handlers: Handlers) -> None:
         with gr.Row():
             for knob in pair:
                 prefix = "audex-" if knob.name in EDIT else ""
-                setattr(c, knob.name, page_widget(knob, handlers.limits, prefix=prefix, **shown.get(knob.name, {})))
+                setattr(c, knob.name, page_widget(knob, handlers.limits, prefix=prefix, min_width=150,
+                                                  **shown.get(knob.name, {})))
 
 
 def _audex_result(c: SimpleNamespace) -> None:
     c.output = gr.Audio(label="Result · 16 kHz WAV (XCodec1)", type="filepath",
                         interactive=False, buttons=["download"], elem_id="audex-output")
+    c.warnings = result_notes.block("audex-warnings")
     c.report_md = gr.Markdown("The RVQ-phase validity report appears here after a run.", elem_id="rvq-report")
     with gr.Row():
         c.flac_file = gr.DownloadButton("FLAC", visible=False, size="sm", elem_id="audex-flac-file")
@@ -449,6 +455,8 @@ def _wire_views(e: SimpleNamespace, a: SimpleNamespace) -> None:
     candidate's), the region is shaded on the source's waveform, and pressing Generate clears the
     line a previous Stop left (the last two in the browser)."""
     e.manifest.change(_check_card, e.manifest, e.check_card, **PRIVATE)
+    result_notes.wire(e.manifest, e.warnings, e.run)
+    result_notes.wire(a.manifest, a.warnings, a.run)
     region = [e.region_start, e.region_end]
     gr.on([e.audio.change, *(edge.change for edge in region)], None, region, None, js=page_js.SHADE_REGION,
           **PRIVATE)
@@ -492,6 +500,16 @@ def _wire_helpers(api: SimpleNamespace, e: SimpleNamespace, h: Handlers) -> None
                       concurrency_limit=INTAKE_CONCURRENCY)
 
 
+def _wire_page_scripts(demo: gr.Blocks, e: SimpleNamespace, limits: Limits) -> None:
+    """What runs in the browser alone: the banner folded on phones, toasts rendered, Ctrl+Enter in the
+    instruction or caption, and the instruction's length against its limit as one types."""
+    demo.load(None, js=page_js.FOLD_ON_PHONES)
+    demo.load(None, js=page_js.RENDER_TOASTS)
+    demo.load(None, js=page_js.RUN_ON_CTRL_ENTER)
+    e.instruction.change(None, e.instruction, e.instruction_count,
+                         js=page_js.count_characters(limits.max_instruction_chars), **PRIVATE)
+
+
 def build_demo(studio: Studio, warming: Warming | None = None) -> gr.Blocks:
     """The whole app over ``studio``; launch it with ``.launch(**launch_options(), ...)``. ``warming``
     (started once the page is up) loads what first runs need, and the page says what it still loads."""
@@ -529,16 +547,16 @@ def build_demo(studio: Studio, warming: Warming | None = None) -> gr.Blocks:
                               api_visibility="private", concurrency_id=FIGURE_QUEUE,
                               concurrency_limit=FIGURE_CONCURRENCY)
         audex = _wire_audex(a, h, status)
-        e.stop.click(h.stop, None, e.stop_note, cancels=[edit, figure], **PRIVATE)
-        a.stop.click(h.stop, None, a.stop_note, cancels=[audex], **PRIVATE)
+        e.stop.click(h.stop, None, e.stop_note, cancels=[edit, figure], **PRIVATE).then(h.stopped, None, e.stop_note,
+                                                                                      **PRIVATE)
+        a.stop.click(h.stop, None, a.stop_note, cancels=[audex], **PRIVATE).then(h.stopped, None, a.stop_note, **PRIVATE)
 
         _wire_helpers(api, e, h)
         batch_tab.wire(batch, h, _edit_queue(studio.config))
         new_source = _wire_edit_plumbing(e, h)
         history_panel.wire(history, history_panel.Events(h, e, a, tabs, history), edit, audex, demo, new_source)
         _wire_views(e, a)
-        demo.load(None, js=page_js.FOLD_ON_PHONES)
-        demo.load(None, js=page_js.RENDER_TOASTS)
+        _wire_page_scripts(demo, e, studio.config.limits)
         demo.load(h.api_page, None, api.page, **PRIVATE)
 
     # The model requests' cap is the gate's (Admission): Gradio's own max_size is checked before

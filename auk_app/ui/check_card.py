@@ -1,11 +1,13 @@
 """The edit check as a card beside the before/after figure: a mark, what was asked and what the
-result measures, and a gauge of the two: the band the check accepts around what was asked, a
-tick at it, and a dot where the result is. Built from the manifest's ``check`` entry (HTML; the
-look is in :mod:`auk_app.ui.style`)."""
+result measures, what else it changed and whether it clips, and a gauge of asked and got: the
+band the check accepts around what was asked, a tick at it, and a dot where the result is. Built
+from the manifest's ``check`` entry (HTML; the look is in :mod:`auk_app.ui.style`, where the values
+wrap between words, never inside one, and nothing is cut)."""
 
 from __future__ import annotations
 
 import html
+import re
 from typing import Any
 
 MARKS = {"pass": "✓", "fail": "✗", "unmeasured": "–"}
@@ -22,16 +24,32 @@ def check_card(check: dict[str, Any] | None) -> str:
     if not check:
         return ""
     state = "unmeasured" if check.get("pass") is None else "pass" if check["pass"] else "fail"
-    display = str(check.get("display", "")).rstrip(" ✓✗")
+    display = str(check.get("display", ""))
     if state == "unmeasured":
-        body = f"<div>{html.escape(display)}</div>"
+        body = f"<div>{html.escape(display.split('; the result ')[0])}</div>" + _rows(_extras(check))
     else:
-        rows = "".join(f"<span>{html.escape(label)}</span><span>{html.escape(value)}</span>"
-                       for label, _, value in (part.partition(" ") for part in display.split(" · ")))
-        body = f'<div class="values">{rows}</div>{gauge(check)}'
+        head = re.split(r" [✓✗]", display, maxsplit=1)[0]
+        pairs = [(label, value) for label, _, value in (part.partition(" ") for part in head.split(" · "))]
+        body = _rows(pairs + _extras(check)) + gauge(check)
     task = html.escape(str(check.get("task", "")).replace("_", " ").capitalize())
     return (f'<div class="check {state}" aria-label="edit check: {state}"><div><span class="mark">{MARKS[state]}'
             f"</span> <strong>{task}</strong></div>{body}</div>")
+
+
+def _extras(check: dict[str, Any]) -> list[tuple[str, str]]:
+    """The rows after asked and got: what else the result changed, and its samples at full scale."""
+    rows = [("also changed", ", ".join(check["unasked"]))] if check.get("unasked") else []
+    clipped = check.get("clipped") or 0
+    if clipped:
+        rows.append(("clips", f"{clipped:,} sample{'' if clipped == 1 else 's'} at full scale"))
+    return rows
+
+
+def _rows(pairs: list[tuple[str, str]]) -> str:
+    if not pairs:
+        return ""
+    cells = "".join(f"<span>{html.escape(label)}</span><span>{html.escape(value)}</span>" for label, value in pairs)
+    return f'<div class="values">{cells}</div>'
 
 
 def gauge(check: dict[str, Any]) -> str:
@@ -43,8 +61,8 @@ def gauge(check: dict[str, Any]) -> str:
     low, high = asked - SPAN_TOLERANCES * tolerance, asked + SPAN_TOLERANCES * tolerance
     if got is not None:
         low, high = min(low, got - tolerance), max(high, got + tolerance)
-    band = {"≥": (asked - tolerance, high), "≤": (low, asked + tolerance)}.get(bound, (asked - tolerance,
-                                                                                      asked + tolerance))
+    band = {"≥": (asked - tolerance, high), "≤": (low, asked + tolerance), ">": (asked + tolerance, high),
+            "<": (low, asked - tolerance)}.get(bound, (asked - tolerance, asked + tolerance))
 
     def x(value: float) -> float:
         """Percent of the card's width: the gauge stretches with it, the dot stays round."""

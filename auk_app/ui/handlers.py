@@ -40,18 +40,11 @@ from auk_app.ui import outputs, rvq_table, zerogpu
 from auk_app.ui import text as ui_text
 from auk_app.ui.gradio_queue import Arrival
 from auk_app.ui.runs import Admission, Busy, Runs, client_gone
+from auk_app.ui.progress_line import EditProgress
 from auk_app.ui.zerogpu import gpu
 
 log = logging.getLogger(__name__)
-
-_PHASES = {
-    "load": "Loading the model (first run only)",
-    "condition": "Encoding the instruction and the clip",
-    "decode": "Decoding to 24 kHz audio",
-    "windows": "Windows of the recording edited",
-    "check": "Checking the result",
-}
-
+STOP_WAIT_SECONDS = 120.0  # a step of the released model on a slow GPU, with its decode, ends well within this
 
 # ----------------------------------------------------------------------------- value checks
 
@@ -148,17 +141,10 @@ def _output_root() -> Path:
 
 
 def _auk_progress(progress: gr.Progress, candidates: int = 1):
-    """The pipeline's ``progress(phase, done, total)`` as Gradio progress with a readable phase; with
-    several candidates, their steps in all (the Studio sums them)."""
-    sampling = "Sampling" if candidates == 1 else f"Sampling {candidates} candidates together"
-
-    def report(phase: str, done: int, total: int) -> None:
-        if phase == "sample":
-            progress((done, total), desc=f"{sampling}: Euler step {done} of {total}", unit="steps")
-        else:
-            progress((done, total), desc=_PHASES.get(phase, phase), unit="phase")
-
-    return report
+    """The pipeline's ``progress(phase, done, total)`` as one Gradio progress line in a person's units,
+    steps of a clip or windows of a whole recording with the time left (:mod:`auk_app.ui.progress_line`);
+    with several candidates, their steps in all (the Studio sums them)."""
+    return EditProgress(progress, candidates)
 
 
 def _audex_progress(progress: gr.Progress):
@@ -664,9 +650,16 @@ class Handlers:
                 state["table"], self.status())
 
     def stop(self, request: gr.Request):
-        """Stop this session's run; the line beside the button says what that did, and when."""
+        """Stop this session's run; the line beside the button says what that does, and when."""
         self._runs.stop(request)
         return ui_text.stopped_note(time.strftime("%H:%M:%S"))
+
+    def stopped(self, request: gr.Request):
+        """After Stop: once the run has ended at its next step, the line says that it stopped; where
+        nothing was running, the line stays as Stop left it."""
+        if not self._runs.stopped(request, STOP_WAIT_SECONDS):
+            return gr.skip()
+        return ui_text.stopped_done(time.strftime("%H:%M:%S"))
 
     def status(self):
         return ui_text.status_line(self.studio.info())

@@ -54,3 +54,34 @@ SHADE_REGION = """async (start, end) => {
   shade.style.width = `${(100 * (Math.min(end, seconds) - from)) / seconds}%`;
   box.appendChild(shade);
 }"""
+
+# Closes every toast still on the page: pressed Generate and an arriving result, whose warnings
+# stand beside it (auk_app.ui.result_notes), so one request's toast never covers the next result.
+DISMISS_TOASTS = """() => {
+  document.querySelectorAll('[data-testid=toast-close]').forEach((close) => close.click());
+}"""
+
+# Ctrl+Enter (⌘+Enter on a Mac) in the instruction or the caption runs it, as in a chat box; a plain
+# Enter still starts a new line, since an instruction may take several.
+RUN_ON_CTRL_ENTER = """() => {
+  const runs = {'#instruction': '#run-edit', '#caption': '#run-audex'};
+  document.addEventListener('keydown', (event) => {
+    if (event.key !== 'Enter' || !(event.ctrlKey || event.metaKey)) return;
+    for (const [box, button] of Object.entries(runs)) {
+      if (event.target.closest?.(box)) {
+        event.preventDefault();
+        document.querySelector(button)?.click();
+      }
+    }
+  }, true);
+}"""
+
+
+def count_characters(limit: int) -> str:
+    """The text box's length against ``limit`` as one types, for the line under it: "12 / 1,000
+    characters", and past the limit how far, since the run would be refused."""
+    return f"""(text) => {{
+  const n = [...(text || '')].length, limit = {limit};
+  const shown = n.toLocaleString('en-US') + ' / ' + limit.toLocaleString('en-US') + ' characters';
+  return n > limit ? shown + ': ' + (n - limit).toLocaleString('en-US') + ' over the limit, shorten it' : shown;
+}}"""

@@ -29,6 +29,7 @@ import functools
 import inspect
 import threading
 import time
+from dataclasses import dataclass
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -42,6 +43,9 @@ DISCONNECT_POLL_SECONDS = 0.2
 # A call's client opens its result stream as it joins (the page, gradio_client) or right after (a
 # raw POST to /call, then its GET); a run whose stream nobody opened within this is not started.
 LISTENER_SECONDS = 10.0
+# Stop cancels the event as it records the click, in either order: a run that ended this long
+# before its Stop was recorded still counts as stopped by it.
+STOP_RACE_SECONDS = 1.0
 
 
 class Busy(AppError):
@@ -117,11 +121,25 @@ class Admission:
         return sum(self.runs_of(e.api_name, e.data) for e in model) + sum(self._reserved)
 
 
+@dataclass(eq=False)
+class _Ended:
+    """When a run's thread returned (an abandoned thread runs on to its next step): what Stop waits for."""
+
+    event: threading.Event
+    at: float | None = None
+
+    def set(self) -> None:
+        self.at = time.monotonic()
+        self.event.set()
+
+
 class Runs:
-    """The stop flag of each session's current run."""
+    """The stop flag of each session's current run, and when its last run's thread ended."""
 
     def __init__(self) -> None:
         self._flags: dict[str | None, threading.Event] = {}
+        self._ended: dict[str | None, _Ended] = {}
+        self._stopped_at: dict[str | None, float] = {}
         self._lock = threading.Lock()
 
     def flag(self, request: gr.Request | None) -> threading.Event:
@@ -130,7 +148,19 @@ class Runs:
             return self._flags.get(_session(request)) or threading.Event()
 
     def stop(self, request: gr.Request | None) -> None:
+        with self._lock:
+            self._stopped_at[_session(request)] = time.monotonic()
         self.flag(request).set()
+
+    def stopped(self, request: gr.Request | None, timeout: float) -> bool:
+        """Whether the caller's run has ended since its Stop (waiting up to ``timeout`` seconds for the
+        thread to reach its next step): False where none was running then, or it has not ended yet."""
+        session = _session(request)
+        with self._lock:
+            ended, since = self._ended.get(session), self._stopped_at.get(session)
+        if ended is None or since is None or not ended.event.wait(timeout):
+            return False
+        return ended.at >= since - STOP_RACE_SECONDS
 
     @contextlib.contextmanager
     def _running(self, session: str | None):
@@ -160,10 +190,19 @@ class Runs:
                 raise gr.Error(f"Nobody opened this call's result stream within {LISTENER_SECONDS:g} s of its turn, "
                                "so it was not run: read the result (GET /gradio_api/call/<name>/<event_id>) "
                                "after posting the call.", print_exception=False)
+            ended = _Ended(threading.Event())
+            with self._lock:
+                self._ended[_session(request)] = ended
+
+            def work():
+                try:
+                    return handler(*args, **kwargs)
+                finally:
+                    ended.set()
+
             with self._running(_session(request)) as flag:
                 watcher = asyncio.create_task(_watch_disconnect(request, flag))
                 try:
-                    work = functools.partial(handler, *args, **kwargs)
                     return await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
                 finally:
                     watcher.cancel()

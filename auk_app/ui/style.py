@@ -36,7 +36,12 @@ _BASE = """
 .prose table::-webkit-scrollbar, .prose pre::-webkit-scrollbar {height: 8px}
 .prose table::-webkit-scrollbar-thumb, .prose pre::-webkit-scrollbar-thumb {background: var(--neutral-400);
   border-radius: 4px}
-.prose td, .prose th {overflow-wrap: break-word}
+/* A cell wraps between words, never inside one ("Ca te go ry" on a phone): a table wider than the
+   column scrolls sideways, with its bar, instead. */
+.prose td, .prose th {overflow-wrap: normal; word-break: normal; hyphens: none}
+/* Two knobs to a row; on a phone the row wraps rather than squeeze "Randomise seed" beside the seed
+   (Gradio writes a checkbox's min-width inline as 0, whatever min_width says). */
+#audex-knobs .form > .block {min-width: min(150px, 100%) !important}
 .secondary-wrap input {padding-right: 28px; text-overflow: ellipsis}
 .label-wrap {gap: 8px}
 .label-wrap > .icon {line-height: 1; height: 1em}  /* turned a quarter when shut: a tall box then juts out sideways */
@@ -47,7 +52,9 @@ _BASE = """
 #check-card .pass .mark {color: #16a34a}
 #check-card .fail .mark {color: #dc2626}
 #check-card .unmeasured .mark {color: var(--body-text-color-subdued)}
-#check-card .values {display: grid; grid-template-columns: auto 1fr; gap: 2px 8px; white-space: nowrap}
+/* Values wrap between words ("+17.6 dB" over "SNR"), never inside one, and nothing is cut. */
+#check-card .values {display: grid; grid-template-columns: minmax(min-content, max-content) minmax(min-content, 1fr); gap: 2px 8px;
+  overflow-wrap: normal; word-break: normal}
 #check-card .values span:nth-child(odd) {opacity: 0.75}
 #check-card svg {width: 100%; height: 34px; overflow: visible}
 #check-card .band {fill: rgba(22, 163, 74, 0.22)}

@@ -70,8 +70,10 @@ def audex_banner() -> str:
         "It makes beeps and tones, sweeps and sirens (200–2000 Hz), clicks and knocks (up to six), and white, "
         "pink or brown noise, steady or fading in or out, alone or two in a row (\"a 1000 Hz beep, then two "
         "clicks\"), at the frequency, length and count the caption says: lengths in tenths of a second, up to "
-        "the demo's 3 s. Give frequencies and lengths in digits with a unit (\"440 Hz\", \"1.5 seconds\", "
-        "\"300 ms\"). It cannot make anything else (rain, voices, music): other words are unknown to it. Its "
+        "the demo's 3 s. Give frequencies and lengths with a unit, in digits or words (\"440 Hz\", \"six hundred "
+        "hertz\", \"300 ms\", \"two seconds\"); a fraction of a second in digits (\"1.5 seconds\": \"one and a "
+        "half seconds\" can come out as half a second). It cannot make anything else (rain, voices, music): "
+        "other words are unknown to it. Its "
         "codec re-synthesises events from a few digits, so everything sounds synthetic; the phase mask, the "
         "validity report and the decoding path are the release's. "
         f"For the released model set `{AUDEX.env_var}` and `{XCODEC1.env_var}` (or pass `--audex` and `--xcodec`)."
@@ -94,6 +96,10 @@ def rewritten_note(suggestion) -> str:
 def stopped_note(clock: str) -> str:
     return (f"Stopped at {clock}: a run in progress ends at its next step and writes nothing; "
             "a waiting one is dropped from the queue.")
+
+
+def stopped_done(clock: str) -> str:
+    return f"■ Stopped: the run ended at {clock}, at its next step, and wrote nothing."
 
 
 def grid(times) -> str:

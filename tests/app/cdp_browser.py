@@ -183,6 +183,13 @@ class Browser:
             self.evaluate("document.activeElement.select()")
         self.call("Input.insertText", {"text": text})
 
+    def press(self, key: str, *, ctrl: bool = False) -> None:
+        """Press and release ``key`` ("Enter") in the focused element, with Ctrl held where asked."""
+        codes = {"Enter": 13}
+        for kind in ("keyDown", "keyUp"):
+            self.call("Input.dispatchKeyEvent", {"type": kind, "key": key, "code": key, "modifiers": 2 if ctrl else 0,
+                                                 "windowsVirtualKeyCode": codes[key]})
+
     def set_files(self, selector: str, paths: list[str | Path]) -> None:
         root = self.call("DOM.getDocument", {"depth": -1, "pierce": True})["root"]["nodeId"]
         node = self.call("DOM.querySelector", {"nodeId": root, "selector": selector})["nodeId"]

@@ -87,10 +87,12 @@ TYPED = [
                                                                 "it is 1 s, a sweep's default length")),
     Scene("A sweep from 400 Hz to 900 Hz over 1.5 seconds.", [Event("sweep", 1.5, 400, 900)], "sweep"),
     Scene("一个440赫兹的提示音，持续1秒。", [Event("tone", 1.0, 440, 440)], "tone", "zh"),
+    # Numbers in words, as the banner says they may be given.
+    Scene("A beep at six hundred hertz lasting two seconds.", [Event("tone", 2.0, 600, 600)], "tone"),
 ]
 
 
-@pytest.mark.parametrize("scene", TYPED, ids=["siren", "sweep", "chinese"])
+@pytest.mark.parametrize("scene", TYPED, ids=["siren", "sweep", "chinese", "number-words"])
 def test_captions_new_users_typed_come_out_as_they_say(client, scene):
     wav, _, _, _ = client.predict(scene.caption, seed=0, randomize_seed=False, api_name="/text_to_audio")
     data, _ = sf.read(wav, dtype="float64")

@@ -71,8 +71,10 @@ def test_upload_edit_and_flash_lock_in_chromium(flash_app, clips, browser, tmp_p
     browser.set_files("#source-audio input[type=file]", [clips.voice])
     browser.wait_for("document.querySelector('#upload-verdict').innerText.includes('Ready: 0.60 s')", timeout=30)
     assert browser.evaluate(f"document.querySelector('{PLAYER}') !== null")  # a usable clip stays in the player
+    assert browser.evaluate("document.querySelector('#instruction-count').innerText") == "0 / 1,000 characters"
     browser.type_into("#instruction textarea", "Decrease the volume by 10 dB.")
-    browser.click("#run-edit")
+    browser.wait_for("document.querySelector('#instruction-count').innerText === '29 / 1,000 characters'")
+    browser.press("Enter", ctrl=True)  # runs the instruction, as Generate does
     wav_url = browser.wait_for(
         "document.querySelector('#edit-output a.download-link[href$=\".wav\"]')?.href", timeout=180)
     browser.wait_for("document.querySelector('#edit-figure img')?.complete")
@@ -191,12 +193,16 @@ def test_text_to_audio_in_chromium(app, browser, tmp_path):
     browser.wait_for("document.querySelector('#run-edit') !== null")
     banner = browser.click_until("button[role=tab]:nth-of-type(2)",  # "Text to audio (Audex)"
                                  "document.querySelector('#audex-banner')?.innerText")
-    assert "Audex-Tiny" in banner
-    browser.type_into("#caption textarea", "rain on a tin roof")
+    assert "Audex-Tiny" in banner and "in digits or words" in banner  # words work too (test_audex_tiny_bars.py)
     browser.type_into("#max-seconds input", "0.5", replace=True)
     browser.click("#compare-unmasked input")
-    browser.click("#run-audex")
+    browser.type_into("#caption textarea", "rain on a tin roof")
+    browser.press("Enter", ctrl=True)  # runs the caption, as Generate sound does
     browser.wait_for("document.querySelector('#audex-output a.download-link[href$=\".wav\"]') !== null", timeout=120)
+    assert browser.evaluate("document.querySelector('#caption textarea').value") == "rain on a tin roof"  # no new line
+    # The words the demo does not know stay named beside the sound, not only in a toast.
+    assert '"rain", "tin" and "roof"' in browser.wait_for("document.querySelector('#audex-warnings')?.offsetParent"
+                                                         " && document.querySelector('#audex-warnings').innerText")
     table = browser.wait_for("document.querySelector('#rvq-report table')?.innerText")
     assert "With the phase mask" in table and "Without the mask" in table
     browser.wait_for("document.querySelector('#audex-flac-file')?.offsetParent != null")  # beside the WAV
@@ -269,7 +275,7 @@ def test_the_result_plays_while_its_figure_is_still_drawing(app, clips, browser,
 
 # ----------------------------------------------------------------------------- the page at two widths
 
-WIDTHS = [360, 420, 1280]  # the narrowest phones, a common one, a laptop
+WIDTHS = [360, 390, 420, 1280]  # the narrowest phones, two common ones, a laptop
 # Every visible element that reaches past the window's right edge outside a box that scrolls
 # sideways; every box that scrolls sideways, with the height of its bar (0: nothing shows that it
 # scrolls); and every box that cuts its content off sideways without scrolling. Text fields scroll
@@ -302,6 +308,34 @@ UNDER_THE_ARROW = """[...document.querySelectorAll('.secondary-wrap')].filter((w
   const right = field.getBoundingClientRect().right - parseFloat(getComputedStyle(field).paddingRight);
   return right > arrow.getBoundingClientRect().left + 1;
 }).map((wrap) => wrap.closest('[id]')?.id)"""
+# The visible boxes matching a selector that break a word inside it ("Ca te go ry" in a column a few
+# letters wide): a run of letters, digits and underscores whose rendered boxes lie on more than one
+# line (a break at a hyphen or a slash is a break between words).
+BROKEN_WORDS = """((selector) => [...document.querySelectorAll(selector)].filter((cell) => {
+  if (cell.offsetParent === null) return false;
+  const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    for (const match of node.textContent.matchAll(/[\\p{L}\\p{N}_]+/gu)) {
+      const range = document.createRange();
+      range.setStart(node, match.index); range.setEnd(node, match.index + match[0].length);
+      const tops = new Set([...range.getClientRects()].filter((r) => r.width > 0).map((r) => Math.round(r.top)));
+      if (tops.size > 1) return true;
+    }
+  }
+  return false;
+}).map((cell) => cell.innerText.slice(0, 40)))"""
+# Each visible "Randomise seed" box narrower than its label set on one line (the box squeezed beside the seed).
+SEED_BOX_SQUEEZED = """[...document.querySelectorAll('[id$=randomize-seed]')].filter((box) => box.offsetParent !== null)
+  .filter((box) => {
+    const label = box.querySelector('label'); const before = label.style.whiteSpace;
+    label.style.whiteSpace = 'nowrap'; const wide = label.scrollWidth; label.style.whiteSpace = before;
+    return box.clientWidth + 1 < wide;
+  }).map((box) => box.id)"""
+# Each cell of the check card whose text is wider than its box, or broken inside a word.
+CUT_CELLS = f"""[...document.querySelectorAll('#check-card .values span')].filter((cell) =>
+  cell.scrollWidth > cell.clientWidth + 1 || cell.getBoundingClientRect().right
+    > document.querySelector('#check-card').getBoundingClientRect().right + 1).map((cell) => cell.innerText)
+  .concat({BROKEN_WORDS}('#check-card .values span'))"""
 TABS = """[...document.querySelectorAll('button[role=tab]')].map((tab) => {
   const box = tab.getBoundingClientRect();
   return [tab.innerText.trim(), tab.offsetParent !== null && box.left >= 0
@@ -343,8 +377,14 @@ def test_every_tab_reads_at_a_phones_and_a_desktops_width(app, tmp_path, width):
         assert page.evaluate(faces) == 1
         _read_tab(page, 2, "document.querySelector('#caption textarea')?.getBoundingClientRect().width > 0")
         assert 0 <= _top(page, "#run-audex") - _bottom(page, "#caption") < 700
+        assert page.evaluate(f"{BROKEN_WORDS}('[id$=randomize-seed] label')") == []
+        assert page.evaluate(SEED_BOX_SQUEEZED) == []
+        assert page.evaluate(f"{BROKEN_WORDS}('[id$=randomize-seed] label')") == []
+        assert page.evaluate(SEED_BOX_SQUEEZED) == []
         _read_tab(page, 3, "document.querySelector('#api-page table') !== null")
+        assert page.evaluate(f"{BROKEN_WORDS}('#api-page th, #api-page td')") == []
         _read_tab(page, 4, "document.querySelector('#about-page table')?.offsetParent != null")
+        assert page.evaluate(f"{BROKEN_WORDS}('#about-page th, #about-page td')") == []
         _keep(page.screenshot(tmp_path / f"auk_studio_about_{width}.png"))
     finally:
         page.close()
@@ -379,6 +419,12 @@ def test_a_run_at_both_widths_leaves_no_stale_note_renders_its_toast_and_reads(a
         page.wait_for("document.querySelector('#edit-figure img')?.complete", timeout=240)
         assert page.evaluate("document.querySelector('#stop-note').innerText.trim()") == ""
         assert "Speed" in page.wait_for("document.querySelector('#check-card')?.innerText")
+        # The warning stays beside its result once the toasts are gone, and no cell of the card is cut.
+        assert "not trained" in page.wait_for("document.querySelector('#edit-warnings')?.offsetParent && "
+                                              "document.querySelector('#edit-warnings').innerText")
+        page.wait_for("document.querySelector('[data-testid=toast-text]') === null", timeout=30)
+        assert "not trained" in page.evaluate("document.querySelector('#edit-warnings').innerText")
+        assert page.evaluate(CUT_CELLS) == [], page.evaluate("document.querySelector('#check-card').innerText")
         card, figure = (page.evaluate(f"document.querySelector('{s}').getBoundingClientRect().toJSON()")
                         for s in ("#check-card", "#edit-figure img"))
         beside = card["right"] <= figure["left"] and card["top"] < figure["bottom"]

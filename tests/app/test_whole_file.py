@@ -77,7 +77,8 @@ def test_windows_share_steps_and_progress_counts_windows_and_steps():
     assert pipeline.batcher.largest_batch >= 2 and pipeline.batcher.batched_steps > 0
     windows = [done for phase, done, total in events if phase == "windows"]
     steps = [(done, total) for phase, done, total in events if phase == "sample"]
-    assert sorted(windows) == [1, 2, 3] and steps[-1] == (48, 48) and len(steps) == 48
+    assert events[0] == ("windows", 0, 3)  # how many windows, before the first step
+    assert sorted(windows) == [0, 1, 2, 3] and steps[-1] == (48, 48) and len(steps) == 48
     assert result.steps["dit_steps"] == 48 and result.steps["shared_steps"] > 0  # the manifest's tally, summed
     assert [e for e in events if e[0] == "decode"][-1] == ("decode", tones.size, tones.size)
 

@@ -43,6 +43,13 @@ def gain(wav: np.ndarray, db: float) -> np.ndarray:
     return wav * np.float32(10 ** (db / 20))
 
 
+def pitch_shifted(wav: np.ndarray, steps: float) -> np.ndarray:
+    """librosa's pitch shift at the source's RMS level: its phase vocoder alone leaves espeak-ng speech
+    3 to 4 dB quieter, which the check reports as an unasked level change."""
+    shifted = librosa.effects.pitch_shift(wav, sr=RATE, n_steps=steps)
+    return shifted * np.float32(np.sqrt(np.mean(wav**2) / np.mean(shifted**2)))
+
+
 # ----------------------------------------------------------------------------- targets
 
 
@@ -126,7 +133,7 @@ def test_a_clip_too_short_to_gate_falls_back_to_rms():
 
 @pytest.mark.parametrize("steps", [2, -3])
 def test_a_pitch_shift_is_measured_in_cents_and_passes(speech, source, steps):
-    shifted = librosa.effects.pitch_shift(speech, sr=RATE, n_steps=steps)
+    shifted = pitch_shifted(speech, steps)
     direction = "Raise" if steps > 0 else "Lower"
     result = check(f"{direction} the pitch by {abs(steps)} semitones.", source, shifted, RATE)
     assert result.passed and abs(result.got - 100 * steps) <= 20, result
@@ -178,7 +185,7 @@ def test_the_demos_chinese_volume_mistake_fails(speech, source):
 
 
 def test_the_demos_chinese_pitch_mistake_fails(speech, source):
-    result = check("将音调降低2个半音。", source, librosa.effects.pitch_shift(speech, sr=RATE, n_steps=2.7), RATE)
+    result = check("将音调降低2个半音。", source, pitch_shifted(speech, 2.7), RATE)
     assert result.passed is False and abs(result.got - 270) <= 20
     assert result.display().startswith("asked −2 semitones · got +2.") and result.display().endswith(" semitones ✗")
 
