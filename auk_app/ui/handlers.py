@@ -44,6 +44,7 @@ from auk_app.ui.progress_line import EditProgress
 from auk_app.ui.zerogpu import gpu
 
 log = logging.getLogger(__name__)
+MAX_REFUSALS_KEPT = 1000  # page sessions whose last refused upload Generate can still name
 STOP_WAIT_SECONDS = 120.0  # a step of the released model on a slow GPU, with its decode, ends well within this
 
 # ----------------------------------------------------------------------------- value checks
@@ -317,7 +318,9 @@ class Handlers:
         self.suggest_instruction = self._runs.stoppable(gpu(lambda *args, **kwargs: 60)(self._api_suggest))
         # Validators: Gradio runs them inside the client's join request, before the request is queued.
         self.check_edit = self._validator(self._api_edit, self._edit_problems)
-        self.check_edit_from_ui = self._validator(self._page_edit, self._edit_problems)
+        self.check_edit_from_ui = self._validator(self._page_edit, self._page_edit_problems)
+        # The sentence of each page session's last refused upload, which the player no longer holds.
+        self._refused: dict[str | None, str] = {}
         self.check_audex = self._validator(self._api_audex, self._audex_problems)
         self.check_suggest = self._validator(self._api_suggest, self._suggest_problems)
         self.check_suggest_on_page = self._validator(self.suggest_on_page, self._suggest_problems)
@@ -381,6 +384,17 @@ class Handlers:
         return zerogpu.audex_seconds(self.studio, _named(self._api_audex, args, kwargs))
 
     # ------------------------------------------------------------------ AuK
+
+    def _page_edit_problems(self, values: dict[str, Any]) -> dict[str, str]:
+        """The edit's problems for the page's Generate; with no clip and no duration after an upload
+        was refused (and cleared from the player), the refused file is named, not the duration."""
+        problems = self._edit_problems(values)
+        refusal = self._refused.get(getattr(values.get("request"), "session_hash", None))
+        if values.get("audio") is None and "seconds" in problems and refusal:
+            problems.pop("seconds")
+            problems["audio"] = (f"{refusal} There is no source clip to edit: upload another one, or set the "
+                                 "duration to generate without one.")
+        return problems
 
     def _edit_problems(self, values: dict[str, Any]) -> dict[str, str]:
         """Every input's problem (every knob, the model's name, the upload check), by input name."""
@@ -586,19 +600,32 @@ class Handlers:
         cautions = capability_warnings(entry, recognise(instruction), language_of(instruction), self.studio.released())
         return "\n\n".join(f"⚠ {caution}" for caution in cautions)
 
-    def on_audio_change(self, audio, start=None, end=None, model="auto"):
+    def on_audio_change(self, audio, start=None, end=None, model="auto", request: gr.Request = None):
         """The upload's verdict (under a region's limit when one is set: ``start``, ``end``; a whole
         recording's otherwise, with what ``model``'s window lets it be edited as), the length and the
         voiced seconds the builder times new words from (the region's when one is set, else the clip's),
-        and the player: a refused clip is cleared from it, so nobody runs an edit that cannot start."""
+        and the player: a refused clip is cleared from it, so nobody runs an edit that cannot start,
+        and its refusal is kept for Generate to name."""
         limits = self.limits.reading(end)
         findings = None if audio is None else self._upload_findings(audio, limits, None if end else model)
         usable = findings is not None and findings["verdict"] != "rejected"
+        self._remember_refusal(request, None if usable or findings is None else
+                               f"The upload {Path(audio).name} was refused: {findings['message']}")
         region = (start or 0.0, end) if usable and end is not None and end > (start or 0.0) else None
         length = None if not usable else findings["duration_s"] if region is None else region[1] - region[0]
         voiced = self._voiced_seconds(audio, limits, region) if usable else None
         return (ui_text.upload_verdict(findings), length, voiced,
                 gr.skip() if usable or audio is None else gr.update(value=None))
+
+    def _remember_refusal(self, request: gr.Request | None, refusal: str | None) -> None:
+        """Keep (or, for a usable clip or an emptied player, forget) a session's refused upload; the
+        oldest sessions' go first past MAX_REFUSALS_KEPT."""
+        session = getattr(request, "session_hash", None)
+        self._refused.pop(session, None)
+        if refusal is not None and session is not None:
+            self._refused[session] = refusal
+            while len(self._refused) > MAX_REFUSALS_KEPT:
+                self._refused.pop(next(iter(self._refused)))
 
     def _upload_findings(self, audio, limits: Limits, model: str | None) -> dict[str, Any]:
         """The upload check of ``audio`` read under ``limits``; for a whole clip (a ``model`` named), its

@@ -232,6 +232,13 @@ def test_switching_the_builders_task_is_clean_and_the_api_tab_names_this_server(
     browser.wait_for(f"document.querySelector('{PLAYER}') === null")
     time.sleep(1)
     assert "silent" in browser.evaluate("document.querySelector('#upload-verdict').innerText")
+    # Generate then names the refused file, not the duration that no empty player can give.
+    browser.type_into("#instruction textarea", "Decrease the volume by 10 dB.")
+    browser.click("#run-edit")
+    refusal = browser.wait_for("[...document.querySelectorAll('[data-testid=toast-text], .validation-error, .error')]"
+                               ".map(e => e.innerText).find(t => t.includes('was refused'))", timeout=30)
+    assert "The upload silent.wav was refused" in refusal and "set the duration" in refusal, refusal
+    assert "cannot infer a duration" not in browser.evaluate("document.body.innerText")
     page = browser.click_until("button[role=tab]:nth-of-type(3)",  # "API"
                                "document.querySelector('#api-page')?.innerText")
     assert f'Client("{app.url}")' in page and "region_start" in page and "headroom" in page
