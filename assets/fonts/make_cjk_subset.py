@@ -1,13 +1,13 @@
-"""Writes ``auk-cjk-subset.ttf`` (for the figures) and ``auk-cjk-subset.woff2`` (for the page), the
-font of the app's own Chinese wording (run again after adding Chinese to the code; the files are
+"""Writes ``auk-cjk-subset.woff2`` (for the page), the font of the app's own Chinese wording (run again after adding Chinese to the code; the files are
 committed): ``python assets/fonts/make_cjk_subset.py``, with Debian's fonts-wqy-microhei installed
 (and the brotli module, which WOFF2 compresses with).
 
 The glyphs are every CJK character and CJK punctuation mark in ``auk_app``'s source (the
 cookbook's Chinese templates, the builder's labels), cut from WenQuanYi Micro Hei (Apache-2.0,
 see LICENSE-wqy-microhei and NOTICE beside this file) and renamed "AuK CJK Subset" since it holds
-only those. A browser or matplotlib without a CJK font of its own draws this wording with it
-instead of empty boxes; Chinese typed by a person is drawn by their own fonts.
+only those. A browser without a CJK font of its own draws this wording with it instead of empty
+boxes; Chinese typed by a person is drawn by their own fonts. (The figures draw any Chinese with
+the packaged Noto Sans CJK SC: auk_app/ui/figures.py.)
 """
 
 from __future__ import annotations
@@ -21,8 +21,7 @@ from fontTools.ttLib import TTFont
 HERE = Path(__file__).parent
 SOURCE = Path("/usr/share/fonts/truetype/wqy/wqy-microhei.ttc")
 FAMILY = "AuK CJK Subset"
-OUT = HERE / "auk-cjk-subset.ttf"
-WEB = OUT.with_suffix(".woff2")
+WEB = HERE / "auk-cjk-subset.woff2"
 CJK = re.compile(r"[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uff00-\uffef]")
 
 
@@ -52,11 +51,9 @@ def main() -> None:
                           record.platEncID, record.langID)
         elif record.nameID == 6:  # PostScript name
             names.setName(FAMILY.replace(" ", ""), 6, record.platformID, record.platEncID, record.langID)
-    font.save(OUT)
     font.flavor = "woff2"
     font.save(WEB)
-    print(f"{OUT.name}, {WEB.name}: {len(app_characters())} characters, {OUT.stat().st_size} and "
-          f"{WEB.stat().st_size} bytes")
+    print(f"{WEB.name}: {len(app_characters())} characters, {WEB.stat().st_size} bytes")
 
 
 if __name__ == "__main__":

@@ -10,10 +10,9 @@ axis, so a volume or length change is visible as such.
 from __future__ import annotations
 
 import functools
-import logging
+import importlib.resources
 import re
 import textwrap
-import warnings
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -47,12 +46,10 @@ _INK = "#8c8c8c"
 # cache predates their installation.
 CJK_FAMILIES = ("Noto Sans CJK SC", "Noto Sans CJK JP", "WenQuanYi Micro Hei", "WenQuanYi Zen Hei",
                 "Droid Sans Fallback", "Source Han Sans SC")
-# Beside them, the app's own Chinese wording in a shipped subset (assets/fonts, made by make_cjk_subset.py),
-# which the page's CSS serves to browsers without a CJK font too.
-SHIPPED_CJK_FONT = Path(__file__).resolve().parents[2] / "assets" / "fonts" / "auk-cjk-subset.ttf"
-SHIPPED_CJK_FAMILY = "AuK CJK Subset"
+# Without one, Noto Sans CJK SC (SIL Open Font License) from the mplfonts package the requirements pin:
+# every typed Chinese character draws with the app's own install, no system font needed.
+PACKAGED_CJK_FONT = ("mplfonts", "fonts/NotoSansCJKsc-Regular.otf")
 _CJK_FILE = re.compile(r"noto\w*cjk|wqy|droidsansfallback|sourcehansans", re.IGNORECASE)
-log = logging.getLogger(__name__)
 # matplotlib opens a font file once per thread that draws with it (its font cache is per thread), so
 # figures drawn on Gradio's many worker threads kept dozens of handles of each font file open. Every
 # figure is drawn on this one thread instead.
@@ -193,9 +190,7 @@ def _draw_mel(ax, mel: np.ndarray, seconds: float, *, vmax: float):
 def font_family() -> tuple[str, ...]:
     """DejaVu Sans (every Latin glyph and the minus sign) and then a CJK family, which matplotlib
     falls back to glyph by glyph, so a Chinese instruction in a caption is drawn, not boxes: an
-    installed one, else the shipped subset, which holds the app's own Chinese wording (the builder's
-    templates). With the subset, other Chinese still shows as boxes, and matplotlib's per-glyph
-    warnings are silenced: one log line says what to install instead of warnings on every run."""
+    installed one, else the packaged Noto Sans CJK SC (PACKAGED_CJK_FONT)."""
     from matplotlib import font_manager
 
     manager = font_manager.fontManager
@@ -209,11 +204,10 @@ def font_family() -> tuple[str, ...]:
     known = {f.name for f in manager.ttflist}
     cjk = next((name for name in CJK_FAMILIES if name in known), None)
     if cjk is None:
-        manager.addfont(str(SHIPPED_CJK_FONT))
-        warnings.filterwarnings("ignore", message=r"Glyph \d+ .* missing from font", category=UserWarning)
-        log.info("No CJK font installed: figures draw the app's own Chinese wording with the shipped subset; "
-                 "other Chinese shows as boxes (apt-get install fonts-wqy-microhei).")
-        return ("DejaVu Sans", SHIPPED_CJK_FAMILY)
+        package, name = PACKAGED_CJK_FONT
+        path = str(importlib.resources.files(package) / name)
+        manager.addfont(path)
+        cjk = font_manager.FontProperties(fname=path).get_name()
     return ("DejaVu Sans", cjk)
 
 

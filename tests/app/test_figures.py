@@ -44,13 +44,12 @@ def test_the_shipped_cjk_subset_holds_every_chinese_character_of_the_app():
 
     from fontTools.ttLib import TTFont
 
-    from auk_app.ui import figures
+    from auk_app.ui import style
 
-    spec = importlib.util.spec_from_file_location("make_cjk_subset", figures.SHIPPED_CJK_FONT.with_name(
-        "make_cjk_subset.py"))
+    spec = importlib.util.spec_from_file_location("make_cjk_subset", style.WEB_FONT.with_name("make_cjk_subset.py"))
     maker = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(maker)
     wanted = maker.app_characters()
-    cmap = TTFont(figures.SHIPPED_CJK_FONT)["cmap"].getBestCmap()
-    assert len(wanted) > 100 and [c for c in wanted if ord(c) not in cmap] == []
-    assert TTFont(figures.SHIPPED_CJK_FONT)["name"].getDebugName(1) == figures.SHIPPED_CJK_FAMILY
+    font = TTFont(style.WEB_FONT)
+    assert len(wanted) > 100 and [c for c in wanted if ord(c) not in font["cmap"].getBestCmap()] == []
+    assert font["name"].getDebugName(1) == style.WEB_FONT_FAMILY
