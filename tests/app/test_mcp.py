@@ -172,7 +172,7 @@ def test_edit_audio_edits_an_uploaded_clip_by_its_url_and_reports_progress(serve
     assert check_line.startswith("asked −10 dB · got ")
     assert json.loads(table)[0]["seed"] == 7 and json.loads(wavs) == [wav_url]
     assert figure_url.endswith(".png")
-    assert any("Euler step" in (message or "") for message in progress), progress
+    assert any("Sampling: step 2 of 4" in (message or "") for message in progress), progress
 
 
 def test_a_bad_value_is_refused_with_the_validators_sentence(server, voice):
