@@ -19,6 +19,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = (
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -223,3 +225,14 @@ class Browser:
                 os.close(fd)
             except OSError:
                 pass
+
+
+@pytest.fixture(autouse=True, scope="module")
+def needs_chromium():
+    """A browser test module's guard: skipped without Debian's chromium, except under CI, where a
+    missing browser fails."""
+    if not Path(CHROMIUM).exists():
+        reason = "needs Debian's chromium (apt-get install chromium)"
+        if os.environ.get("CI"):
+            pytest.fail(reason)
+        pytest.skip(reason)

@@ -13,20 +13,11 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from cdp_browser import CHROMIUM, Browser
+from cdp_browser import Browser, needs_chromium  # noqa: F401 (a module fixture, used by its name)
 
 pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore:.*(no_silent_downcasting|copy keyword)")]
 RATE = 24_000
 ROWS = "document.querySelectorAll('#batch-table div[role=row]').length"  # the body's rows (the header's is a tr)
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _chromium():
-    if not Path(CHROMIUM).exists():
-        reason = "needs Debian's chromium (apt-get install chromium)"
-        if os.environ.get("CI"):
-            pytest.fail(reason)
-        pytest.skip(reason)
 
 
 def _clips(folder: Path) -> list[Path]:

@@ -18,23 +18,13 @@ from pathlib import Path
 
 import pytest
 
-from cdp_browser import CHROMIUM, Browser
+from cdp_browser import CHROMIUM, Browser, needs_chromium  # noqa: F401 (a module fixture, used by its name)
 
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.filterwarnings("ignore:.*(no_silent_downcasting|copy keyword)"),  # gradio's pandas use
 ]
 
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _chromium():
-    """Skipped without Debian's chromium, except under CI, where a missing browser fails."""
-    if not Path(CHROMIUM).exists():
-        reason = "needs Debian's chromium (apt-get install chromium)"
-        if os.environ.get("CI"):
-            pytest.fail(reason)
-        pytest.skip(reason)
 
 
 SAMPLING = ("nfe", "cfg", "sway")
