@@ -11,6 +11,7 @@ import time
 import pytest
 
 from tests.conftest import REPO
+from tests.servers import stop, watch
 
 OPTIONS = ("--host", "--port", "--share", "--mcp", "--auk-base", "--auk-flash", "--qwen", "--audex", "--xcodec", "--download",
            "--device", "--dtype", "--preload", "--default-model", "--auk-batch", "--auk-pack", "--no-compile")
@@ -68,8 +69,6 @@ def test_compiling_the_dit_follows_the_device_unless_the_flag_turns_it_off(tmp_p
 def test_app_starts_serves_the_demo_warms_it_up_and_writes_nothing_where_it_runs(app_command, port, client_for,
                                                                                   tmp_path):
     """The page answers first; the demo models then load behind it, and the console says when."""
-    import threading
-
     workdir = tmp_path / "cwd"
     workdir.mkdir()
     (tmp_path / "tmp").mkdir()
@@ -77,9 +76,7 @@ def test_app_starts_serves_the_demo_warms_it_up_and_writes_nothing_where_it_runs
            "GRADIO_ANALYTICS_ENABLED": "False", "TMPDIR": str(tmp_path / "tmp")}
     server = subprocess.Popen(app_command, cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                               text=True)
-    console, warmed = [], threading.Event()
-    threading.Thread(target=lambda: [(console.append(line), "Warm-up done" in line and warmed.set())
-                                     for line in server.stdout], daemon=True).start()
+    console, warmed = watch(server)
     try:
         deadline = time.monotonic() + 150
         while True:
@@ -97,12 +94,7 @@ def test_app_starts_serves_the_demo_warms_it_up_and_writes_nothing_where_it_runs
         assert warmed.wait(600), "".join(console)
         assert client.predict(api_name="/model_info")["loaded_model"] == "demo"  # loaded behind the page
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+        stop(server)
     assert list(workdir.iterdir()) == []
     assert "AuK Studio serves AuK-Tiny (demo) (the embedded demo model" in "".join(console)  # says what it serves
 

@@ -14,7 +14,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -27,6 +26,7 @@ from auk_app.config import Limits
 from auk_app.knobs import AUDEX, EDIT, SUGGEST
 from tests.conftest import REPO
 from tests.ports import free_port
+from tests.servers import stop, watch
 
 pytestmark = pytest.mark.slow
 TOOLS = {"edit_audio", "text_to_audio", "suggest_instruction", "inspect_audio", "model_info", "edit_batch"}
@@ -45,9 +45,7 @@ def server(tmp_path_factory):
     env.pop("GRADIO_MCP_SERVER", None)  # the flag alone turns it on
     process = subprocess.Popen([sys.executable, str(REPO / "app.py"), "--mcp", "--port", str(port)], cwd=root,
                                env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    console, warmed = [], threading.Event()
-    threading.Thread(target=lambda: [(console.append(line), "Warm-up done" in line and warmed.set())
-                                     for line in process.stdout], daemon=True).start()
+    console, warmed = watch(process)
     try:
         deadline = time.monotonic() + 600
         while not warmed.wait(1):
@@ -57,12 +55,7 @@ def server(tmp_path_factory):
         assert f"Streamable HTTP URL: {url}gradio_api/mcp/" in "".join(console)
         yield url
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop(process)
 
 
 def _with_session(url: str, work):
