@@ -54,8 +54,7 @@ def _unzip(path: Path, folder: Path) -> None:
     """A zip's clips and manifest, by their base names (no member can write outside ``folder``)."""
     try:
         with zipfile.ZipFile(path) as archive:
-            members = [m for m in archive.infolist() if not m.is_dir() and not Path(m.filename).name.startswith(".")
-                       and Path(m.filename).suffix.lower() in (*CLIP_SUFFIXES, *MANIFEST_SUFFIXES)]
+            members = _members(archive)
             if sum(m.file_size for m in members) > MAX_ZIP_BYTES:
                 raise ManifestError(f"{path.name} unpacks to more than {MAX_ZIP_BYTES >> 20} MB; upload fewer clips.")
             for member in members:
@@ -63,6 +62,13 @@ def _unzip(path: Path, folder: Path) -> None:
                     shutil.copyfileobj(source, target)
     except zipfile.BadZipFile as exc:
         raise ManifestError(f"{path.name} is not a zip file that can be read; upload the clips or a valid zip.") from exc
+
+
+def _members(archive: zipfile.ZipFile) -> list[zipfile.ZipInfo]:
+    """A zip's clips and manifests: its files with those suffixes, hidden ones (``.DS_Store``,
+    ``._clip.wav``) left out."""
+    return [m for m in archive.infolist() if not m.is_dir() and not Path(m.filename).name.startswith(".")
+            and Path(m.filename).suffix.lower() in (*CLIP_SUFFIXES, *MANIFEST_SUFFIXES)]
 
 
 def measure(paths: list[str | Path], instruction: str | None) -> Size:
@@ -84,13 +90,11 @@ def count(paths: list[str | Path]) -> int:
             suffix = path.suffix.lower()
             if suffix == ".zip":
                 with zipfile.ZipFile(path) as archive:
-                    for member in archive.infolist():
+                    for member in _members(archive):
                         name = Path(member.filename)
-                        if member.is_dir() or name.name.startswith("."):
-                            continue
                         if name.suffix.lower() in CLIP_SUFFIXES:
                             clips += 1
-                        elif name.suffix.lower() in MANIFEST_SUFFIXES and member.file_size < MAX_MANIFEST_BYTES:
+                        elif member.file_size < MAX_MANIFEST_BYTES:
                             manifests.append((name, archive.read(member).decode("utf-8-sig")))
             elif suffix in MANIFEST_SUFFIXES and path.stat().st_size < MAX_MANIFEST_BYTES:
                 manifests.append((path, path.read_text(encoding="utf-8-sig")))
